@@ -1,0 +1,314 @@
+#include "tools/config/config_loader.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "re2/re2.h"
+
+namespace sparse_layers::config {
+namespace {
+
+using ::google::protobuf::Descriptor;
+using ::google::protobuf::FieldDescriptor;
+using ::google::protobuf::TextFormat;
+
+// One parsed file and where each of its fields was written.
+struct ParsedSource {
+  std::string name;
+  std::unique_ptr<TextFormat::ParseInfoTree> locations =
+      std::make_unique<TextFormat::ParseInfoTree>();
+};
+
+// Keeps the parser's first error; later ones are usually consequences of it.
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (has_error_) return;
+    has_error_ = true;
+    line_ = line;
+    column_ = column;
+    message_ = message;
+  }
+  void AddWarning(int, int, const std::string&) override {}
+
+  bool has_error() const { return has_error_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  bool has_error_ = false;
+  int line_ = 0;
+  int column_ = 0;
+  std::string message_;
+};
+
+// The field name a text-proto line starts with ("  d_model: 12" -> "d_model").
+std::string FieldOnLine(absl::string_view line) {
+  std::string field;
+  RE2::PartialMatch(re2::StringPiece(line.data(), line.size()), R"(^\s*(\w+))",
+                    &field);
+  return field;
+}
+
+// Rewrites the parser's error position to the field it concerns: protobuf
+// reports some errors (an unknown enum value) at the token after the field, and
+// names the field only inside the message.
+void LocateField(absl::string_view text, int& line, int& column,
+                 const std::string& message, std::string& field) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  if (line < 0 || line >= static_cast<int>(lines.size())) return;
+  field = FieldOnLine(lines[line]);
+  std::string named;
+  if (!RE2::PartialMatch(message, R"re(field (?:named )?"(\w+)")re", &named) ||
+      named == field) {
+    return;
+  }
+  field = named;
+  const RE2 field_start("\\b(" + named + ")\\s*[:{]");
+  for (int candidate = line; candidate >= 0; --candidate) {
+    // Debian's RE2 (2022-06-01) takes re2::StringPiece, not absl::string_view.
+    const re2::StringPiece text_line(lines[candidate].data(),
+                                     lines[candidate].size());
+    re2::StringPiece match;
+    if (RE2::PartialMatch(text_line, field_start, &match)) {
+      line = candidate;
+      column = static_cast<int>(match.data() - lines[candidate].data());
+      return;
+    }
+  }
+}
+
+absl::Status MergeText(absl::string_view text, ParsedSource& source,
+                       ExperimentConfig& config) {
+  TextFormat::Parser parser;
+  FirstErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(source.locations.get());
+  if (parser.MergeFromString(std::string(text), &config)) {
+    return absl::OkStatus();
+  }
+  int line = errors.line();
+  int column = errors.column();
+  std::string field;
+  LocateField(text, line, column, errors.message(), field);
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s:%d:%d: field '%s': %s", source.name, line + 1, column + 1,
+      field.empty() ? "?" : field, errors.message()));
+}
+
+// Checks value ranges and cross-field constraints; errors point at the field in
+// the file that set it.
+class Validator {
+ public:
+  explicit Validator(const std::vector<ParsedSource>& sources)
+      : sources_(sources) {}
+
+  // An error for the field at `path` (e.g. {"model", "n_heads"}).
+  absl::Status Error(std::initializer_list<absl::string_view> path,
+                     absl::string_view message) const {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: field '%s': %s", Where(path), absl::StrJoin(path, "."), message));
+  }
+
+ private:
+  // file:line:column of the deepest prefix of `path` written in any source,
+  // preferring later files.
+  std::string Where(std::initializer_list<absl::string_view> path) const {
+    for (auto source = sources_.rbegin(); source != sources_.rend(); ++source) {
+      const TextFormat::ParseInfoTree* tree = source->locations.get();
+      const Descriptor* descriptor = ExperimentConfig::descriptor();
+      std::string best;
+      for (absl::string_view name : path) {
+        const FieldDescriptor* field =
+            descriptor->FindFieldByName(std::string(name));
+        if (field == nullptr || tree == nullptr) break;
+        TextFormat::ParseLocation location = tree->GetLocation(field, -1);
+        if (location.line < 0) break;
+        best = absl::StrFormat("%s:%d:%d", source->name, location.line + 1,
+                               location.column + 1);
+        if (field->message_type() == nullptr) break;
+        tree = tree->GetTreeForNested(field, -1);
+        descriptor = field->message_type();
+      }
+      if (!best.empty()) return best;
+    }
+    return sources_.empty() ? "<config>" : sources_.back().name + ":1:1";
+  }
+
+  const std::vector<ParsedSource>& sources_;
+};
+
+absl::Status Validate(const ExperimentConfig& config,
+                      const std::vector<ParsedSource>& sources) {
+  const Validator v(sources);
+  const RuntimeConfig& runtime = config.runtime();
+  if (runtime.threads() < 0) {
+    return v.Error({"runtime", "threads"}, "must be >= 0 (0 = --threads)");
+  }
+  if (!runtime.device().empty() && runtime.device() != "cpu" &&
+      runtime.device() != "cuda") {
+    return v.Error({"runtime", "device"}, "must be \"cpu\" or \"cuda\"");
+  }
+  if (config.has_model()) {
+    const ModelConfig& model = config.model();
+    for (auto [name, value] : {std::pair{"vocab_size", model.vocab_size()},
+                               {"context_length", model.context_length()},
+                               {"d_model", model.d_model()},
+                               {"n_layers", model.n_layers()},
+                               {"n_heads", model.n_heads()}}) {
+      if (value <= 0) return v.Error({"model", name}, "must be > 0");
+    }
+    if (model.d_model() % model.n_heads() != 0) {
+      return v.Error(
+          {"model", "n_heads"},
+          absl::StrFormat("d_model %d is not divisible by n_heads %d",
+                          model.d_model(), model.n_heads()));
+    }
+    if (model.d_ffn() < 0) return v.Error({"model", "d_ffn"}, "must be >= 0");
+    if (model.n_experts() < 0 || model.top_k() < 0) {
+      return v.Error({"model", model.n_experts() < 0 ? "n_experts" : "top_k"},
+                     "must be >= 0");
+    }
+    if (model.n_experts() > 0 && model.top_k() > model.n_experts()) {
+      return v.Error({"model", "top_k"},
+                     absl::StrFormat("top_k %d exceeds n_experts %d",
+                                     model.top_k(), model.n_experts()));
+    }
+    if (!model.positions().empty() && model.positions() != "learned" &&
+        model.positions() != "rotary") {
+      return v.Error({"model", "positions"},
+                     "must be \"learned\" or \"rotary\"");
+    }
+    if (!model.norm().empty() && model.norm() != "layernorm" &&
+        model.norm() != "rmsnorm") {
+      return v.Error({"model", "norm"}, "must be \"layernorm\" or \"rmsnorm\"");
+    }
+  }
+  if (config.has_data()) {
+    const DataConfig& data = config.data();
+    if (data.batch_size() <= 0) {
+      return v.Error({"data", "batch_size"}, "must be > 0");
+    }
+    if (data.sequence_length() <= 0) {
+      return v.Error({"data", "sequence_length"}, "must be > 0");
+    }
+    if (config.has_model() &&
+        data.sequence_length() > config.model().context_length()) {
+      return v.Error({"data", "sequence_length"},
+                     absl::StrFormat("%d exceeds model.context_length %d",
+                                     data.sequence_length(),
+                                     config.model().context_length()));
+    }
+  }
+  if (config.has_optimizer()) {
+    const OptimizerConfig& optimizer = config.optimizer();
+    if (optimizer.learning_rate() <= 0) {
+      return v.Error({"optimizer", "learning_rate"}, "must be > 0");
+    }
+    if (optimizer.weight_decay() < 0) {
+      return v.Error({"optimizer", "weight_decay"}, "must be >= 0");
+    }
+    if (optimizer.beta1() < 0 || optimizer.beta1() >= 1) {
+      return v.Error({"optimizer", "beta1"}, "must be in [0, 1)");
+    }
+    if (optimizer.beta2() < 0 || optimizer.beta2() >= 1) {
+      return v.Error({"optimizer", "beta2"}, "must be in [0, 1)");
+    }
+    if (optimizer.gradient_clip_norm() < 0) {
+      return v.Error({"optimizer", "gradient_clip_norm"}, "must be >= 0");
+    }
+  }
+  if (config.has_schedule()) {
+    const ScheduleConfig& schedule = config.schedule();
+    if (schedule.decay() == ScheduleConfig::DECAY_UNSPECIFIED) {
+      return v.Error({"schedule", "decay"},
+                     "must be set (CONSTANT, COSINE or INVERSE_SQRT)");
+    }
+    if (schedule.warmup_steps() < 0) {
+      return v.Error({"schedule", "warmup_steps"}, "must be >= 0");
+    }
+    if (schedule.min_lr_ratio() < 0 || schedule.min_lr_ratio() > 1) {
+      return v.Error({"schedule", "min_lr_ratio"}, "must be in [0, 1]");
+    }
+  }
+  if (config.has_budget()) {
+    const BudgetConfig& budget = config.budget();
+    if (budget.max_steps() < 0 || budget.max_tokens() < 0 ||
+        budget.max_flops() < 0) {
+      return v.Error({"budget"}, "limits must be >= 0");
+    }
+    if (budget.max_steps() == 0 && budget.max_tokens() == 0 &&
+        budget.max_flops() == 0) {
+      return v.Error({"budget"},
+                     "set at least one of max_steps, max_tokens, max_flops");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::NotFoundError(absl::StrFormat("%s: cannot read config (%s)",
+                                               path, std::strerror(errno)));
+  }
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  return contents.str();
+}
+
+}  // namespace
+
+absl::StatusOr<ExperimentConfig> ParseExperimentConfig(
+    absl::string_view text, absl::string_view source_name) {
+  std::vector<ParsedSource> sources(1);
+  sources[0].name = std::string(source_name);
+  ExperimentConfig config;
+  if (absl::Status status = MergeText(text, sources[0], config); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = Validate(config, sources); !status.ok()) {
+    return status;
+  }
+  return config;
+}
+
+absl::StatusOr<ExperimentConfig> LoadExperimentConfig(
+    absl::Span<const std::string> paths) {
+  if (paths.empty()) {
+    return absl::InvalidArgumentError("no config file given");
+  }
+  std::vector<ParsedSource> sources(paths.size());
+  ExperimentConfig config;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    absl::StatusOr<std::string> text = ReadFile(paths[i]);
+    if (!text.ok()) return text.status();
+    sources[i].name = paths[i];
+    if (absl::Status status = MergeText(*text, sources[i], config);
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (absl::Status status = Validate(config, sources); !status.ok()) {
+    return status;
+  }
+  return config;
+}
+
+}  // namespace sparse_layers::config
