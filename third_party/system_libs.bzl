@@ -10,6 +10,10 @@ _DEB_LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 _DEB_INCLUDE_DIR = "/usr/include"
 
 def _fail_missing(rctx, path, package):
+    """Fails the fetch with one line naming the package to install (or the override to fix)."""
+    if package == None:
+        fail("%s: %s is missing; %s must name a LibTorch prefix with include/ and lib/" %
+             (rctx.name, path, rctx.attr.root_env))
     fail("%s: %s is missing; install the Debian package %s (./tools/bazel installs tools/deps.txt)" %
          (rctx.name, path, package))
 
@@ -32,12 +36,19 @@ def _matching_libraries(rctx, lib_dir, pattern):
     ])
     return [rctx.path(lib_dir + "/" + name) for name in names]
 
+def _check_cxx11_abi(rctx, library):
+    """Fails unless `library` uses the C++11 string ABI, as Debian's Abseil and Protobuf do."""
+    result = rctx.execute(["sh", "-c", "nm -D --defined-only '%s' | grep -c __cxx11" % library])
+    if result.stdout.strip() in ["", "0"]:
+        fail("%s: %s uses the pre-C++11 ABI (_GLIBCXX_USE_CXX11_ABI=0), which cannot link with Debian's " %
+             (rctx.name, library) + "libraries; use a cxx11-ABI LibTorch build")
+
 def _system_library_impl(rctx):
     override = rctx.os.environ.get(rctx.attr.root_env, "") if rctx.attr.root_env else ""
     if override:
         include_dir = override + "/include"
         lib_dir = override + "/lib"
-        package = "%s (from %s=%s)" % (rctx.attr.package, rctx.attr.root_env, override)
+        package = None
         if not rctx.path(override).exists:
             fail("%s: %s=%s does not exist" % (rctx.name, rctx.attr.root_env, override))
     else:
@@ -60,6 +71,13 @@ def _system_library_impl(rctx):
             _fail_missing(rctx, lib_dir + "/" + pattern, package)
         for library in matches:
             rctx.symlink(library, "lib/" + library.basename)
+
+    for name in rctx.attr.optional_libraries:
+        if rctx.path(lib_dir + "/" + name).exists:
+            rctx.symlink(lib_dir + "/" + name, "lib/" + name)
+
+    if override and rctx.attr.abi_probe:
+        _check_cxx11_abi(rctx, lib_dir + "/" + rctx.attr.abi_probe)
 
     for name, spec in rctx.attr.binaries.items():
         path, binary_package = spec.split("|")
@@ -89,6 +107,8 @@ system_library = repository_rule(
         "headers": attr.string_list(doc = "Headers (relative to the include dir) that must exist."),
         "include_entries": attr.string_list(doc = "Files or directories of the include dir to expose."),
         "libraries": attr.string_list(doc = "Library file names; one '*' matches any run of characters."),
+        "optional_libraries": attr.string_list(doc = "Library file names linked when present (CUDA parts)."),
+        "abi_probe": attr.string(doc = "Library whose C++ ABI is checked when root_env overrides the prefix."),
         "binaries": attr.string_dict(doc = "Tool name -> 'absolute path|Debian package'."),
         "root_env": attr.string(doc = "Environment variable naming a prefix with include/ and lib/ to use instead."),
         "build_file": attr.label(mandatory = True, allow_single_file = True),
@@ -108,6 +128,9 @@ def system_libraries():
         headers = ["torch/csrc/api/include/torch/torch.h", "ATen/ATen.h", "c10/core/Device.h"],
         include_entries = ["torch", "ATen", "c10", "caffe2"],
         libraries = ["libtorch.so", "libtorch_cpu.so", "libc10.so"],
+        # A CUDA-enabled LibTorch (e.g. a PyTorch install's torch/ directory) adds these.
+        optional_libraries = ["libtorch_cuda.so", "libc10_cuda.so"],
+        abi_probe = "libc10.so",
         build_file = "//third_party:libtorch.BUILD",
     )
     system_library(

@@ -6,7 +6,7 @@ check_config="$1"
 data="tools/config/testdata"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-out="$("$check_config" "$data/base.textproto" "$data/smoke_overlay.textproto" 2>&1)" ||
+out="$("$check_config" "$data/base.textproto" "$data/smoke.textproto" 2>&1)" ||
   fail "valid config rejected: $out"
 [[ "$out" == "ok: tiny_gpt" ]] || fail "unexpected output for a valid config: $out"
 

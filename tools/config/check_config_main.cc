@@ -1,20 +1,60 @@
-// Loads and validates experiment configs (merged in order), printing "ok" or
-// one error line.
+// Loads and validates experiment configs (merged in order), printing "ok:
+// <name>" or one error line. With --out, also writes the merged config as
+// canonical text: the single file a pipeline step reads.
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
 #include "tools/common/init.h"
 #include "tools/config/config_loader.h"
 
-int main(int argc, char** argv) {
-  std::vector<std::string> paths = sparse_layers::InitMain(
-      argc, argv,
-      "check_config FILE.textproto [OVERLAY.textproto ...]: validate an "
-      "ExperimentConfig");
-  absl::StatusOr<sparse_layers::config::ExperimentConfig> config =
-      sparse_layers::config::LoadExperimentConfig(paths);
-  if (!config.ok()) return sparse_layers::ExitWithError(config.status());
+ABSL_FLAG(std::string, out, "",
+          "Write the merged, validated config here (canonical text format).");
+
+namespace sparse_layers::config {
+namespace {
+
+// Writes to a temporary name first, so a failed run leaves no partial file.
+absl::Status WriteCanonical(const ExperimentConfig& config,
+                            const std::string& path) {
+  std::string text;
+  if (!google::protobuf::TextFormat::PrintToString(config, &text)) {
+    return absl::InternalError("cannot print the merged config");
+  }
+  const std::string temporary = path + ".tmp";
+  std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+  file << "# Merged and validated by //tools/config:check_config.\n" << text;
+  file.close();
+  if (!file || std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+int Main(const std::vector<std::string>& paths) {
+  absl::StatusOr<ExperimentConfig> config = LoadExperimentConfig(paths);
+  if (!config.ok()) return ExitWithError(config.status());
+  if (const std::string out = absl::GetFlag(FLAGS_out); !out.empty()) {
+    if (absl::Status status = WriteCanonical(*config, out); !status.ok()) {
+      return ExitWithError(status);
+    }
+  }
   std::printf("ok: %s\n", config->name().c_str());
   return 0;
+}
+
+}  // namespace
+}  // namespace sparse_layers::config
+
+int main(int argc, char** argv) {
+  return sparse_layers::config::Main(sparse_layers::InitMain(
+      argc, argv,
+      "check_config FILE.textproto [OVERLAY.textproto ...] [--out=MERGED]: "
+      "validate (and merge) ExperimentConfig files"));
 }

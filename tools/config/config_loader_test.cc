@@ -37,7 +37,7 @@ TEST(ConfigLoaderTest, LoadsACompleteConfig) {
 TEST(ConfigLoaderTest, LaterFilesOverrideEarlierOnes) {
   absl::StatusOr<ExperimentConfig> config =
       LoadExperimentConfig({std::string(kData) + "base.textproto",
-                            std::string(kData) + "smoke_overlay.textproto"});
+                            std::string(kData) + "smoke.textproto"});
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->model().context_length(), 64);
   EXPECT_EQ(config->model().d_model(), 128);  // kept from the base file
