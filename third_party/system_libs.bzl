@@ -188,3 +188,12 @@ def system_libraries():
         libraries = ["libsentencepiece.so", "libsentencepiece_train.so"],
         build_file = "//third_party:sentencepiece.BUILD",
     )
+    system_library(
+        name = "openssl",
+        package = "libssl-dev",
+        version_packages = ["libssl-dev"],
+        headers = ["openssl/evp.h", "openssl/sha.h"],
+        include_entries = ["openssl"],
+        libraries = ["libcrypto.so"],
+        build_file = "//third_party:openssl.BUILD",
+    )

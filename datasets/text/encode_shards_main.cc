@@ -1,0 +1,115 @@
+// encode_shards: tokenizes a JSONL split with a SentencePiece model into uint16
+// token shards (documents separated by the end-of-text id) and a manifest.
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "datasets/text/corpus_readers.h"
+#include "datasets/text/token_shards.h"
+#include "datasets/text/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "tools/common/digest.h"
+#include "tools/common/file_io.h"
+#include "tools/common/init.h"
+
+ABSL_FLAG(std::string, input, "", "A JSONL split");
+ABSL_FLAG(std::string, split, "", "Split name recorded in the manifest");
+ABSL_FLAG(std::string, tokenizer, "", "SentencePiece model");
+ABSL_FLAG(std::string, out_dir, "",
+          "Directory for <split>_NNN.bin and "
+          "<split>.tokens.textproto");
+ABSL_FLAG(int64_t, shard_tokens, int64_t{1} << 24, "Tokens per shard");
+
+namespace sparse_layers::datasets {
+namespace {
+
+absl::Status Run() {
+  const std::string split = absl::GetFlag(FLAGS_split);
+  const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+  if (split.empty() || out_dir.empty()) {
+    return absl::InvalidArgumentError("--split and --out_dir are required");
+  }
+  std::string error;
+  std::unique_ptr<Tokenizer> tokenizer =
+      Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
+  if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
+  const int vocab_size = tokenizer->vocab_size();
+  const int end_of_text = tokenizer->eos_id();
+  if (vocab_size > 65536 || end_of_text < 0) {
+    return absl::InvalidArgumentError(
+        "uint16 shards need a vocabulary of at most 65536 with an eos id");
+  }
+  absl::StatusOr<std::string> jsonl =
+      ReadFileToString(absl::GetFlag(FLAGS_input));
+  if (!jsonl.ok()) return jsonl.status();
+
+  TokenShardManifest manifest;
+  manifest.set_split(split);
+  manifest.set_vocab_size(vocab_size);
+  manifest.set_end_of_text_id(end_of_text);
+  manifest.set_source_sha256(Sha256Hex(*jsonl));
+  absl::StatusOr<std::string> tokenizer_digest =
+      Sha256OfFile(absl::GetFlag(FLAGS_tokenizer));
+  if (!tokenizer_digest.ok()) return tokenizer_digest.status();
+  manifest.set_tokenizer_sha256(*tokenizer_digest);
+
+  const int64_t shard_tokens = absl::GetFlag(FLAGS_shard_tokens);
+  std::vector<uint16_t> buffer;
+  auto flush = [&]() -> absl::Status {
+    if (buffer.empty()) return absl::OkStatus();
+    const std::string file =
+        absl::StrFormat("%s_%03d.bin", split, manifest.shards_size());
+    const std::string path = absl::StrCat(out_dir, "/", file);
+    if (absl::Status status = WriteTokenShard(path, buffer, vocab_size);
+        !status.ok()) {
+      return status;
+    }
+    absl::StatusOr<std::string> digest = Sha256OfFile(path);
+    if (!digest.ok()) return digest.status();
+    TokenShard* shard = manifest.add_shards();
+    shard->set_file(file);
+    shard->set_tokens(static_cast<int64_t>(buffer.size()));
+    shard->set_sha256(*digest);
+    manifest.set_tokens(manifest.tokens() + shard->tokens());
+    buffer.clear();
+    return absl::OkStatus();
+  };
+
+  for (absl::string_view record :
+       absl::StrSplit(*jsonl, '\n', absl::SkipEmpty())) {
+    absl::StatusOr<Document> document = ParseJsonDocument(record);
+    if (!document.ok()) return document.status();
+    std::vector<int> ids = tokenizer->Encode(document->text());
+    ids.push_back(end_of_text);
+    for (int id : ids) buffer.push_back(static_cast<uint16_t>(id));
+    manifest.set_documents(manifest.documents() + 1);
+    // Shards break between documents once they reach the target size.
+    if (static_cast<int64_t>(buffer.size()) >= shard_tokens) {
+      if (absl::Status status = flush(); !status.ok()) return status;
+    }
+  }
+  if (absl::Status status = flush(); !status.ok()) return status;
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(manifest, &text);
+  std::fprintf(
+      stderr, "encode_shards: %s: %lld documents, %lld tokens, %d shards\n",
+      split.c_str(), static_cast<long long>(manifest.documents()),
+      static_cast<long long>(manifest.tokens()), manifest.shards_size());
+  return WriteFileAtomically(
+      absl::StrCat(out_dir, "/", split, ".tokens.textproto"), text);
+}
+
+}  // namespace
+}  // namespace sparse_layers::datasets
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(argc, argv,
+                          "Encodes a JSONL split into uint16 token shards.");
+  absl::Status status = sparse_layers::datasets::Run();
+  if (!status.ok()) return sparse_layers::ExitWithError(status);
+  return 0;
+}

@@ -1,0 +1,224 @@
+#include "datasets/text/token_shards.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/text_format.h"
+#include "tools/common/file_io.h"
+
+namespace sparse_layers::datasets {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'L', 'T', 'O', 'K', 'v', '1', '\0'};
+
+// SplitMix64 finaliser: decorrelates the per-step seeds.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+absl::Status WriteTokenShard(const std::string& path,
+                             absl::Span<const uint16_t> tokens,
+                             int32_t vocab_size) {
+  TokenShardHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.vocab_size = static_cast<uint32_t>(vocab_size);
+  header.tokens = tokens.size();
+  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
+      AtomicFileWriter::Open(path);
+  if (!writer.ok()) return writer.status();
+  absl::Status status = (*writer)->Append(absl::string_view(
+      reinterpret_cast<const char*>(&header), sizeof(header)));
+  if (status.ok()) {
+    status = (*writer)->Append(
+        absl::string_view(reinterpret_cast<const char*>(tokens.data()),
+                          tokens.size() * sizeof(uint16_t)));
+  }
+  if (!status.ok()) return status;
+  return (*writer)->Commit();
+}
+
+absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
+    const std::string& manifest_path) {
+  absl::StatusOr<std::string> text = ReadFileToString(manifest_path);
+  if (!text.ok()) return text.status();
+  std::unique_ptr<TokenShardSet> set(new TokenShardSet);
+  if (!google::protobuf::TextFormat::ParseFromString(*text, &set->manifest_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(manifest_path, ": not a TokenShardManifest"));
+  }
+  const std::filesystem::path dir =
+      std::filesystem::path(manifest_path).parent_path();
+  int64_t total = 0;
+  for (const TokenShard& entry : set->manifest_.shards()) {
+    const std::string path = (dir / entry.file()).string();
+    auto error = [&](absl::string_view what) {
+      return absl::DataLossError(
+          absl::StrCat("token shard ", path, ": ", what));
+    };
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return error(std::strerror(errno));
+    struct stat info;
+    fstat(fd, &info);
+    const size_t size = static_cast<size_t>(info.st_size);
+    if (size < sizeof(TokenShardHeader)) {
+      close(fd);
+      return error(
+          absl::StrCat("only ", size, " bytes, shorter than the header"));
+    }
+    void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (data == MAP_FAILED) return error(std::strerror(errno));
+    set->mappings_.emplace_back(data, size);
+    TokenShardHeader header;
+    std::memcpy(&header, data, sizeof(header));
+    if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
+      return error("bad magic (not a token shard, or a different version)");
+    }
+    const uint64_t expected = sizeof(header) + header.tokens * sizeof(uint16_t);
+    if (size != expected) {
+      return error(absl::StrCat("header says ", header.tokens, " tokens (",
+                                expected, " bytes) but the file has ", size,
+                                " bytes",
+                                size < expected ? " (truncated)" : ""));
+    }
+    if (static_cast<int64_t>(header.tokens) != entry.tokens()) {
+      return error(absl::StrCat("holds ", header.tokens,
+                                " tokens, the manifest says ", entry.tokens()));
+    }
+    if (static_cast<int32_t>(header.vocab_size) !=
+        set->manifest_.vocab_size()) {
+      return error(absl::StrCat("vocabulary ", header.vocab_size,
+                                ", the manifest says ",
+                                set->manifest_.vocab_size()));
+    }
+    absl::Span<const uint16_t> tokens(
+        reinterpret_cast<const uint16_t*>(static_cast<const char*>(data) +
+                                          sizeof(header)),
+        header.tokens);
+    const uint16_t largest =
+        tokens.empty() ? 0 : *std::max_element(tokens.begin(), tokens.end());
+    if (!tokens.empty() && largest >= header.vocab_size) {
+      return error(absl::StrCat("token id ", largest, " >= vocabulary size ",
+                                header.vocab_size));
+    }
+    set->shards_.push_back(tokens);
+    total += entry.tokens();
+  }
+  if (total != set->manifest_.tokens()) {
+    return absl::DataLossError(
+        absl::StrCat(manifest_path, ": shards hold ", total,
+                     " tokens, the manifest says ", set->manifest_.tokens()));
+  }
+  return set;
+}
+
+TokenShardSet::~TokenShardSet() {
+  for (auto& [data, size] : mappings_) munmap(data, size);
+}
+
+BatchSampler::BatchSampler(const TokenShardSet* shards, int batch_size,
+                           int sequence_length, uint64_t seed)
+    : shards_(shards),
+      batch_size_(batch_size),
+      sequence_length_(sequence_length),
+      seed_(seed) {
+  int64_t starts = 0;
+  int64_t windows = 0;
+  for (int i = 0; i < shards->shard_count(); ++i) {
+    const int64_t size = static_cast<int64_t>(shards->shard(i).size());
+    starts += std::max<int64_t>(0, size - sequence_length);
+    windows += std::max<int64_t>(0, (size - 1) / sequence_length);
+    start_positions_.push_back(starts);
+    eval_windows_.push_back(windows);
+  }
+}
+
+absl::StatusOr<BatchSampler> BatchSampler::Create(const TokenShardSet* shards,
+                                                  int batch_size,
+                                                  int sequence_length,
+                                                  uint64_t seed) {
+  if (batch_size <= 0 || sequence_length <= 0) {
+    return absl::InvalidArgumentError("batch size and length must be positive");
+  }
+  BatchSampler sampler(shards, batch_size, sequence_length, seed);
+  if (sampler.start_positions_.empty() ||
+      sampler.start_positions_.back() == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no token shard of split '", shards->manifest().split(),
+                     "' holds ", sequence_length + 1, " tokens"));
+  }
+  return sampler;
+}
+
+TokenBatch BatchSampler::EmptyBatch() const {
+  TokenBatch batch;
+  batch.batch_size = batch_size_;
+  batch.sequence_length = sequence_length_;
+  batch.inputs.resize(static_cast<size_t>(batch_size_) * sequence_length_);
+  batch.targets.resize(batch.inputs.size());
+  return batch;
+}
+
+void BatchSampler::CopyWindow(int shard, int64_t offset, int row,
+                              TokenBatch& batch) const {
+  const uint16_t* tokens = shards_->shard(shard).data() + offset;
+  int64_t* inputs =
+      batch.inputs.data() + static_cast<size_t>(row) * sequence_length_;
+  int64_t* targets =
+      batch.targets.data() + static_cast<size_t>(row) * sequence_length_;
+  for (int t = 0; t < sequence_length_; ++t) {
+    inputs[t] = tokens[t];
+    targets[t] = tokens[t + 1];
+  }
+}
+
+TokenBatch BatchSampler::TrainBatch(int64_t step) const {
+  TokenBatch batch = EmptyBatch();
+  std::mt19937_64 generator(Mix(seed_ ^ Mix(static_cast<uint64_t>(step))));
+  const uint64_t total = static_cast<uint64_t>(start_positions_.back());
+  for (int row = 0; row < batch_size_; ++row) {
+    // Modulo bias is below total / 2^64: negligible, and fully deterministic.
+    const int64_t position = static_cast<int64_t>(generator() % total);
+    const int shard =
+        static_cast<int>(std::upper_bound(start_positions_.begin(),
+                                          start_positions_.end(), position) -
+                         start_positions_.begin());
+    const int64_t before = shard == 0 ? 0 : start_positions_[shard - 1];
+    CopyWindow(shard, position - before, row, batch);
+  }
+  return batch;
+}
+
+TokenBatch BatchSampler::EvalBatch(int64_t index) const {
+  TokenBatch batch = EmptyBatch();
+  const int64_t windows = EvalWindowCount();
+  for (int row = 0; row < batch_size_; ++row) {
+    int64_t window =
+        (index * batch_size_ + row) % std::max<int64_t>(windows, 1);
+    if (windows == 0) {  // Shards shorter than one window: start of shard 0.
+      CopyWindow(0, 0, row, batch);
+      continue;
+    }
+    const int shard = static_cast<int>(
+        std::upper_bound(eval_windows_.begin(), eval_windows_.end(), window) -
+        eval_windows_.begin());
+    const int64_t before = shard == 0 ? 0 : eval_windows_[shard - 1];
+    CopyWindow(shard, (window - before) * sequence_length_, row, batch);
+  }
+  return batch;
+}
+
+}  // namespace sparse_layers::datasets

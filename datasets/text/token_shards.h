@@ -1,0 +1,95 @@
+// Token shards: uint16 token ids after a 32-byte header, described by a
+// TokenShardManifest; read through mmap and sampled into (B, T) batches that
+// depend only on (seed, step), so a resumed run sees the same data.
+#ifndef SPARSE_LAYERS_DATASETS_TEXT_TOKEN_SHARDS_H_
+#define SPARSE_LAYERS_DATASETS_TEXT_TOKEN_SHARDS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "datasets/text/corpus.pb.h"
+
+namespace sparse_layers::datasets {
+
+// On-disk header, little-endian: magic "SLTOKv1\0", vocab size, token count.
+struct TokenShardHeader {
+  char magic[8];
+  uint32_t vocab_size;
+  uint32_t reserved;
+  uint64_t tokens;
+  uint64_t reserved2;
+};
+static_assert(sizeof(TokenShardHeader) == 32);
+
+// Writes one shard atomically.
+absl::Status WriteTokenShard(const std::string& path,
+                             absl::Span<const uint16_t> tokens,
+                             int32_t vocab_size);
+
+// Memory-mapped shards of one split, validated on open: magic, sizes against
+// header and manifest, and every id below the vocabulary size.
+class TokenShardSet {
+ public:
+  static absl::StatusOr<std::unique_ptr<TokenShardSet>> Open(
+      const std::string& manifest_path);
+  ~TokenShardSet();
+
+  const TokenShardManifest& manifest() const { return manifest_; }
+  int shard_count() const { return static_cast<int>(shards_.size()); }
+  absl::Span<const uint16_t> shard(int index) const { return shards_[index]; }
+  int64_t tokens() const { return manifest_.tokens(); }
+
+ private:
+  TokenShardSet() = default;
+  TokenShardManifest manifest_;
+  std::vector<absl::Span<const uint16_t>> shards_;
+  std::vector<std::pair<void*, size_t>> mappings_;
+};
+
+// One (B, T) batch: targets are the inputs shifted by one token.
+struct TokenBatch {
+  int batch_size = 0;
+  int sequence_length = 0;
+  std::vector<int64_t> inputs;   // batch_size * sequence_length, row-major.
+  std::vector<int64_t> targets;  // Same shape.
+};
+
+class BatchSampler {
+ public:
+  // Fails when no shard holds sequence_length + 1 tokens.
+  static absl::StatusOr<BatchSampler> Create(const TokenShardSet* shards,
+                                             int batch_size,
+                                             int sequence_length,
+                                             uint64_t seed);
+
+  // Training batch of `step`: windows at uniformly random offsets drawn from
+  // (seed, step) alone.
+  TokenBatch TrainBatch(int64_t step) const;
+
+  // Evaluation batch `index`: consecutive non-overlapping windows, wrapping
+  // around after EvalWindowCount() windows.
+  TokenBatch EvalBatch(int64_t index) const;
+  int64_t EvalWindowCount() const { return eval_windows_.back(); }
+
+ private:
+  BatchSampler(const TokenShardSet* shards, int batch_size, int sequence_length,
+               uint64_t seed);
+  void CopyWindow(int shard, int64_t offset, int row, TokenBatch& batch) const;
+  TokenBatch EmptyBatch() const;
+
+  const TokenShardSet* shards_;
+  int batch_size_;
+  int sequence_length_;
+  uint64_t seed_;
+  std::vector<int64_t> start_positions_;  // Cumulative window starts per shard.
+  std::vector<int64_t> eval_windows_;     // Cumulative eval windows per shard.
+};
+
+}  // namespace sparse_layers::datasets
+
+#endif  // SPARSE_LAYERS_DATASETS_TEXT_TOKEN_SHARDS_H_

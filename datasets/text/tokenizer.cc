@@ -1,0 +1,83 @@
+#include "datasets/text/tokenizer.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace sparse_layers::datasets {
+namespace {
+
+constexpr char kPluginRunfile[] =
+    "sparse_layers/datasets/text/sentencepiece_plugin.so";
+
+using LoadFunction = Tokenizer* (*)(const std::string&, std::string*);
+using TrainFunction = bool (*)(const std::string&, std::string*);
+
+// The plugin from the runfiles of the running binary or test.
+std::string FindPlugin() {
+  if (const char* path = std::getenv("SPARSE_LAYERS_SENTENCEPIECE_PLUGIN")) {
+    return path;
+  }
+  std::vector<std::string> roots;
+  for (const char* variable : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    if (const char* root = std::getenv(variable)) roots.push_back(root);
+  }
+  std::error_code error;
+  const std::filesystem::path self =
+      std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) roots.push_back(self.string() + ".runfiles");
+  for (const std::string& root : roots) {
+    const std::string candidate = root + "/" + kPluginRunfile;
+    if (std::filesystem::exists(candidate, error)) return candidate;
+  }
+  return "";
+}
+
+void* Plugin(std::string* error) {
+  static void* handle = [] {
+    const std::string path = FindPlugin();
+    // DEEPBIND: the plugin and libsentencepiece resolve their own
+    // protobuf-lite.
+    return path.empty()
+               ? nullptr
+               : dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  }();
+  if (handle == nullptr) {
+    const char* reason = dlerror();
+    *error = std::string("cannot load the SentencePiece plugin (") +
+             kPluginRunfile +
+             " in the runfiles): " + (reason != nullptr ? reason : "not found");
+  }
+  return handle;
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> Tokenizer::Load(const std::string& model_path,
+                                           std::string* error) {
+  void* plugin = Plugin(error);
+  if (plugin == nullptr) return nullptr;
+  auto load = reinterpret_cast<LoadFunction>(
+      dlsym(plugin, "SparseLayersLoadTokenizer"));
+  if (load == nullptr) {
+    *error = "SentencePiece plugin lacks SparseLayersLoadTokenizer";
+    return nullptr;
+  }
+  return std::unique_ptr<Tokenizer>(load(model_path, error));
+}
+
+bool TrainSentencePiece(const std::string& arguments, std::string* error) {
+  void* plugin = Plugin(error);
+  if (plugin == nullptr) return false;
+  auto train = reinterpret_cast<TrainFunction>(
+      dlsym(plugin, "SparseLayersTrainSentencePiece"));
+  if (train == nullptr) {
+    *error = "SentencePiece plugin lacks SparseLayersTrainSentencePiece";
+    return false;
+  }
+  return train(arguments, error);
+}
+
+}  // namespace sparse_layers::datasets

@@ -1,0 +1,34 @@
+// The project's SentencePiece boundary. SentencePiece's headers declare their
+// own absl::string_view, which clashes with Debian's Abseil, so only
+// tokenizer.cc includes them and this interface uses the standard library.
+#ifndef SPARSE_LAYERS_DATASETS_TEXT_TOKENIZER_H_
+#define SPARSE_LAYERS_DATASETS_TEXT_TOKENIZER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sparse_layers::datasets {
+
+class Tokenizer {
+ public:
+  // Returns null and sets *error when the model cannot be loaded.
+  static std::unique_ptr<Tokenizer> Load(const std::string& model_path,
+                                         std::string* error);
+  virtual ~Tokenizer() = default;
+
+  virtual std::vector<int> Encode(const std::string& text) const = 0;
+  virtual std::string Decode(const std::vector<int>& ids) const = 0;
+  // The piece of one id ("▁the", "<0x0A>", "</s>").
+  virtual std::string Piece(int id) const = 0;
+  virtual int vocab_size() const = 0;
+  virtual int eos_id() const = 0;
+};
+
+// Runs SentencePieceTrainer with command-line style arguments; false and
+// *error on failure.
+bool TrainSentencePiece(const std::string& arguments, std::string* error);
+
+}  // namespace sparse_layers::datasets
+
+#endif  // SPARSE_LAYERS_DATASETS_TEXT_TOKENIZER_H_
