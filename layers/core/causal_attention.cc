@@ -1,0 +1,70 @@
+#include "layers/core/causal_attention.h"
+
+#include <cmath>
+#include <limits>
+
+namespace sparse_layers::layers {
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(
+    const CausalAttentionOptions& options, const std::string& hook_prefix)
+    : hook_pattern(hook_prefix + "hook_pattern"), options_(options) {
+  TORCH_CHECK(options.d_model % options.n_heads == 0,
+              "d_model must be divisible by n_heads");
+  qkv = register_module(
+      "qkv", torch::nn::Linear(
+                 torch::nn::LinearOptions(options.d_model, 3 * options.d_model)
+                     .bias(false)));
+  out = register_module(
+      "out", torch::nn::Linear(
+                 torch::nn::LinearOptions(options.d_model, options.d_model)
+                     .bias(false)));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::normal_(qkv->weight, 0.0, 0.02);
+  torch::nn::init::normal_(out->weight, 0.0,
+                           0.02 / std::sqrt(2.0 * options.n_layers));
+  if (options.rotary) {
+    rotary_ = RotaryEmbedding(options.d_model / options.n_heads,
+                              options.context_length);
+  }
+  causal_mask_ = torch::full({options.context_length, options.context_length},
+                             -std::numeric_limits<float>::infinity())
+                     .triu(1);
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0);
+  const int64_t length = x.size(1);
+  const int64_t heads = options_.n_heads;
+  const int64_t head_dim = options_.d_model / heads;
+  // (B, T, 3, H, Dh) -> three (B, H, T, Dh).
+  const auto parts = qkv->forward(x)
+                         .view({batch, length, 3, heads, head_dim})
+                         .permute({2, 0, 3, 1, 4})
+                         .unbind(0);
+  torch::Tensor q = parts[0];
+  torch::Tensor k = parts[1];
+  const torch::Tensor& v = parts[2];
+  if (rotary_.defined()) {
+    q = rotary_.Apply(q);
+    k = rotary_.Apply(k);
+  }
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) *
+                         (1.0 / std::sqrt(double(head_dim)));
+  scores =
+      scores +
+      causal_mask_.slice(0, 0, length).slice(1, 0, length).to(scores.device());
+  torch::Tensor pattern = torch::softmax(scores, -1);
+  if (hook_pattern.active()) pattern = hook_pattern(pattern);
+  const torch::Tensor mixed = torch::matmul(pattern, v)
+                                  .transpose(1, 2)
+                                  .reshape({batch, length, options_.d_model});
+  return out->forward(mixed);
+}
+
+int64_t CausalSelfAttentionImpl::ForwardFlopsPerToken(
+    int64_t sequence_length) const {
+  const int64_t d = options_.d_model;
+  return 2 * d * 3 * d + 2 * d * d + 2 * 2 * sequence_length * d;
+}
+
+}  // namespace sparse_layers::layers

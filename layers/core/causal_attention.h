@@ -1,0 +1,51 @@
+// Causal multi-head self-attention (Vaswani et al. 2017) with optional rotary
+// positions; exposes the attention pattern as a hook point.
+#ifndef SPARSE_LAYERS_LAYERS_CORE_CAUSAL_ATTENTION_H_
+#define SPARSE_LAYERS_LAYERS_CORE_CAUSAL_ATTENTION_H_
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "layers/core/rotary.h"
+#include "layers/hooks/hook_point.h"
+
+namespace sparse_layers::layers {
+
+struct CausalAttentionOptions {
+  int64_t d_model = 0;
+  int64_t n_heads = 0;
+  int64_t context_length = 0;
+  bool rotary = false;
+  // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
+  int64_t n_layers = 1;
+};
+
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  CausalSelfAttentionImpl(const CausalAttentionOptions& options,
+                          const std::string& hook_prefix);
+
+  // x: (B, T, d_model) -> (B, T, d_model).
+  torch::Tensor forward(const torch::Tensor& x);
+
+  // Matrix-multiply FLOPs per token at sequence length T (QK^T and AV counted
+  // over the full T x T, as Kaplan et al. 2020 do).
+  int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+
+  const CausalAttentionOptions& options() const { return options_; }
+  torch::nn::Linear qkv{nullptr};
+  torch::nn::Linear out{nullptr};
+  // (B, H, T, T) softmax probabilities.
+  HookPoint hook_pattern;
+
+ private:
+  CausalAttentionOptions options_;
+  RotaryEmbedding rotary_;
+  torch::Tensor causal_mask_;  // (T, T) additive: 0 on and below the diagonal.
+};
+TORCH_MODULE(CausalSelfAttention);
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_CORE_CAUSAL_ATTENTION_H_

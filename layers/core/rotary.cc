@@ -1,0 +1,28 @@
+#include "layers/core/rotary.h"
+
+namespace sparse_layers::layers {
+
+RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions,
+                                 double base) {
+  TORCH_CHECK(head_dim % 2 == 0, "rotary embedding needs an even head dim");
+  // theta_i = base^(-2i/d), angle(p, i) = p * theta_i (RoFormer eq. 15).
+  const torch::Tensor inverse_frequency = torch::pow(
+      base, -torch::arange(0, head_dim, 2, torch::kDouble) / head_dim);
+  const torch::Tensor angles = torch::outer(
+      torch::arange(max_positions, torch::kDouble), inverse_frequency);
+  const torch::Tensor doubled = torch::cat({angles, angles}, -1);
+  cos_ = doubled.cos().to(torch::kFloat);
+  sin_ = doubled.sin().to(torch::kFloat);
+}
+
+torch::Tensor RotaryEmbedding::Apply(const torch::Tensor& x) const {
+  const int64_t length = x.size(-2);
+  const int64_t half = x.size(-1) / 2;
+  const torch::Tensor cos = cos_.slice(0, 0, length).to(x.device());
+  const torch::Tensor sin = sin_.slice(0, 0, length).to(x.device());
+  const torch::Tensor rotated =
+      torch::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+  return x * cos + rotated * sin;
+}
+
+}  // namespace sparse_layers::layers

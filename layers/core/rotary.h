@@ -1,0 +1,26 @@
+// Rotary position embedding (Su et al. 2021, RoFormer), rotating pairs
+// (i, i + d/2) of each head dimension as GPT-NeoX and Llama do.
+#ifndef SPARSE_LAYERS_LAYERS_CORE_ROTARY_H_
+#define SPARSE_LAYERS_LAYERS_CORE_ROTARY_H_
+
+#include <torch/torch.h>
+
+namespace sparse_layers::layers {
+
+class RotaryEmbedding {
+ public:
+  RotaryEmbedding() = default;
+  RotaryEmbedding(int64_t head_dim, int64_t max_positions, double base = 10000);
+
+  // x: (..., T, head_dim) with T <= max_positions; positions 0..T-1.
+  torch::Tensor Apply(const torch::Tensor& x) const;
+  bool defined() const { return cos_.defined(); }
+
+ private:
+  torch::Tensor cos_;  // (max_positions, head_dim)
+  torch::Tensor sin_;
+};
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_CORE_ROTARY_H_

@@ -1,0 +1,71 @@
+#include "layers/ffn/dense_mlp.h"
+
+#include <cmath>
+
+namespace sparse_layers::layers {
+namespace {
+
+torch::nn::Linear MakeLinear(torch::nn::Module& parent, const char* name,
+                             int64_t in, int64_t out, double std) {
+  auto linear = parent.register_module(
+      name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::normal_(linear->weight, 0.0, std);
+  return linear;
+}
+
+double OutputStd(const FeedForwardOptions& options) {
+  return 0.02 / std::sqrt(2.0 * options.n_layers);
+}
+
+FeedForwardRegistration kGelu("gelu_mlp", [](const FeedForwardOptions& o) {
+  return std::make_shared<DenseMlpImpl>(o, Activation::kGelu);
+});
+FeedForwardRegistration kRelu("relu_mlp", [](const FeedForwardOptions& o) {
+  return std::make_shared<DenseMlpImpl>(o, Activation::kRelu);
+});
+FeedForwardRegistration kSwiGlu("swiglu", [](const FeedForwardOptions& o) {
+  return std::make_shared<SwiGluImpl>(o);
+});
+
+}  // namespace
+
+DenseMlpImpl::DenseMlpImpl(const FeedForwardOptions& options,
+                           Activation activation)
+    : options_(options), activation_(activation) {
+  in = MakeLinear(*this, "in", options.d_model, options.d_hidden, 0.02);
+  out = MakeLinear(*this, "out", options.d_hidden, options.d_model,
+                   OutputStd(options));
+}
+
+torch::Tensor DenseMlpImpl::Forward(const torch::Tensor& x,
+                                    const HookPoint& hidden) {
+  torch::Tensor h = in->forward(x);
+  h = activation_ == Activation::kGelu ? torch::gelu(h) : torch::relu(h);
+  if (hidden.active()) h = hidden(h);
+  return out->forward(h);
+}
+
+int64_t DenseMlpImpl::ForwardFlopsPerToken() const {
+  return 2 * 2 * options_.d_model * options_.d_hidden;
+}
+
+SwiGluImpl::SwiGluImpl(const FeedForwardOptions& options) : options_(options) {
+  gate = MakeLinear(*this, "gate", options.d_model, options.d_hidden, 0.02);
+  up = MakeLinear(*this, "up", options.d_model, options.d_hidden, 0.02);
+  down = MakeLinear(*this, "down", options.d_hidden, options.d_model,
+                    OutputStd(options));
+}
+
+torch::Tensor SwiGluImpl::Forward(const torch::Tensor& x,
+                                  const HookPoint& hidden) {
+  torch::Tensor h = torch::silu(gate->forward(x)) * up->forward(x);
+  if (hidden.active()) h = hidden(h);
+  return down->forward(h);
+}
+
+int64_t SwiGluImpl::ForwardFlopsPerToken() const {
+  return 3 * 2 * options_.d_model * options_.d_hidden;
+}
+
+}  // namespace sparse_layers::layers

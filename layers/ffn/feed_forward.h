@@ -1,0 +1,64 @@
+// The feed-forward interface every FFN family implements (dense MLPs, GLUs and,
+// in later layers, the sparse mixtures), and the registry that lets a config
+// name one ("gelu_mlp", "swiglu", ...).
+#ifndef SPARSE_LAYERS_LAYERS_FFN_FEED_FORWARD_H_
+#define SPARSE_LAYERS_LAYERS_FFN_FEED_FORWARD_H_
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "layers/hooks/hook_point.h"
+
+namespace sparse_layers::layers {
+
+struct FeedForwardOptions {
+  int64_t d_model = 0;
+  // Hidden width (dense) or per-expert width (mixtures).
+  int64_t d_hidden = 0;
+  int64_t n_experts = 0;
+  int64_t top_k = 0;
+  // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
+  int64_t n_layers = 1;
+};
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  // x: (..., d_model). `hidden` sees the post-activation hidden units.
+  virtual torch::Tensor Forward(const torch::Tensor& x,
+                                const HookPoint& hidden) = 0;
+  // Matrix-multiply FLOPs of one token's forward pass.
+  virtual int64_t ForwardFlopsPerToken() const = 0;
+  // Regularisers the layer adds to the training loss (load balance); undefined
+  // when none.
+  virtual torch::Tensor AuxiliaryLoss() { return {}; }
+};
+
+using FeedForwardFactory =
+    std::function<std::shared_ptr<FeedForwardImpl>(const FeedForwardOptions&)>;
+
+class FeedForwardRegistry {
+ public:
+  // Registers at static-initialisation time; see FeedForwardRegistration.
+  static void Register(const std::string& name, FeedForwardFactory factory);
+  static absl::StatusOr<std::shared_ptr<FeedForwardImpl>> Create(
+      const std::string& name, const FeedForwardOptions& options);
+  static std::vector<std::string> Names();
+};
+
+// `static FeedForwardRegistration kRegistration("name", factory);` in a .cc
+// linked with alwayslink = True.
+struct FeedForwardRegistration {
+  FeedForwardRegistration(const std::string& name, FeedForwardFactory factory) {
+    FeedForwardRegistry::Register(name, std::move(factory));
+  }
+};
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_FFN_FEED_FORWARD_H_

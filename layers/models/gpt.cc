@@ -1,0 +1,243 @@
+#include "layers/models/gpt.h"
+
+#include "absl/strings/str_cat.h"
+#include "layers/core/rms_norm.h"
+
+namespace sparse_layers::layers {
+namespace {
+
+torch::nn::AnyModule MakeNorm(const GptOptions& options) {
+  if (options.rms_norm) return torch::nn::AnyModule(RmsNorm(options.d_model));
+  return torch::nn::AnyModule(torch::nn::LayerNorm(
+      torch::nn::LayerNormOptions({options.d_model}).eps(1e-5)));
+}
+
+}  // namespace
+
+absl::StatusOr<GptOptions> GptOptionsFromConfig(
+    const config::ModelConfig& model) {
+  GptOptions options;
+  if (!model.architecture().empty() && model.architecture() != "gpt") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.architecture '", model.architecture(), "' is not 'gpt'"));
+  }
+  options.vocab_size = model.vocab_size();
+  options.context_length = model.context_length();
+  options.d_model = model.d_model();
+  options.n_layers = model.n_layers();
+  options.n_heads = model.n_heads();
+  options.ffn = model.ffn().empty() ? "gelu_mlp" : model.ffn();
+  options.d_ffn = model.d_ffn() > 0 ? model.d_ffn() : 4 * model.d_model();
+  options.n_experts = model.n_experts();
+  options.top_k = model.top_k();
+  if (model.positions() == "rotary") {
+    options.rotary = true;
+  } else if (!model.positions().empty() && model.positions() != "learned") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.positions '", model.positions(), "': use learned or rotary"));
+  }
+  if (model.norm() == "rmsnorm") {
+    options.rms_norm = true;
+  } else if (!model.norm().empty() && model.norm() != "layernorm") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.norm '", model.norm(), "': use layernorm or rmsnorm"));
+  }
+  options.tie_embeddings = model.tie_embeddings();
+  if (options.vocab_size <= 0 || options.context_length <= 0 ||
+      options.d_model <= 0 || options.n_layers <= 0 || options.n_heads <= 0) {
+    return absl::InvalidArgumentError(
+        "model needs positive vocab_size, context_length, d_model, n_layers "
+        "and n_heads");
+  }
+  if (options.d_model % options.n_heads != 0) {
+    return absl::InvalidArgumentError("model.d_model must divide by n_heads");
+  }
+  return options;
+}
+
+BlockImpl::BlockImpl(const GptOptions& options, int index,
+                     std::shared_ptr<FeedForwardImpl> ffn_module) {
+  const std::string prefix = absl::StrCat("blocks.", index, ".");
+  hook_resid_pre = HookPoint(prefix + "hook_resid_pre");
+  hook_attn_in = HookPoint(prefix + "attn.hook_in");
+  hook_attn_out = HookPoint(prefix + "attn.hook_out");
+  hook_resid_mid = HookPoint(prefix + "hook_resid_mid");
+  hook_ffn_in = HookPoint(prefix + "ffn.hook_in");
+  hook_ffn_hidden = HookPoint(prefix + "ffn.hook_hidden");
+  hook_ffn_out = HookPoint(prefix + "ffn.hook_out");
+  hook_resid_post = HookPoint(prefix + "hook_resid_post");
+
+  attention_norm = MakeNorm(options);
+  register_module("attention_norm", attention_norm.ptr());
+  CausalAttentionOptions attention_options;
+  attention_options.d_model = options.d_model;
+  attention_options.n_heads = options.n_heads;
+  attention_options.context_length = options.context_length;
+  attention_options.rotary = options.rotary;
+  attention_options.n_layers = options.n_layers;
+  attention = register_module(
+      "attention", CausalSelfAttention(attention_options, prefix + "attn."));
+  ffn_norm = MakeNorm(options);
+  register_module("ffn_norm", ffn_norm.ptr());
+  ffn = register_module("ffn", std::move(ffn_module));
+}
+
+torch::Tensor BlockImpl::forward(torch::Tensor residual) {
+  if (hook_resid_pre.active()) residual = hook_resid_pre(residual);
+  torch::Tensor attention_in = attention_norm.forward(residual);
+  if (hook_attn_in.active()) attention_in = hook_attn_in(attention_in);
+  torch::Tensor attention_out = attention_replacement
+                                    ? attention_replacement(attention_in)
+                                    : attention->forward(attention_in);
+  if (hook_attn_out.active()) attention_out = hook_attn_out(attention_out);
+  residual = residual + attention_out;
+  if (hook_resid_mid.active()) residual = hook_resid_mid(residual);
+  torch::Tensor ffn_in = ffn_norm.forward(residual);
+  if (hook_ffn_in.active()) ffn_in = hook_ffn_in(ffn_in);
+  torch::Tensor ffn_out = ffn_replacement
+                              ? ffn_replacement(ffn_in)
+                              : ffn->Forward(ffn_in, hook_ffn_hidden);
+  if (hook_ffn_out.active()) ffn_out = hook_ffn_out(ffn_out);
+  residual = residual + ffn_out;
+  if (hook_resid_post.active()) residual = hook_resid_post(residual);
+  return residual;
+}
+
+absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
+    const GptOptions& options) {
+  std::shared_ptr<GptImpl> model(new GptImpl(options));
+  FeedForwardOptions ffn_options;
+  ffn_options.d_model = options.d_model;
+  ffn_options.d_hidden = options.d_ffn;
+  ffn_options.n_experts = options.n_experts;
+  ffn_options.top_k = options.top_k;
+  ffn_options.n_layers = options.n_layers;
+  for (int i = 0; i < options.n_layers; ++i) {
+    absl::StatusOr<std::shared_ptr<FeedForwardImpl>> ffn =
+        FeedForwardRegistry::Create(options.ffn, ffn_options);
+    if (!ffn.ok()) return ffn.status();
+    model->blocks.push_back(model->register_module(
+        absl::StrCat("block", i), Block(options, i, *std::move(ffn))));
+  }
+  model->final_norm = MakeNorm(options);
+  model->register_module("final_norm", model->final_norm.ptr());
+  if (!options.tie_embeddings) {
+    model->unembedding = model->register_module(
+        "unembedding",
+        torch::nn::Linear(
+            torch::nn::LinearOptions(options.d_model, options.vocab_size)
+                .bias(false)));
+    torch::NoGradGuard no_grad;
+    torch::nn::init::normal_(model->unembedding->weight, 0.0, 0.02);
+  }
+  model->hooks_["hook_embed"] = &model->hook_embed;
+  model->hooks_["hook_final"] = &model->hook_final;
+  for (Block& block : model->blocks) {
+    for (HookPoint* hook :
+         {&block->hook_resid_pre, &block->hook_attn_in, &block->hook_attn_out,
+          &block->hook_resid_mid, &block->hook_ffn_in, &block->hook_ffn_hidden,
+          &block->hook_ffn_out, &block->hook_resid_post,
+          &block->attention->hook_pattern}) {
+      model->hooks_[hook->name()] = hook;
+    }
+  }
+  return model;
+}
+
+GptImpl::GptImpl(const GptOptions& options)
+    : hook_embed("hook_embed"), hook_final("hook_final"), options_(options) {
+  token_embedding = register_module(
+      "token_embedding",
+      torch::nn::Embedding(options.vocab_size, options.d_model));
+  torch::NoGradGuard no_grad;
+  torch::nn::init::normal_(token_embedding->weight, 0.0, 0.02);
+  if (!options.rotary) {
+    position_embedding = register_module(
+        "position_embedding",
+        torch::nn::Embedding(options.context_length, options.d_model));
+    torch::nn::init::normal_(position_embedding->weight, 0.0, 0.01);
+  }
+}
+
+torch::Tensor GptImpl::Hidden(const torch::Tensor& tokens) {
+  TORCH_CHECK(tokens.dim() == 2, "tokens must be (B, T)");
+  const int64_t length = tokens.size(1);
+  TORCH_CHECK(length <= options_.context_length,
+              "sequence longer than the context length");
+  torch::Tensor x = token_embedding->forward(tokens);
+  if (position_embedding) {
+    x = x + position_embedding->weight.slice(0, 0, length);
+  }
+  if (hook_embed.active()) x = hook_embed(x);
+  for (Block& block : blocks) x = block->forward(x);
+  x = final_norm.forward(x);
+  if (hook_final.active()) x = hook_final(x);
+  return x;
+}
+
+torch::Tensor GptImpl::UnembeddingWeight() const {
+  return options_.tie_embeddings ? token_embedding->weight
+                                 : unembedding->weight;
+}
+
+torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
+  return torch::nn::functional::linear(Hidden(tokens), UnembeddingWeight());
+}
+
+torch::Tensor GptImpl::CrossEntropy(const torch::Tensor& tokens,
+                                    const torch::Tensor& targets) {
+  const torch::Tensor logits = forward(tokens);
+  return torch::nn::functional::cross_entropy(
+      logits.view({-1, logits.size(-1)}), targets.reshape({-1}));
+}
+
+torch::Tensor GptImpl::Loss(const torch::Tensor& tokens,
+                            const torch::Tensor& targets) {
+  torch::Tensor loss = CrossEntropy(tokens, targets);
+  for (Block& block : blocks) {
+    torch::Tensor auxiliary = block->ffn->AuxiliaryLoss();
+    if (auxiliary.defined()) loss = loss + auxiliary;
+  }
+  return loss;
+}
+
+HookPoint* GptImpl::FindHook(const std::string& name) {
+  auto it = hooks_.find(name);
+  return it == hooks_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> GptImpl::HookNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, hook] : hooks_) names.push_back(name);
+  return names;
+}
+
+void GptImpl::ClearHooks() {
+  for (auto& [name, hook] : hooks_) hook->Clear();
+}
+
+void GptImpl::ReplaceFfn(int layer, LayerFn replacement) {
+  blocks.at(layer)->ffn_replacement = std::move(replacement);
+}
+
+void GptImpl::ReplaceAttention(int layer, LayerFn replacement) {
+  blocks.at(layer)->attention_replacement = std::move(replacement);
+}
+
+int64_t GptImpl::ParameterCount() const {
+  int64_t count = 0;
+  for (const torch::Tensor& parameter : parameters())
+    count += parameter.numel();
+  return count;
+}
+
+int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
+  int64_t flops = 2 * options_.d_model * options_.vocab_size;  // Unembedding.
+  for (const Block& block : blocks) {
+    flops += block->attention->ForwardFlopsPerToken(sequence_length) +
+             block->ffn->ForwardFlopsPerToken();
+  }
+  return flops;
+}
+
+}  // namespace sparse_layers::layers

@@ -1,0 +1,122 @@
+// The GPT-style decoder every LM experiment starts from: token embedding,
+// learned or rotary positions, pre-norm blocks (LayerNorm or RMSNorm), causal
+// attention, a registry-named FFN, tied or untied unembedding, and hook points
+// on every residual stream, attention and FFN activation.
+#ifndef SPARSE_LAYERS_LAYERS_MODELS_GPT_H_
+#define SPARSE_LAYERS_LAYERS_MODELS_GPT_H_
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "layers/core/causal_attention.h"
+#include "layers/ffn/feed_forward.h"
+#include "layers/hooks/hook_point.h"
+#include "tools/config/experiment.pb.h"
+
+namespace sparse_layers::layers {
+
+struct GptOptions {
+  int64_t vocab_size = 0;
+  int64_t context_length = 0;
+  int64_t d_model = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  std::string ffn = "gelu_mlp";
+  int64_t d_ffn = 0;
+  int64_t n_experts = 0;
+  int64_t top_k = 0;
+  bool rotary = false;
+  bool rms_norm = false;
+  bool tie_embeddings = true;
+};
+
+// Checks the config's model section and fills GptOptions.
+absl::StatusOr<GptOptions> GptOptionsFromConfig(
+    const config::ModelConfig& model);
+
+// A replacement for a whole sub-layer: normalised input -> output.
+using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
+
+class BlockImpl : public torch::nn::Module {
+ public:
+  BlockImpl(const GptOptions& options, int index,
+            std::shared_ptr<FeedForwardImpl> ffn);
+  torch::Tensor forward(torch::Tensor residual);
+
+  torch::nn::AnyModule attention_norm;
+  CausalSelfAttention attention{nullptr};
+  torch::nn::AnyModule ffn_norm;
+  std::shared_ptr<FeedForwardImpl> ffn;
+
+  HookPoint hook_resid_pre;
+  HookPoint hook_attn_in;   // Normalised attention input.
+  HookPoint hook_attn_out;  // Attention output (after the output projection).
+  HookPoint hook_resid_mid;
+  HookPoint hook_ffn_in;  // Normalised FFN input.
+  HookPoint hook_ffn_hidden;
+  HookPoint hook_ffn_out;
+  HookPoint hook_resid_post;
+
+  // When set, used instead of the block's own attention / FFN.
+  LayerFn attention_replacement;
+  LayerFn ffn_replacement;
+};
+TORCH_MODULE(Block);
+
+class GptImpl : public torch::nn::Module {
+ public:
+  // Fails (as a Status through Create) on an unknown FFN name.
+  static absl::StatusOr<std::shared_ptr<GptImpl>> Create(
+      const GptOptions& options);
+
+  // tokens: (B, T) int64 -> logits (B, T, vocab).
+  torch::Tensor forward(const torch::Tensor& tokens);
+  // Final-norm hidden states (B, T, d_model): forward() without unembedding.
+  torch::Tensor Hidden(const torch::Tensor& tokens);
+  // The unembedding matrix (vocab, d_model).
+  torch::Tensor UnembeddingWeight() const;
+  // Mean next-token cross-entropy plus the FFNs' auxiliary losses.
+  torch::Tensor Loss(const torch::Tensor& tokens, const torch::Tensor& targets);
+  // Mean next-token cross-entropy only (evaluation).
+  torch::Tensor CrossEntropy(const torch::Tensor& tokens,
+                             const torch::Tensor& targets);
+
+  // Hook points by TransformerLens-style name: "hook_embed",
+  // "blocks.<i>.hook_resid_pre", "blocks.<i>.attn.hook_in", ... (HookNames()).
+  HookPoint* FindHook(const std::string& name);
+  std::vector<std::string> HookNames() const;
+  void ClearHooks();
+  // Splices `replacement` in place of block `layer`'s FFN / attention; an
+  // empty function restores the original.
+  void ReplaceFfn(int layer, LayerFn replacement);
+  void ReplaceAttention(int layer, LayerFn replacement);
+
+  int64_t ParameterCount() const;
+  // Matrix-multiply FLOPs per token of a forward pass at length T, including
+  // the unembedding (training costs 3x this).
+  int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+
+  const GptOptions& options() const { return options_; }
+  torch::nn::Embedding token_embedding{nullptr};
+  torch::nn::Embedding position_embedding{nullptr};  // Learned positions only.
+  std::vector<Block> blocks;
+  torch::nn::AnyModule final_norm;
+  torch::nn::Linear unembedding{nullptr};  // Untied only.
+  HookPoint hook_embed;
+  HookPoint hook_final;  // After the final norm.
+
+ private:
+  explicit GptImpl(const GptOptions& options);
+  GptOptions options_;
+  std::map<std::string, HookPoint*> hooks_;
+};
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_MODELS_GPT_H_
