@@ -202,16 +202,15 @@ TokenBatch BatchSampler::TrainBatch(int64_t step) const {
   return batch;
 }
 
-TokenBatch BatchSampler::EvalBatch(int64_t index) const {
+TokenBatch BatchSampler::EvalBatch(int64_t index, int64_t batches) const {
   TokenBatch batch = EmptyBatch();
   const int64_t windows = EvalWindowCount();
+  const int64_t wanted = std::max<int64_t>(1, batches) * batch_size_;
   for (int row = 0; row < batch_size_; ++row) {
-    int64_t window =
-        (index * batch_size_ + row) % std::max<int64_t>(windows, 1);
-    if (windows == 0) {  // Shards shorter than one window: start of shard 0.
-      CopyWindow(0, 0, row, batch);
-      continue;
-    }
+    // Window k of `wanted` evenly spaced ones (all of them if there are fewer).
+    const int64_t k = index * batch_size_ + row;
+    const int64_t window =
+        wanted >= windows ? k % windows : k * windows / wanted;
     const int shard = static_cast<int>(
         std::upper_bound(eval_windows_.begin(), eval_windows_.end(), window) -
         eval_windows_.begin());

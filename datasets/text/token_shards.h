@@ -71,9 +71,9 @@ class BatchSampler {
   // (seed, step) alone.
   TokenBatch TrainBatch(int64_t step) const;
 
-  // Evaluation batch `index`: consecutive non-overlapping windows, wrapping
-  // around after EvalWindowCount() windows.
-  TokenBatch EvalBatch(int64_t index) const;
+  // Evaluation batch `index` of `batches`: non-overlapping windows spread
+  // evenly over all shards (so every source of a split is represented).
+  TokenBatch EvalBatch(int64_t index, int64_t batches) const;
   int64_t EvalWindowCount() const { return eval_windows_.back(); }
 
  private:

@@ -80,12 +80,17 @@ TEST_F(TokenShardsTest, EvalBatchesTileTheShardsWithoutOverlap) {
   auto sampler = BatchSampler::Create(shards->get(), 2, 16, 0);
   // (100 - 1) / 16 = 6 windows in shard 0, (150 - 1) / 16 = 9 in shard 1.
   EXPECT_EQ(sampler->EvalWindowCount(), 15);
-  const TokenBatch first = sampler->EvalBatch(0);
+  // Asking for all windows tiles them in order.
+  const TokenBatch first = sampler->EvalBatch(0, 8);
   EXPECT_EQ(first.inputs[0], 0);
   EXPECT_EQ(first.inputs[16], 16);
-  const TokenBatch fourth = sampler->EvalBatch(3);  // Windows 6 and 7.
+  const TokenBatch fourth = sampler->EvalBatch(3, 8);  // Windows 6 and 7.
   EXPECT_EQ(fourth.inputs[0], 500);
   EXPECT_EQ(fourth.inputs[16], 516);
+  // Two batches of 15 windows: windows 0, 3, 7, 11 spread over both shards.
+  EXPECT_EQ(sampler->EvalBatch(0, 2).inputs[16], 3 * 16);
+  EXPECT_EQ(sampler->EvalBatch(1, 2).inputs[0], 500 + (7 - 6) * 16);
+  EXPECT_EQ(sampler->EvalBatch(1, 2).inputs[16], 500 + (11 - 6) * 16);
 }
 
 TEST_F(TokenShardsTest, TruncatedShardIsAClearError) {

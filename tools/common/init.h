@@ -6,8 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/flags/declare.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+
+// --threads (default 2): LibTorch intra-op threads.
+ABSL_DECLARE_FLAG(int, threads);
 
 namespace sparse_layers {
 

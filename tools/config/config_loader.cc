@@ -161,6 +161,9 @@ absl::Status Validate(const ExperimentConfig& config,
   if (runtime.threads() < 0) {
     return v.Error({"runtime", "threads"}, "must be >= 0 (0 = --threads)");
   }
+  if (runtime.checkpoint_every_steps() < 0) {
+    return v.Error({"runtime", "checkpoint_every_steps"}, "must be >= 0");
+  }
   if (!runtime.device().empty() && runtime.device() != "cpu" &&
       runtime.device() != "cuda") {
     return v.Error({"runtime", "device"}, "must be \"cpu\" or \"cuda\"");
@@ -257,6 +260,19 @@ absl::Status Validate(const ExperimentConfig& config,
         budget.max_flops() == 0) {
       return v.Error({"budget"},
                      "set at least one of max_steps, max_tokens, max_flops");
+    }
+  }
+  if (config.has_eval()) {
+    const EvalConfig& eval = config.eval();
+    if (eval.every_steps() < 0 || eval.batches() < 0 ||
+        eval.sample_tokens() < 0) {
+      return v.Error({"eval"}, "counts must be >= 0");
+    }
+    if (eval.temperature() < 0) {
+      return v.Error({"eval", "temperature"}, "must be >= 0");
+    }
+    if (eval.top_p() < 0 || eval.top_p() > 1) {
+      return v.Error({"eval", "top_p"}, "must be in [0, 1]");
     }
   }
   return absl::OkStatus();

@@ -1,0 +1,38 @@
+// Training checkpoints: parameters, AdamW state, step, config, log and RNG
+// state as one pickled dictionary (torch::pickle_save; Python's torch.load
+// reads it too), written atomically. Keys are names and positions, never
+// memory addresses, so the same training state is the same bytes.
+#ifndef SPARSE_LAYERS_TOOLS_TRAIN_CHECKPOINT_H_
+#define SPARSE_LAYERS_TOOLS_TRAIN_CHECKPOINT_H_
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace sparse_layers::train {
+
+struct CheckpointState {
+  int64_t step = 0;  // Optimiser steps completed.
+  std::string config_text;
+  std::string log_csv;  // The CSV log up to `step`.
+};
+
+absl::Status SaveCheckpoint(const std::string& path,
+                            const torch::nn::Module& model,
+                            torch::optim::AdamW* optimizer,
+                            const CheckpointState& state);
+
+// Restores parameters (and the optimiser state when given) from `path`.
+absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
+                                               torch::nn::Module& model,
+                                               torch::optim::AdamW* optimizer);
+
+// The config stored in a checkpoint, without loading tensors into a model.
+absl::StatusOr<std::string> ReadCheckpointConfig(const std::string& path);
+
+}  // namespace sparse_layers::train
+
+#endif  // SPARSE_LAYERS_TOOLS_TRAIN_CHECKPOINT_H_

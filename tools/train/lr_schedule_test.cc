@@ -1,0 +1,44 @@
+#include "tools/train/lr_schedule.h"
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace sparse_layers::train {
+namespace {
+
+config::ScheduleConfig Schedule(config::ScheduleConfig::Decay decay) {
+  config::ScheduleConfig schedule;
+  schedule.set_warmup_steps(10);
+  schedule.set_decay(decay);
+  schedule.set_min_lr_ratio(0.1);
+  return schedule;
+}
+
+TEST(LearningRateTest, WarmupIsLinearToThePeak) {
+  const auto schedule = Schedule(config::ScheduleConfig::CONSTANT);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 0, 100), 0.1);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 4, 100), 0.5);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 9, 100), 1.0);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 99, 100), 1.0);
+}
+
+TEST(LearningRateTest, CosineGoesFromPeakToTheFloor) {
+  const auto schedule = Schedule(config::ScheduleConfig::COSINE);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 2.0, 10, 101), 2.0);
+  // Half-way: floor + (1 - floor) / 2.
+  EXPECT_NEAR(LearningRate(schedule, 2.0, 55, 101), 2.0 * 0.55, 1e-12);
+  EXPECT_NEAR(LearningRate(schedule, 2.0, 100, 101), 0.2, 1e-12);
+}
+
+TEST(LearningRateTest, InverseSqrtDecaysAsOneOverRootStep) {
+  const auto schedule = Schedule(config::ScheduleConfig::INVERSE_SQRT);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 9, 1000), 1.0);
+  EXPECT_NEAR(LearningRate(schedule, 1.0, 39, 1000), std::sqrt(10.0 / 40.0),
+              1e-12);
+  EXPECT_NEAR(LearningRate(schedule, 1.0, 999, 1000), std::sqrt(10.0 / 1000.0),
+              1e-12);
+}
+
+}  // namespace
+}  // namespace sparse_layers::train

@@ -1,0 +1,90 @@
+"""The same GPT and training step in PyTorch eager (Debian python3-torch 1.13), for
+training_throughput's comparison: token + learned position embedding, pre-LayerNorm blocks,
+causal attention, GELU MLP, tied unembedding, no biases, AdamW, gradient clipping."""
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads, layers):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.qkv = torch.nn.Linear(d, 3 * d, bias=False)
+        self.out = torch.nn.Linear(d, d, bias=False)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.fc_in = torch.nn.Linear(d, 4 * d, bias=False)
+        self.fc_out = torch.nn.Linear(4 * d, d, bias=False)
+        self.register_buffer("mask", torch.full((256, 256), float("-inf")).triu(1))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.heads) + self.mask[:t, :t]
+        mixed = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.out(mixed)
+        return x + self.fc_out(F.gelu(self.fc_in(self.ln2(x))))
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self, vocab, d, layers):
+        super().__init__()
+        self.wte = torch.nn.Embedding(vocab, d)
+        self.wpe = torch.nn.Embedding(256, d)
+        self.blocks = torch.nn.ModuleList([Block(d, d // 32, layers) for _ in range(layers)])
+        self.ln_f = torch.nn.LayerNorm(d)
+
+    def forward(self, tokens):
+        x = self.wte(tokens) + self.wpe.weight[: tokens.shape[1]]
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+def forward_flops_per_token(d, layers, vocab=8192, t=256):
+    return 2 * d * vocab + layers * (2 * 4 * d * d + 2 * 2 * t * d + 2 * 2 * d * 4 * d)
+
+
+def main():
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    batch = 16
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    for _ in range(3):
+        a @ b
+    start = time.perf_counter()
+    for _ in range(30):
+        a @ b
+    peak = 2 * 1024**3 * 30 / (time.perf_counter() - start) / 1e9
+    for d, layers in [(128, 4), (256, 6)]:
+        model = Gpt(8192, d, layers)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+        tokens = torch.randint(0, 8192, (batch, 256))
+        targets = torch.randint(0, 8192, (batch, 256))
+
+        def step():
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(tokens).view(-1, 8192), targets.view(-1))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+
+        for _ in range(3):
+            step()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        rate = steps * batch * 256 / (time.perf_counter() - start)
+        gflops = 3 * forward_flops_per_token(d, layers) * rate / 1e9
+        print(f"pytorch-eager d={d} L={layers} T=256 V=8192 B={batch}: {rate:.0f} tokens/s, "
+              f"{gflops:.1f} GFLOP/s, MFU {100 * gflops / peak:.1f}% of {peak:.0f} GFLOP/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+// train: trains the model of a config on token shards.
+//
+//   train --config=base.textproto[,overlay.textproto] --out=model.pt
+//         --train_data=.../train.tokens.textproto
+//         --validation_data=.../validation.tokens.textproto [--resume]
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "tools/common/cpu_slots.h"
+#include "tools/common/init.h"
+#include "tools/config/config_loader.h"
+#include "tools/train/trainer.h"
+
+ABSL_FLAG(std::vector<std::string>, config, {},
+          "Config textproto(s), later ones refining earlier ones");
+ABSL_FLAG(std::string, train_data, "",
+          "Train token-shard manifest (overrides data.train_manifest)");
+ABSL_FLAG(std::string, validation_data, "",
+          "Validation token-shard manifest (overrides "
+          "data.validation_manifest)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "SentencePiece model, to print the sample as text");
+ABSL_FLAG(std::string, out, "", "Checkpoint path");
+ABSL_FLAG(std::string, log_csv, "", "CSV log path (default: <out>.csv)");
+ABSL_FLAG(std::string, summary, "",
+          "Summary textproto path (default: <out>.summary.textproto)");
+ABSL_FLAG(bool, resume, false, "Continue from --out when it exists");
+ABSL_FLAG(std::string, cpu_slot_dir, "",
+          "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
+
+namespace sparse_layers::train {
+namespace {
+
+absl::Status Run() {
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) return absl::InvalidArgumentError("--out is required");
+  absl::StatusOr<config::ExperimentConfig> config =
+      config::LoadExperimentConfig(absl::GetFlag(FLAGS_config));
+  if (!config.ok()) return config.status();
+  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
+    const int threads = config->runtime().threads() > 0
+                            ? config->runtime().threads()
+                            : absl::GetFlag(FLAGS_threads);
+    if (absl::Status status =
+            AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir), threads);
+        !status.ok()) {
+      return status;
+    }
+  }
+  TrainerOptions options;
+  options.train_manifest = absl::GetFlag(FLAGS_train_data);
+  options.validation_manifest = absl::GetFlag(FLAGS_validation_data);
+  options.tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
+  options.checkpoint_path = out;
+  options.log_csv_path = absl::GetFlag(FLAGS_log_csv).empty()
+                             ? out + ".csv"
+                             : absl::GetFlag(FLAGS_log_csv);
+  options.summary_path = absl::GetFlag(FLAGS_summary).empty()
+                             ? out + ".summary.textproto"
+                             : absl::GetFlag(FLAGS_summary);
+  options.resume = absl::GetFlag(FLAGS_resume);
+  absl::StatusOr<TrainingSummary> summary = Train(*config, options);
+  if (!summary.ok()) return summary.status();
+  std::fprintf(
+      stderr,
+      "train: %s: %lld steps, %lld tokens, validation loss %.4f "
+      "(perplexity %.2f), %.0f tok/s\n",
+      summary->name().c_str(), static_cast<long long>(summary->steps()),
+      static_cast<long long>(summary->tokens()), summary->validation_loss(),
+      summary->validation_perplexity(), summary->tokens_per_second());
+  if (!summary->sample_text().empty()) {
+    std::fprintf(stderr, "train: sample: %s|%s\n",
+                 summary->sample_prompt_text().c_str(),
+                 summary->sample_text().c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace sparse_layers::train
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(argc, argv, "Trains a language model from a config.");
+  absl::Status status = sparse_layers::train::Run();
+  if (!status.ok()) return sparse_layers::ExitWithError(status);
+  return 0;
+}

@@ -1,0 +1,45 @@
+// The one trainer: config + token shards -> checkpoint, CSV log and summary.
+// Deterministic for a given config and thread count: data windows depend only
+// on (seed, step), so a resumed run replays exactly what an uninterrupted one
+// would have done.
+#ifndef SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_H_
+#define SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tools/config/experiment.pb.h"
+#include "tools/train/training.pb.h"
+
+namespace sparse_layers::train {
+
+struct TrainerOptions {
+  // Token shard manifests; when empty, the config's data section is used.
+  std::string train_manifest;
+  std::string validation_manifest;
+  // Outputs.
+  std::string checkpoint_path;
+  std::string log_csv_path;
+  std::string summary_path;
+  // Optional SentencePiece model: the summary then shows the sample as text.
+  std::string tokenizer_path;
+  // Continue from checkpoint_path when it exists.
+  bool resume = false;
+  double progress_every_seconds = 5;
+};
+
+// Steps the budget allows (the first limit reached wins) and which limit it is.
+struct StepBudget {
+  int64_t steps = 0;
+  std::string stopped_by;
+};
+StepBudget ComputeStepBudget(const config::BudgetConfig& budget,
+                             int64_t tokens_per_step,
+                             int64_t forward_flops_per_token);
+
+absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
+                                      const TrainerOptions& options);
+
+}  // namespace sparse_layers::train
+
+#endif  // SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_H_

@@ -1,0 +1,120 @@
+#include "tools/train/trainer.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tools/common/digest.h"
+#include "tools/common/file_io.h"
+#include "tools/config/config_loader.h"
+
+namespace sparse_layers::train {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/sparse_layers/" + path;
+}
+
+config::ExperimentConfig TinyConfig() {
+  auto config = config::LoadExperimentConfig(
+      {Runfile("tools/train/testdata/tiny.textproto")});
+  EXPECT_TRUE(config.ok()) << config.status();
+  return *config;
+}
+
+TrainerOptions Options(const std::string& name) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  TrainerOptions options;
+  options.train_manifest =
+      Runfile("datasets/text/shards/train/train.tokens.textproto");
+  options.validation_manifest =
+      Runfile("datasets/text/shards/validation/validation.tokens.textproto");
+  options.checkpoint_path = dir + ".pt";
+  options.log_csv_path = dir + ".csv";
+  options.summary_path = dir + ".summary.textproto";
+  options.tokenizer_path = Runfile("datasets/text/bpe.model");
+  return options;
+}
+
+TEST(TrainerTest, SameConfigAndThreadsGiveBitIdenticalCheckpoints) {
+  const config::ExperimentConfig config = TinyConfig();
+  auto first = Train(config, Options("first"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = Train(config, Options("second"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->steps(), 12);
+  EXPECT_EQ(first->stopped_by(), "max_steps");
+  EXPECT_EQ(first->checkpoint_sha256(), second->checkpoint_sha256());
+  EXPECT_EQ(*Sha256OfFile(Options("first").checkpoint_path),
+            *Sha256OfFile(Options("second").checkpoint_path));
+  EXPECT_EQ(*ReadFileToString(Options("first").log_csv_path),
+            *ReadFileToString(Options("second").log_csv_path));
+  EXPECT_EQ(first->sample_ids_size(), 4);
+  EXPECT_EQ(first->sample_prompt_ids_size(), 16);
+  // Training reduced the loss from ln(8192) = 9.01.
+  EXPECT_LT(first->validation_loss(), 9.0);
+  EXPECT_NEAR(first->validation_perplexity(),
+              std::exp(first->validation_loss()), 1e-6);
+
+  // A different seed gives a different model.
+  config::ExperimentConfig reseeded = config;
+  reseeded.mutable_runtime()->set_seed(8);
+  auto third = Train(reseeded, Options("third"));
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(third->checkpoint_sha256(), first->checkpoint_sha256());
+}
+
+TEST(TrainerTest, CsvLogHasOneRowPerStepAndValidationAtTheCadence) {
+  auto summary = Train(TinyConfig(), Options("csv"));
+  ASSERT_TRUE(summary.ok());
+  const std::string csv = *ReadFileToString(Options("csv").log_csv_path);
+  int rows = 0, validated = 0;
+  size_t start = csv.find('\n') + 1;
+  while (start < csv.size()) {
+    const size_t end = csv.find('\n', start);
+    const std::string row = csv.substr(start, end - start);
+    ++rows;
+    if (row.back() != ',') ++validated;
+    start = end + 1;
+  }
+  EXPECT_EQ(rows, 12);
+  EXPECT_EQ(validated, 3);  // Steps 4, 8 and 12.
+}
+
+TEST(TrainerTest, BudgetsStopWithinOneStep) {
+  config::BudgetConfig budget;
+  budget.set_max_tokens(1000);
+  EXPECT_EQ(ComputeStepBudget(budget, 128, 10).steps, 7);
+  EXPECT_EQ(ComputeStepBudget(budget, 128, 10).stopped_by, "max_tokens");
+  budget.set_max_flops(3.0 * 10 * 128 * 5.5);  // 5.5 steps of training FLOPs.
+  const StepBudget flops = ComputeStepBudget(budget, 128, 10);
+  EXPECT_EQ(flops.steps, 5);
+  EXPECT_EQ(flops.stopped_by, "max_flops");
+  budget.set_max_steps(3);
+  EXPECT_EQ(ComputeStepBudget(budget, 128, 10).steps, 3);
+
+  // In a real run: the FLOPs spent are within one step of the budget.
+  config::ExperimentConfig config = TinyConfig();
+  config.mutable_budget()->set_max_steps(0);
+  config.mutable_budget()->set_max_flops(2.5e8);
+  auto summary = Train(config, Options("flops"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  const double per_step = summary->flops() / summary->steps();
+  EXPECT_LE(summary->flops(), 2.5e8);
+  EXPECT_GT(summary->flops() + per_step, 2.5e8);
+  EXPECT_EQ(summary->stopped_by(), "max_flops");
+}
+
+TEST(TrainerTest, NonFiniteLossStopsWithTheStep) {
+  config::ExperimentConfig config = TinyConfig();
+  config.mutable_optimizer()->set_learning_rate(1e30);
+  config.mutable_optimizer()->set_gradient_clip_norm(0);
+  config.mutable_schedule()->set_warmup_steps(0);
+  auto summary = Train(config, Options("nan"));
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find("at step"), std::string::npos)
+      << summary.status();
+}
+
+}  // namespace
+}  // namespace sparse_layers::train

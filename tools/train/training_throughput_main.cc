@@ -1,0 +1,87 @@
+// training_throughput: training tokens/s of the project's GPT (the trainer's
+// step: forward, backward, clipping, AdamW) on random tokens, with model-FLOP
+// utilisation against a measured 2-thread matmul peak. One line per size,
+// comparable with pytorch_eager_throughput.py (same model, same sizes).
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "layers/models/gpt.h"
+#include "tools/common/init.h"
+
+ABSL_FLAG(int, steps, 10, "Timed steps per size (after 3 warm-up steps)");
+ABSL_FLAG(int, batch_size, 16, "Sequences per step");
+
+namespace sparse_layers::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double MatmulPeakGflops() {
+  const torch::Tensor a = torch::randn({1024, 1024});
+  const torch::Tensor b = torch::randn({1024, 1024});
+  torch::Tensor c = torch::empty({1024, 1024});
+  for (int i = 0; i < 3; ++i) torch::matmul_out(c, a, b);
+  const auto start = Clock::now();
+  constexpr int kRepeats = 30;
+  for (int i = 0; i < kRepeats; ++i) torch::matmul_out(c, a, b);
+  return 2.0 * 1024 * 1024 * 1024 * kRepeats / Seconds(start) / 1e9;
+}
+
+void Measure(int64_t d_model, int64_t n_layers, double peak) {
+  layers::GptOptions options;
+  options.vocab_size = 8192;
+  options.context_length = 256;
+  options.d_model = d_model;
+  options.n_layers = n_layers;
+  options.n_heads = d_model / 32;
+  options.ffn = "gelu_mlp";
+  options.d_ffn = 4 * d_model;
+  torch::manual_seed(0);
+  auto model = *layers::GptImpl::Create(options);
+  torch::optim::AdamW optimizer(
+      model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.1));
+  const int batch = absl::GetFlag(FLAGS_batch_size);
+  const torch::Tensor tokens =
+      torch::randint(0, 8192, {batch, 256}, torch::kLong);
+  const torch::Tensor targets =
+      torch::randint(0, 8192, {batch, 256}, torch::kLong);
+  auto step = [&] {
+    optimizer.zero_grad();
+    torch::Tensor loss = model->Loss(tokens, targets);
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    optimizer.step();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  const int steps = absl::GetFlag(FLAGS_steps);
+  const auto start = Clock::now();
+  for (int i = 0; i < steps; ++i) step();
+  const double tokens_per_second = double(steps) * batch * 256 / Seconds(start);
+  const double gflops =
+      3.0 * model->ForwardFlopsPerToken(256) * tokens_per_second / 1e9;
+  std::printf(
+      "libtorch d=%lld L=%lld T=256 V=8192 B=%d: %.0f tokens/s, %.1f GFLOP/s, "
+      "MFU %.1f%% of %.0f GFLOP/s\n",
+      static_cast<long long>(d_model), static_cast<long long>(n_layers), batch,
+      tokens_per_second, gflops, 100 * gflops / peak, peak);
+}
+
+}  // namespace
+}  // namespace sparse_layers::train
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(argc, argv,
+                          "Training throughput of the LibTorch GPT.");
+  const double peak = sparse_layers::train::MatmulPeakGflops();
+  sparse_layers::train::Measure(128, 4, peak);
+  sparse_layers::train::Measure(256, 6, peak);
+  return 0;
+}
