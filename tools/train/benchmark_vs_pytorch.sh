@@ -5,8 +5,8 @@
 set -euo pipefail
 libtorch_binary="$1"; python_script="$2"
 "$libtorch_binary" --threads=2
-if python3 -c 'import torch' 2>/dev/null; then
-  OMP_NUM_THREADS=2 python3 "$python_script"
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  OMP_NUM_THREADS=2 /usr/bin/python3 "$python_script"
 else
   echo "pytorch-eager: skipped; install Debian's python3-torch to compare (sudo apt-get install python3-torch)"
 fi
