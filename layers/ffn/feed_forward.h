@@ -37,6 +37,11 @@ class FeedForwardImpl : public torch::nn::Module {
   // Regularisers the layer adds to the training loss (load balance); undefined
   // when none.
   virtual torch::Tensor AuxiliaryLoss() { return {}; }
+  // Training-step hooks: before the forward pass (e.g. re-normalising decoder
+  // rows) and between backward and the optimiser step (e.g. projecting their
+  // gradients).
+  virtual void PrepareStep() {}
+  virtual void AdjustGradients() {}
 };
 
 using FeedForwardFactory =

@@ -224,6 +224,14 @@ void GptImpl::ReplaceAttention(int layer, LayerFn replacement) {
   blocks.at(layer)->attention_replacement = std::move(replacement);
 }
 
+void GptImpl::PrepareStep() {
+  for (Block& block : blocks) block->ffn->PrepareStep();
+}
+
+void GptImpl::AdjustGradients() {
+  for (Block& block : blocks) block->ffn->AdjustGradients();
+}
+
 int64_t GptImpl::ParameterCount() const {
   int64_t count = 0;
   for (const torch::Tensor& parameter : parameters())

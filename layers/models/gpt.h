@@ -97,6 +97,11 @@ class GptImpl : public torch::nn::Module {
   void ReplaceFfn(int layer, LayerFn replacement);
   void ReplaceAttention(int layer, LayerFn replacement);
 
+  // The FFNs' training-step hooks (FeedForwardImpl::PrepareStep and
+  // AdjustGradients), called by the trainer around every step.
+  void PrepareStep();
+  void AdjustGradients();
+
   int64_t ParameterCount() const;
   // Matrix-multiply FLOPs per token of a forward pass at length T, including
   // the unembedding (training costs 3x this).

@@ -207,6 +207,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     }
     const datasets::TokenBatch batch = sampler->TrainBatch(step);
     optimizer->zero_grad();
+    model.PrepareStep();
     torch::Tensor loss =
         model.Loss(ToTensor(batch.inputs, batch_size, length),
                    ToTensor(batch.targets, batch_size, length));
@@ -217,6 +218,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
           "); lower optimizer.learning_rate or check the data"));
     }
     loss.backward();
+    model.AdjustGradients();
     double grad_norm = 0;
     if (clip > 0) {
       grad_norm = torch::nn::utils::clip_grad_norm_(parameters, clip);

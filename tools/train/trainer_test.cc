@@ -1,5 +1,6 @@
 #include "tools/train/trainer.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -103,6 +104,25 @@ TEST(TrainerTest, BudgetsStopWithinOneStep) {
   EXPECT_LE(summary->flops(), 2.5e8);
   EXPECT_GT(summary->flops() + per_step, 2.5e8);
   EXPECT_EQ(summary->stopped_by(), "max_flops");
+}
+
+// Every registered FFN, replacement layers included, trains from a config.
+TEST(TrainerTest, EveryRegisteredFfnTrainsForASmokeRun) {
+  for (const char* ffn :
+       {"gelu_mlp", "relu_mlp", "swiglu", "transcoder", "skip_transcoder",
+        "topk_sae", "mxd_gelu", "mxd_swiglu"}) {
+    config::ExperimentConfig config = TinyConfig();
+    config.mutable_model()->set_ffn(ffn);
+    config.mutable_model()->set_n_experts(48);
+    config.mutable_model()->set_top_k(4);
+    config.mutable_budget()->set_max_steps(4);
+    config.mutable_eval()->set_sample_tokens(0);
+    auto summary = Train(config, Options(std::string("ffn_") + ffn));
+    ASSERT_TRUE(summary.ok()) << ffn << ": " << summary.status();
+    EXPECT_TRUE(std::isfinite(summary->validation_loss())) << ffn;
+    EXPECT_LT(summary->validation_loss(), 9.3)
+        << ffn;  // ln(8192) = 9.01 at init.
+  }
 }
 
 TEST(TrainerTest, NonFiniteLossStopsWithTheStep) {

@@ -1,0 +1,32 @@
+// Choosing the MxD expert count N so that an MxD has a Transcoder's parameter
+// count (seed-mxd.md section 3).
+#ifndef SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_
+#define SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_
+
+#include <cstdint>
+
+namespace sparse_layers::layers {
+
+// Parameters of a Transcoder: I*H_tc + H_tc + H_tc*O + O.
+int64_t TranscoderParameters(int64_t d_in, int64_t d_out, int64_t width);
+
+// Parameters of an MxD: I*H + H + H*O + O + N*(I + O + 1), plus I*H + H for
+// the SwiGLU branch.
+int64_t MxdParameters(int64_t d_in, int64_t d_out, int64_t hidden,
+                      int64_t experts, bool swiglu);
+
+enum class MatchingFormula {
+  // The released code's rounding (its MLP formula subtracts H_tc where H is
+  // meant); gives the paper's N = 21,490 for GPT-2.
+  kReleasedCode,
+  // The exact solution of MxdParameters(N) = TranscoderParameters.
+  kExact,
+};
+
+int64_t MxdExpertsMatchingTranscoder(int64_t d_in, int64_t d_out,
+                                     int64_t hidden, int64_t transcoder_width,
+                                     bool swiglu, MatchingFormula formula);
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_

@@ -1,0 +1,229 @@
+#include "layers/replacement/sparse_replacement.h"
+
+#include <cmath>
+
+namespace sparse_layers::layers {
+namespace {
+
+// nn.Linear's default init, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (seed-mxd.md
+// 10).
+torch::Tensor Uniform(std::vector<int64_t> shape, int64_t fan_in) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  return torch::empty(shape).uniform_(-bound, bound);
+}
+
+torch::Tensor UnitRows(torch::Tensor rows) {
+  return rows / rows.norm(2, -1, /*keepdim=*/true).clamp_min(1e-12);
+}
+
+FeedForwardRegistration kTranscoder(
+    "transcoder", [](const FeedForwardOptions& o) {
+      return std::make_shared<TranscoderImpl>(
+          ReplacementOptions{o.d_model, o.d_model, o.d_hidden, 0, o.top_k},
+          /*skip=*/false);
+    });
+FeedForwardRegistration kSkipTranscoder(
+    "skip_transcoder", [](const FeedForwardOptions& o) {
+      ReplacementOptions options{o.d_model, o.d_model, o.d_hidden, 0, o.top_k};
+      options.normalise_decoder = false;  // D starts at zero.
+      return std::make_shared<TranscoderImpl>(options, /*skip=*/true);
+    });
+FeedForwardRegistration kTopKSae("topk_sae", [](const FeedForwardOptions& o) {
+  return std::make_shared<TopKSaeImpl>(
+      ReplacementOptions{o.d_model, o.d_model, o.d_hidden, 0, o.top_k});
+});
+FeedForwardRegistration kMxdGelu("mxd_gelu", [](const FeedForwardOptions& o) {
+  return std::make_shared<MxdImpl>(
+      ReplacementOptions{o.d_model, o.d_model, o.d_hidden, o.n_experts,
+                         o.top_k},
+      MxdImpl::Encoder::kGelu);
+});
+FeedForwardRegistration kMxdSwiGlu("mxd_swiglu",
+                                   [](const FeedForwardOptions& o) {
+                                     return std::make_shared<MxdImpl>(
+                                         ReplacementOptions{
+                                             o.d_model, o.d_model, o.d_hidden,
+                                             o.n_experts, o.top_k},
+                                         MxdImpl::Encoder::kSwiGlu);
+                                   });
+
+}  // namespace
+
+SparseReplacementImpl::SparseReplacementImpl(const ReplacementOptions& options)
+    : options_(options), k_generator_(options.seed) {
+  TORCH_CHECK(options.d_in > 0 && options.d_out > 0 && options.width > 0,
+              "replacement layer needs positive sizes");
+  output_bias =
+      register_parameter("output_bias", torch::zeros({options.d_out}));
+}
+
+torch::Tensor SparseReplacementImpl::Forward(const torch::Tensor& input,
+                                             const HookPoint& hidden) {
+  // Tokens flattened to rows (seed-mxd.md 1), restored after decoding.
+  const torch::Tensor x = input.reshape({-1, input.size(-1)});
+  const TopKCodes codes = Encode(x, EffectiveK());
+  const torch::Tensor y = hidden.active()
+                              ? DecodeDense(x, hidden(Densify(codes, units())))
+                              : DecodeSparse(x, codes);
+  auto shape = input.sizes().vec();
+  shape.back() = options_.d_out;
+  return y.view(shape);
+}
+
+void SparseReplacementImpl::InitOutputBias(const torch::Tensor& target_mean) {
+  torch::NoGradGuard no_grad;
+  output_bias.copy_(target_mean.reshape({-1}));
+}
+
+void SparseReplacementImpl::NormaliseDecoder() {
+  torch::Tensor rows = DecoderRows();
+  if (!options_.normalise_decoder || !rows.defined()) return;
+  torch::NoGradGuard no_grad;
+  rows.copy_(UnitRows(rows));
+}
+
+void SparseReplacementImpl::ProjectDecoderGradients() {
+  torch::Tensor rows = DecoderRows();
+  if (!options_.normalise_decoder || !rows.defined() ||
+      !rows.grad().defined()) {
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  // g_h -= (g_h . d_h) d_h for unit rows d_h (seed-mxd.md 2.1).
+  const torch::Tensor unit = UnitRows(rows);
+  rows.mutable_grad().sub_((rows.grad() * unit).sum(-1, true) * unit);
+}
+
+int64_t SparseReplacementImpl::EffectiveK() {
+  const int64_t k = options_.k;
+  if (!is_training() || !options_.random_k) return k;
+  std::uniform_int_distribution<int64_t> draw(k - k / 2, k + k / 2);
+  return std::min<int64_t>(std::max<int64_t>(1, draw(k_generator_)), units());
+}
+
+TranscoderImpl::TranscoderImpl(const ReplacementOptions& options, bool skip)
+    : SparseReplacementImpl(options) {
+  encoder = register_parameter(
+      "encoder", Uniform({options.d_in, options.width}, options.d_in));
+  encoder_bias =
+      register_parameter("encoder_bias", torch::zeros({options.width}));
+  if (skip) {
+    // Skip Transcoder (Paulo et al. 2025): S = 0 and D = 0 at init.
+    decoder = register_parameter("decoder",
+                                 torch::zeros({options.width, options.d_out}));
+    this->skip =
+        register_parameter("skip", torch::zeros({options.d_in, options.d_out}));
+  } else {
+    decoder = register_parameter(
+        "decoder",
+        UnitRows(Uniform({options.width, options.d_out}, options.width)));
+  }
+}
+
+TopKCodes TranscoderImpl::Encode(const torch::Tensor& x, int64_t k) {
+  return ReluTopK(torch::addmm(encoder_bias, x, encoder), k);
+}
+
+torch::Tensor TranscoderImpl::DecodeSparse(const torch::Tensor& x,
+                                           const TopKCodes& codes) {
+  torch::Tensor y = SparseDecode(codes, decoder) + output_bias;
+  return skip.defined() ? y + torch::matmul(x, skip) : y;
+}
+
+torch::Tensor TranscoderImpl::DecodeDense(const torch::Tensor& x,
+                                          const torch::Tensor& codes) {
+  torch::Tensor y = torch::matmul(codes, decoder) + output_bias;
+  return skip.defined() ? y + torch::matmul(x, skip) : y;
+}
+
+int64_t TranscoderImpl::ForwardFlopsPerToken() const {
+  const auto& o = options_;
+  return 2 * o.d_in * o.width + 2 * o.k * o.d_out +
+         (skip.defined() ? 2 * o.d_in * o.d_out : 0);
+}
+
+TopKSaeImpl::TopKSaeImpl(const ReplacementOptions& options)
+    : SparseReplacementImpl(options) {
+  TORCH_CHECK(options.d_in == options.d_out, "an SAE reconstructs its input");
+  decoder = register_parameter(
+      "decoder",
+      UnitRows(Uniform({options.width, options.d_out}, options.width)));
+  // Encoder initialised to the decoder's transpose (Gao et al. 2024).
+  encoder = register_parameter("encoder", decoder.detach().t().clone());
+  encoder_bias =
+      register_parameter("encoder_bias", torch::zeros({options.width}));
+}
+
+TopKCodes TopKSaeImpl::Encode(const torch::Tensor& y, int64_t k) {
+  return ReluTopK(torch::addmm(encoder_bias, y - output_bias, encoder), k);
+}
+
+torch::Tensor TopKSaeImpl::DecodeSparse(const torch::Tensor&,
+                                        const TopKCodes& codes) {
+  return SparseDecode(codes, decoder) + output_bias;
+}
+
+torch::Tensor TopKSaeImpl::DecodeDense(const torch::Tensor&,
+                                       const torch::Tensor& codes) {
+  return torch::matmul(codes, decoder) + output_bias;
+}
+
+int64_t TopKSaeImpl::ForwardFlopsPerToken() const {
+  return 2 * options_.d_in * options_.width + 2 * options_.k * options_.d_out;
+}
+
+MxdImpl::MxdImpl(const ReplacementOptions& options, Encoder encoder_kind)
+    : SparseReplacementImpl(options), encoder_kind_(encoder_kind) {
+  TORCH_CHECK(options.n_experts > 0, "MxD needs n_experts > 0");
+  const auto& o = options;
+  encoder = register_parameter("encoder", Uniform({o.d_in, o.width}, o.d_in));
+  encoder_bias = register_parameter("encoder_bias", torch::zeros({o.width}));
+  if (encoder_kind == Encoder::kSwiGlu) {
+    glu = register_parameter("glu", Uniform({o.d_in, o.width}, o.d_in));
+    glu_bias = register_parameter("glu_bias", Uniform({o.width}, o.d_in));
+  }
+  // D = 0 (seed-mxd.md 2.4): the layer outputs b_out at init.
+  decoder = register_parameter("decoder", torch::zeros({o.width, o.d_out}));
+  // With norm_dec the c_n are drawn U(-1, 1) and normalised; otherwise
+  // nn.Linear(N, O)'s init.
+  experts = register_parameter(
+      "experts",
+      o.normalise_decoder
+          ? UnitRows(torch::empty({o.n_experts, o.d_out}).uniform_(-1, 1))
+          : Uniform({o.n_experts, o.d_out}, o.n_experts));
+  gate = register_parameter("gate", Uniform({o.n_experts, o.d_in}, o.d_in));
+  gate_bias = register_parameter("gate_bias", torch::zeros({o.n_experts}));
+}
+
+torch::Tensor MxdImpl::Hidden(const torch::Tensor& x) const {
+  const torch::Tensor pre = torch::addmm(encoder_bias, x, encoder);
+  if (encoder_kind_ == Encoder::kGelu) return torch::gelu(pre);
+  return torch::silu(pre) * torch::addmm(glu_bias, x, glu);
+}
+
+TopKCodes MxdImpl::Encode(const torch::Tensor& x, int64_t k) {
+  // Gate: ReLU then TopK, no softmax; it reads the raw layer input.
+  return ReluTopK(torch::addmm(gate_bias, x, gate.t()), k);
+}
+
+torch::Tensor MxdImpl::DecodeSparse(const torch::Tensor& x,
+                                    const TopKCodes& codes) {
+  return SparseDecode(codes, experts) * torch::matmul(Hidden(x), decoder) +
+         output_bias;
+}
+
+torch::Tensor MxdImpl::DecodeDense(const torch::Tensor& x,
+                                   const torch::Tensor& codes) {
+  return torch::matmul(codes, experts) * torch::matmul(Hidden(x), decoder) +
+         output_bias;
+}
+
+int64_t MxdImpl::ForwardFlopsPerToken() const {
+  const auto& o = options_;
+  const int64_t encoder_flops =
+      (encoder_kind_ == Encoder::kSwiGlu ? 2 : 1) * 2 * o.d_in * o.width;
+  return encoder_flops + 2 * o.width * o.d_out + 2 * o.d_in * o.n_experts +
+         2 * o.k * o.d_out;
+}
+
+}  // namespace sparse_layers::layers

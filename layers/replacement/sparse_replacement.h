@@ -1,0 +1,158 @@
+// Sparse replacement layers trained on cached activations to mimic a frozen
+// layer (seed-mxd.md section 2): TopK SAE, Transcoder, Skip Transcoder and the
+// Mixture of Decoders (MxD). Each splits into an encoder that picks k codes
+// and a decoder, so a steering hook can edit the codes in between.
+#ifndef SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_
+#define SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_
+
+#include <torch/torch.h>
+
+#include <random>
+
+#include "layers/core/topk.h"
+#include "layers/ffn/feed_forward.h"
+
+namespace sparse_layers::layers {
+
+struct ReplacementOptions {
+  int64_t d_in = 0;
+  int64_t d_out = 0;
+  // Code width: SAE / Transcoder units, or the MxD hidden width H (= the base
+  // MLP's width; seed-mxd.md 2.4).
+  int64_t width = 0;
+  // MxD experts N (ignored by the others).
+  int64_t n_experts = 0;
+  int64_t k = 0;
+  // Unit-norm decoder rows, re-applied before every step (released code's
+  // norm_dec, default on; off for the Skip Transcoder's zero decoder).
+  bool normalise_decoder = true;
+  // Random-K training (seed-mxd.md 4.3): K' uniform in [K - K/2, K + K/2].
+  bool random_k = false;
+  uint64_t seed = 0;
+};
+
+class SparseReplacementImpl : public FeedForwardImpl {
+ public:
+  explicit SparseReplacementImpl(const ReplacementOptions& options);
+
+  // The k codes (values and indices) for input x: (B, d_in).
+  virtual TopKCodes Encode(const torch::Tensor& x, int64_t k) = 0;
+  // Output from the selected codes (cost grows with k).
+  virtual torch::Tensor DecodeSparse(const torch::Tensor& x,
+                                     const TopKCodes& codes) = 0;
+  // Output from a dense (B, units) code, used when a hook edits the codes.
+  virtual torch::Tensor DecodeDense(const torch::Tensor& x,
+                                    const torch::Tensor& codes) = 0;
+  // Number of code units (SAE/TC width, MxD experts).
+  virtual int64_t units() const = 0;
+
+  // FeedForwardImpl: Encode then decode; `hidden` sees the dense codes.
+  torch::Tensor Forward(const torch::Tensor& x,
+                        const HookPoint& hidden) override;
+
+  // Sets the output bias to the empirical mean of the targets
+  // (seed-mxd.md 2.4).
+  void InitOutputBias(const torch::Tensor& target_mean);
+  // Before each optimiser step: decoder rows back to unit norm.
+  void NormaliseDecoder();
+  // After backward: remove each decoder row's gradient component along the row.
+  void ProjectDecoderGradients();
+  void PrepareStep() override { NormaliseDecoder(); }
+  void AdjustGradients() override { ProjectDecoderGradients(); }
+
+  // K used now: the configured K in eval mode; a random K' with random_k in
+  // training mode.
+  int64_t EffectiveK();
+
+  const ReplacementOptions& options() const { return options_; }
+  torch::Tensor output_bias;
+
+ protected:
+  // The rows kept at unit norm (TC/SAE decoder rows, MxD expert vectors c_n);
+  // undefined when the layer has none.
+  virtual torch::Tensor DecoderRows() { return {}; }
+  ReplacementOptions options_;
+
+ private:
+  std::mt19937_64 k_generator_;
+};
+
+// Transcoder (Dunefsky et al. 2024): y = TopK(ReLU(x E + b_e), K) D + b_out.
+class TranscoderImpl : public SparseReplacementImpl {
+ public:
+  TranscoderImpl(const ReplacementOptions& options, bool skip);
+  TopKCodes Encode(const torch::Tensor& x, int64_t k) override;
+  torch::Tensor DecodeSparse(const torch::Tensor& x,
+                             const TopKCodes& codes) override;
+  torch::Tensor DecodeDense(const torch::Tensor& x,
+                            const torch::Tensor& codes) override;
+  int64_t units() const override { return options_.width; }
+  int64_t ForwardFlopsPerToken() const override;
+
+  torch::Tensor encoder;       // (d_in, width)
+  torch::Tensor encoder_bias;  // (width)
+  torch::Tensor decoder;       // (width, d_out), rows d_h
+  torch::Tensor skip;          // (d_in, d_out), Skip Transcoder only
+
+ protected:
+  torch::Tensor DecoderRows() override { return decoder; }
+};
+
+// TopK SAE on a layer's output y: z = TopK(ReLU((y - b_dec) W_enc + b_enc)),
+// y_hat = z W_dec + b_dec (seed-mxd.md 2.3); b_dec is the output bias.
+class TopKSaeImpl : public SparseReplacementImpl {
+ public:
+  explicit TopKSaeImpl(const ReplacementOptions& options);
+  TopKCodes Encode(const torch::Tensor& y, int64_t k) override;
+  torch::Tensor DecodeSparse(const torch::Tensor& y,
+                             const TopKCodes& codes) override;
+  torch::Tensor DecodeDense(const torch::Tensor& y,
+                            const torch::Tensor& codes) override;
+  int64_t units() const override { return options_.width; }
+  int64_t ForwardFlopsPerToken() const override;
+
+  torch::Tensor encoder;       // (d, width)
+  torch::Tensor encoder_bias;  // (width)
+  torch::Tensor decoder;       // (width, d)
+
+ protected:
+  torch::Tensor DecoderRows() override { return decoder; }
+};
+
+// Mixture of Decoders (Oldfield et al. 2025), factorised forward (Lemma 2,
+// Eq. 5): y = (C^T a) o (D^T z) + b_out with z = phi(E^T x) dense,
+// a = TopK(ReLU(G x + b_g), K) over N experts, W_n = D diag(c_n) (Lemma 1).
+class MxdImpl : public SparseReplacementImpl {
+ public:
+  enum class Encoder { kGelu, kSwiGlu };
+  MxdImpl(const ReplacementOptions& options, Encoder encoder);
+  TopKCodes Encode(const torch::Tensor& x, int64_t k) override;
+  torch::Tensor DecodeSparse(const torch::Tensor& x,
+                             const TopKCodes& codes) override;
+  torch::Tensor DecodeDense(const torch::Tensor& x,
+                            const torch::Tensor& codes) override;
+  int64_t units() const override { return options_.n_experts; }
+  int64_t ForwardFlopsPerToken() const override;
+
+  // z = phi(x E + b_e) (GELU), or silu(x E + b_e) o (x E_glu + b_glu).
+  torch::Tensor Hidden(const torch::Tensor& x) const;
+
+  torch::Tensor encoder;       // E (d_in, H)
+  torch::Tensor encoder_bias;  // (H)
+  torch::Tensor glu;           // E_GLU (d_in, H), SwiGLU only
+  torch::Tensor glu_bias;      // (H)
+  torch::Tensor decoder;       // D (H, d_out), zero at init
+  torch::Tensor experts;       // C stored as rows c_n: (N, d_out)
+  torch::Tensor gate;          // G (N, d_in)
+  torch::Tensor gate_bias;     // (N)
+
+ protected:
+  torch::Tensor DecoderRows() override { return experts; }
+
+ private:
+  Encoder encoder_kind_;
+};
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_

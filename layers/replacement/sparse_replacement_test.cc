@@ -1,0 +1,295 @@
+#include "layers/replacement/sparse_replacement.h"
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+#include "layers/replacement/nmse.h"
+#include "layers/replacement/parameter_matching.h"
+
+namespace sparse_layers::layers {
+namespace {
+
+// The authors' form-equivalence sizes (seed-mxd.md 10 (a)).
+ReplacementOptions MxdOptions() {
+  ReplacementOptions options;
+  options.d_in = 16;
+  options.d_out = 64;
+  options.width = 16;
+  options.n_experts = 32;
+  options.k = 8;
+  return options;
+}
+
+int64_t CountParameters(const torch::nn::Module& module) {
+  int64_t count = 0;
+  for (const auto& p : module.parameters()) count += p.numel();
+  return count;
+}
+
+TEST(MxdTest, FactorisedForwardEqualsTheExplicitMixtureOfExperts) {
+  torch::manual_seed(0);
+  MxdImpl mxd(MxdOptions(), MxdImpl::Encoder::kGelu);
+  {
+    torch::NoGradGuard no_grad;
+    mxd.decoder.normal_();  // D = 0 at init would make every expert zero.
+    mxd.output_bias.normal_();
+  }
+  const torch::Tensor x = torch::randn({5, 16});
+  const TopKCodes codes = mxd.Encode(x, 8);
+  const torch::Tensor a = Densify(codes, 32);  // (B, N)
+  const torch::Tensor z = mxd.Hidden(x);       // (B, H)
+  // Eq. 3 with materialised experts W_n = D diag(c_n) (Lemma 1): (N, H, O).
+  const torch::Tensor experts =
+      mxd.decoder.unsqueeze(0) * mxd.experts.unsqueeze(1);
+  const torch::Tensor explicit_mixture =
+      torch::einsum("bn,bh,nho->bo", {a, z, experts}) + mxd.output_bias;
+  HookPoint none;
+  EXPECT_TRUE(
+      torch::allclose(mxd.Forward(x, none), explicit_mixture, 1e-4, 1e-5));
+  // The sparse (embedding_bag) and dense decoders agree.
+  EXPECT_TRUE(torch::allclose(mxd.DecodeSparse(x, codes), mxd.DecodeDense(x, a),
+                              1e-5, 1e-6));
+}
+
+TEST(MxdTest, ExpertRankEqualsDecoderRank) {
+  torch::manual_seed(1);
+  // A rank-5 D (H=16, O=64) and an expert vector without zeros (Lemma 1).
+  const torch::Tensor d =
+      torch::matmul(torch::randn({16, 5}), torch::randn({5, 64}));
+  const torch::Tensor c = torch::rand({64}) + 0.1;
+  EXPECT_EQ(torch::linalg_matrix_rank(d).item<int64_t>(), 5);
+  EXPECT_EQ(torch::linalg_matrix_rank(d * c).item<int64_t>(), 5);
+  // At random init every expert has full normalised rank (seed-mxd.md 5.4).
+  MxdImpl mxd(MxdOptions(), MxdImpl::Encoder::kGelu);
+  const torch::Tensor full = torch::randn({16, 64});
+  for (int n = 0; n < 32; ++n) {
+    EXPECT_EQ(torch::linalg_matrix_rank(full * mxd.experts[n]).item<int64_t>(),
+              16);
+  }
+}
+
+TEST(MxdTest, OutputsTheBiasAtInitAndKeepsAtMostKCodes) {
+  torch::manual_seed(2);
+  MxdImpl mxd(MxdOptions(), MxdImpl::Encoder::kSwiGlu);
+  mxd.InitOutputBias(torch::arange(64, torch::kFloat));
+  const torch::Tensor x = torch::randn({7, 16});
+  HookPoint none;
+  EXPECT_TRUE(torch::equal(mxd.Forward(x, none),
+                           torch::arange(64, torch::kFloat).expand({7, 64})));
+  const torch::Tensor dense = Densify(mxd.Encode(x, 8), 32);
+  EXPECT_TRUE((dense.ne(0).sum(-1) <= 8).all().item<bool>());
+  EXPECT_TRUE((dense >= 0).all().item<bool>());
+
+  ReplacementOptions options = MxdOptions();
+  options.width = 24;
+  options.normalise_decoder = false;
+  TranscoderImpl skip(options, /*skip=*/true);
+  skip.InitOutputBias(torch::ones({64}));
+  EXPECT_TRUE(torch::equal(skip.Forward(x, none), torch::ones({7, 64})));
+}
+
+TEST(SteeringTest, AddingAlphaToOneCodeMovesTheOutputByItsDirection) {
+  torch::manual_seed(3);
+  MxdImpl mxd(MxdOptions(), MxdImpl::Encoder::kGelu);
+  {
+    torch::NoGradGuard no_grad;
+    mxd.decoder.normal_();
+  }
+  const torch::Tensor x = torch::randn({4, 16});
+  HookPoint none;
+  HookPoint steer("codes");
+  torch::Tensor delta = torch::zeros({32});
+  delta[5] = 2.5;
+  steer.Add(AddDirectionHook(delta, 1.0));
+  const torch::Tensor moved = mxd.Forward(x, steer) - mxd.Forward(x, none);
+  // seed-mxd.md 10 (g): alpha * (c_n o D^T z).
+  const torch::Tensor expected =
+      2.5 * mxd.experts[5] * torch::matmul(mxd.Hidden(x), mxd.decoder);
+  EXPECT_TRUE(torch::allclose(moved, expected, 1e-4, 1e-5));
+
+  ReplacementOptions options = MxdOptions();
+  options.width = 40;
+  TranscoderImpl transcoder(options, /*skip=*/false);
+  HookPoint steer_tc("codes");
+  torch::Tensor delta_tc = torch::zeros({40});
+  delta_tc[7] = -1.5;
+  steer_tc.Add(AddDirectionHook(delta_tc, 1.0));
+  const torch::Tensor moved_tc =
+      transcoder.Forward(x, steer_tc) - transcoder.Forward(x, none);
+  EXPECT_TRUE(torch::allclose(
+      moved_tc, -1.5 * transcoder.decoder[7].expand({4, 64}), 1e-5, 1e-6));
+}
+
+TEST(ParameterMatchingTest, ReproducesTheMxdPaperExpertCounts) {
+  // GPT-2: I = O = 768, H = 3072, Transcoder width 32 x 768 (seed-mxd.md 3).
+  EXPECT_EQ(TranscoderParameters(768, 768, 24576), 37774080);
+  EXPECT_EQ(MxdExpertsMatchingTranscoder(768, 768, 3072, 24576, false,
+                                         MatchingFormula::kReleasedCode),
+            21490);
+  EXPECT_EQ(MxdExpertsMatchingTranscoder(768, 768, 3072, 24576, false,
+                                         MatchingFormula::kExact),
+            21504);
+  EXPECT_EQ(MxdParameters(768, 768, 3072, 21490, false), 37752562);
+  // Llama-3.2-3B SwiGLU MxD.
+  EXPECT_EQ(MxdExpertsMatchingTranscoder(3072, 3072, 8192, 98304, true,
+                                         MatchingFormula::kReleasedCode),
+            86015);
+  EXPECT_EQ(MxdParameters(3072, 3072, 8192, 86015, true), 604079103);
+}
+
+TEST(ParameterMatchingTest, ModulesHaveTheFormulasParameterCounts) {
+  ReplacementOptions options = MxdOptions();
+  MxdImpl gelu(options, MxdImpl::Encoder::kGelu);
+  MxdImpl swiglu(options, MxdImpl::Encoder::kSwiGlu);
+  EXPECT_EQ(CountParameters(gelu), MxdParameters(16, 64, 16, 32, false));
+  EXPECT_EQ(CountParameters(swiglu), MxdParameters(16, 64, 16, 32, true));
+  options.width = 48;
+  TranscoderImpl transcoder(options, false);
+  TranscoderImpl skip(options, true);
+  EXPECT_EQ(CountParameters(transcoder), TranscoderParameters(16, 64, 48));
+  EXPECT_EQ(CountParameters(skip), TranscoderParameters(16, 64, 48) + 16 * 64);
+  options.d_in = 64;
+  TopKSaeImpl sae(options);
+  EXPECT_EQ(CountParameters(sae), TranscoderParameters(64, 64, 48));
+}
+
+TEST(NmseTest, MatchesAHandComputation) {
+  const torch::Tensor y = torch::tensor({{3.0f, 4.0f}, {0.0f, 2.0f}});
+  const torch::Tensor y_hat = torch::tensor({{3.0f, 5.0f}, {1.0f, 2.0f}});
+  // Row norms 5 and 2: (0 + 1/5 + 1/2 + 0) / 4.
+  EXPECT_NEAR(NormalisedMse(y_hat, y).item<double>(), (0.2 + 0.5) / 4, 1e-7);
+}
+
+TEST(RandomKTest, DrawsWithinHalfKInTrainingAndExactKInEval) {
+  ReplacementOptions options = MxdOptions();
+  options.random_k = true;
+  options.seed = 11;
+  MxdImpl mxd(options, MxdImpl::Encoder::kGelu);
+  mxd.train();
+  std::set<int64_t> seen;
+  for (int i = 0; i < 500; ++i) seen.insert(mxd.EffectiveK());
+  EXPECT_EQ(*seen.begin(), 4);
+  EXPECT_EQ(*seen.rbegin(), 12);
+  mxd.eval();
+  EXPECT_EQ(mxd.EffectiveK(), 8);
+}
+
+TEST(DecoderNormTest, RowsStayUnitAndGradientsLoseTheirRadialPart) {
+  torch::manual_seed(4);
+  ReplacementOptions options = MxdOptions();
+  options.width = 40;
+  TranscoderImpl transcoder(options, false);
+  {
+    torch::NoGradGuard no_grad;
+    transcoder.decoder.mul_(3.0);
+  }
+  transcoder.NormaliseDecoder();
+  EXPECT_TRUE(
+      torch::allclose(transcoder.decoder.norm(2, -1), torch::ones({40})));
+  HookPoint none;
+  NormalisedMse(transcoder.Forward(torch::randn({6, 16}), none),
+                torch::randn({6, 64}))
+      .backward();
+  transcoder.ProjectDecoderGradients();
+  EXPECT_LT((transcoder.decoder.grad() * transcoder.decoder)
+                .sum(-1)
+                .abs()
+                .max()
+                .item<double>(),
+            1e-6);
+}
+
+// Central differences in double precision against autograd; small steps keep
+// the top-k selection fixed, and unselected units get exactly zero gradient.
+void CheckGradients(SparseReplacementImpl& layer,
+                    const std::vector<torch::Tensor>& parameters) {
+  layer.to(torch::kDouble);
+  torch::manual_seed(5);
+  const torch::Tensor x = torch::randn({3, 16}, torch::kDouble);
+  const torch::Tensor y = torch::randn({3, 64}, torch::kDouble);
+  HookPoint none;
+  auto loss = [&]() -> torch::Tensor {
+    return NormalisedMse(layer.Forward(x, none), y);
+  };
+  layer.zero_grad();
+  loss().backward();
+  for (const torch::Tensor& parameter : parameters) {
+    const torch::Tensor grad = parameter.grad().clone();
+    torch::NoGradGuard no_grad;
+    auto flat = parameter.view({-1});
+    for (int64_t i = 0; i < flat.size(0);
+         i += std::max<int64_t>(1, flat.size(0) / 7)) {
+      const double saved = flat[i].item<double>();
+      flat[i] = saved + 1e-6;
+      const double plus = loss().item<double>();
+      flat[i] = saved - 1e-6;
+      const double minus = loss().item<double>();
+      flat[i] = saved;
+      EXPECT_NEAR(grad.view({-1})[i].item<double>(), (plus - minus) / 2e-6,
+                  1e-6)
+          << "entry " << i;
+    }
+  }
+}
+
+TEST(GradientTest, MxdMatchesFiniteDifferences) {
+  torch::manual_seed(6);
+  MxdImpl mxd(MxdOptions(), MxdImpl::Encoder::kSwiGlu);
+  {
+    torch::NoGradGuard no_grad;
+    mxd.decoder.normal_();
+  }
+  CheckGradients(mxd, {mxd.encoder, mxd.glu, mxd.decoder, mxd.experts, mxd.gate,
+                       mxd.gate_bias, mxd.output_bias});
+  // Experts never selected in the batch receive no gradient at all.
+  mxd.zero_grad();
+  const torch::Tensor x = torch::randn({3, 16}, torch::kDouble);
+  HookPoint none;
+  mxd.Forward(x, none).sum().backward();
+  const torch::Tensor selected = Densify(mxd.Encode(x, 8), 32).ne(0).any(0);
+  const torch::Tensor unselected_grad =
+      mxd.experts.grad().index({selected.logical_not()});
+  EXPECT_EQ(unselected_grad.abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(mxd.gate.grad()
+                .index({selected.logical_not()})
+                .abs()
+                .sum()
+                .item<double>(),
+            0.0);
+}
+
+TEST(GradientTest, TranscodersAndSaeMatchFiniteDifferences) {
+  ReplacementOptions options = MxdOptions();
+  options.width = 40;
+  torch::manual_seed(7);
+  TranscoderImpl transcoder(options, false);
+  CheckGradients(transcoder, {transcoder.encoder, transcoder.encoder_bias,
+                              transcoder.decoder, transcoder.output_bias});
+  TranscoderImpl skip(options, true);
+  {
+    torch::NoGradGuard no_grad;
+    skip.decoder.normal_();
+  }
+  CheckGradients(skip, {skip.encoder, skip.decoder, skip.skip});
+}
+
+TEST(RegistryTest, ReplacementLayersAreNamedFeedForwards) {
+  FeedForwardOptions options;
+  options.d_model = 16;
+  options.d_hidden = 32;
+  options.n_experts = 24;
+  options.top_k = 4;
+  for (const char* name : {"transcoder", "skip_transcoder", "topk_sae",
+                           "mxd_gelu", "mxd_swiglu"}) {
+    auto layer = FeedForwardRegistry::Create(name, options);
+    ASSERT_TRUE(layer.ok()) << name;
+    HookPoint none;
+    EXPECT_EQ(
+        (*layer)->Forward(torch::randn({2, 3, 16}).view({6, 16}), none).sizes(),
+        (std::vector<int64_t>{6, 16}))
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace sparse_layers::layers
