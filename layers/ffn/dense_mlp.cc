@@ -24,8 +24,14 @@ FeedForwardRegistration kGelu("gelu_mlp", [](const FeedForwardOptions& o) {
 FeedForwardRegistration kRelu("relu_mlp", [](const FeedForwardOptions& o) {
   return std::make_shared<DenseMlpImpl>(o, Activation::kRelu);
 });
+FeedForwardRegistration kSolu("solu_mlp", [](const FeedForwardOptions& o) {
+  return std::make_shared<DenseMlpImpl>(o, Activation::kSolu);
+});
 FeedForwardRegistration kSwiGlu("swiglu", [](const FeedForwardOptions& o) {
-  return std::make_shared<SwiGluImpl>(o);
+  return std::make_shared<GatedMlpImpl>(o, Activation::kSilu);
+});
+FeedForwardRegistration kGeGlu("geglu", [](const FeedForwardOptions& o) {
+  return std::make_shared<GatedMlpImpl>(o, Activation::kGelu);
 });
 
 }  // namespace
@@ -36,12 +42,26 @@ DenseMlpImpl::DenseMlpImpl(const FeedForwardOptions& options,
   in = MakeLinear(*this, "in", options.d_model, options.d_hidden, 0.02);
   out = MakeLinear(*this, "out", options.d_hidden, options.d_model,
                    OutputStd(options));
+  if (activation == Activation::kSolu) {
+    solu_norm = register_module(
+        "solu_norm",
+        torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_hidden})));
+  }
 }
 
 torch::Tensor DenseMlpImpl::Forward(const torch::Tensor& x,
                                     const HookPoint& hidden) {
   torch::Tensor h = in->forward(x);
-  h = activation_ == Activation::kGelu ? torch::gelu(h) : torch::relu(h);
+  switch (activation_) {
+    case Activation::kGelu:
+      h = torch::gelu(h);
+      break;
+    case Activation::kRelu:
+      h = torch::relu(h);
+      break;
+    default:  // SoLU: softmax over the hidden units, then LayerNorm.
+      h = solu_norm->forward(h * torch::softmax(h, -1));
+  }
   if (hidden.active()) h = hidden(h);
   return out->forward(h);
 }
@@ -50,21 +70,26 @@ int64_t DenseMlpImpl::ForwardFlopsPerToken() const {
   return 2 * 2 * options_.d_model * options_.d_hidden;
 }
 
-SwiGluImpl::SwiGluImpl(const FeedForwardOptions& options) : options_(options) {
+GatedMlpImpl::GatedMlpImpl(const FeedForwardOptions& options,
+                           Activation gate_activation)
+    : options_(options), gate_activation_(gate_activation) {
   gate = MakeLinear(*this, "gate", options.d_model, options.d_hidden, 0.02);
   up = MakeLinear(*this, "up", options.d_model, options.d_hidden, 0.02);
   down = MakeLinear(*this, "down", options.d_hidden, options.d_model,
                     OutputStd(options));
 }
 
-torch::Tensor SwiGluImpl::Forward(const torch::Tensor& x,
-                                  const HookPoint& hidden) {
-  torch::Tensor h = torch::silu(gate->forward(x)) * up->forward(x);
+torch::Tensor GatedMlpImpl::Forward(const torch::Tensor& x,
+                                    const HookPoint& hidden) {
+  const torch::Tensor g = gate->forward(x);
+  torch::Tensor h = (gate_activation_ == Activation::kGelu ? torch::gelu(g)
+                                                           : torch::silu(g)) *
+                    up->forward(x);
   if (hidden.active()) h = hidden(h);
   return down->forward(h);
 }
 
-int64_t SwiGluImpl::ForwardFlopsPerToken() const {
+int64_t GatedMlpImpl::ForwardFlopsPerToken() const {
   return 3 * 2 * options_.d_model * options_.d_hidden;
 }
 

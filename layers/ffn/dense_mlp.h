@@ -1,6 +1,7 @@
-// Dense feed-forward layers: the two-matrix MLP with GELU or ReLU
-// (W_out act(W_in x)) and the gated SwiGLU of Shazeer 2020
-// (W_out (silu(W_gate x) * W_up x)).
+// Dense feed-forward layers: the two-matrix MLP W_out act(W_in x) with GELU,
+// ReLU or SoLU (Elhage et al. 2022: LN(h * softmax(h))), and the gated
+// GLUs of Shazeer 2020, W_out (act(W_gate x) * W_up x) with SiLU (SwiGLU) or
+// GELU (GEGLU).
 #ifndef SPARSE_LAYERS_LAYERS_FFN_DENSE_MLP_H_
 #define SPARSE_LAYERS_LAYERS_FFN_DENSE_MLP_H_
 
@@ -10,7 +11,7 @@
 
 namespace sparse_layers::layers {
 
-enum class Activation { kGelu, kRelu };
+enum class Activation { kGelu, kRelu, kSolu, kSilu };
 
 class DenseMlpImpl : public FeedForwardImpl {
  public:
@@ -21,15 +22,17 @@ class DenseMlpImpl : public FeedForwardImpl {
 
   torch::nn::Linear in{nullptr};
   torch::nn::Linear out{nullptr};
+  torch::nn::LayerNorm solu_norm{nullptr};  // SoLU only.
 
  private:
   FeedForwardOptions options_;
   Activation activation_;
 };
 
-class SwiGluImpl : public FeedForwardImpl {
+class GatedMlpImpl : public FeedForwardImpl {
  public:
-  explicit SwiGluImpl(const FeedForwardOptions& options);
+  // gate_activation: kSilu (SwiGLU) or kGelu (GEGLU).
+  GatedMlpImpl(const FeedForwardOptions& options, Activation gate_activation);
   torch::Tensor Forward(const torch::Tensor& x,
                         const HookPoint& hidden) override;
   int64_t ForwardFlopsPerToken() const override;
@@ -40,6 +43,7 @@ class SwiGluImpl : public FeedForwardImpl {
 
  private:
   FeedForwardOptions options_;
+  Activation gate_activation_;
 };
 
 }  // namespace sparse_layers::layers

@@ -16,7 +16,8 @@ FeedForwardOptions Options() {
 
 TEST(FeedForwardRegistryTest, KnowsTheDenseFamiliesAndRejectsOthers) {
   const std::vector<std::string> names = FeedForwardRegistry::Names();
-  for (const char* name : {"gelu_mlp", "relu_mlp", "swiglu"}) {
+  for (const char* name :
+       {"gelu_mlp", "relu_mlp", "solu_mlp", "swiglu", "geglu"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
   }
   auto unknown = FeedForwardRegistry::Create("nope", Options());
@@ -50,7 +51,7 @@ TEST(SwiGluTest, MatchesShazeerEquation) {
   torch::manual_seed(1);
   auto ffn = FeedForwardRegistry::Create("swiglu", Options());
   ASSERT_TRUE(ffn.ok());
-  auto* glu = dynamic_cast<SwiGluImpl*>(ffn->get());
+  auto* glu = dynamic_cast<GatedMlpImpl*>(ffn->get());
   const torch::Tensor x = torch::randn({3, 6});
   const torch::Tensor g = torch::matmul(x, glu->gate->weight.t());
   const torch::Tensor hidden =
@@ -64,6 +65,34 @@ TEST(SwiGluTest, MatchesShazeerEquation) {
   ASSERT_EQ(captured.size(), 1u);
   EXPECT_TRUE(torch::allclose(captured[0], hidden, 1e-5, 1e-6));
   EXPECT_EQ((*ffn)->ForwardFlopsPerToken(), 3 * 2 * 6 * 10);
+}
+
+TEST(GatedMlpTest, GegluAndSoluMatchTheirFormulas) {
+  torch::manual_seed(2);
+  HookPoint none;
+  const torch::Tensor x = torch::randn({3, 6});
+  auto geglu = FeedForwardRegistry::Create("geglu", Options());
+  ASSERT_TRUE(geglu.ok());
+  auto* glu = dynamic_cast<GatedMlpImpl*>(geglu->get());
+  const torch::Tensor g = torch::matmul(x, glu->gate->weight.t());
+  const torch::Tensor hidden = 0.5 * g * (1 + torch::erf(g / std::sqrt(2.0))) *
+                               torch::matmul(x, glu->up->weight.t());
+  EXPECT_TRUE(torch::allclose((*geglu)->Forward(x, none),
+                              torch::matmul(hidden, glu->down->weight.t()),
+                              1e-5, 1e-6));
+
+  auto solu = FeedForwardRegistry::Create("solu_mlp", Options());
+  ASSERT_TRUE(solu.ok());
+  auto* mlp = dynamic_cast<DenseMlpImpl*>(solu->get());
+  const torch::Tensor pre = torch::matmul(x, mlp->in->weight.t());
+  const torch::Tensor soft = pre * torch::softmax(pre, -1);
+  // LayerNorm with unit gain and zero bias at init.
+  const torch::Tensor normed =
+      (soft - soft.mean(-1, true)) /
+      torch::sqrt(soft.var(-1, /*unbiased=*/false, true) + 1e-5);
+  EXPECT_TRUE(torch::allclose((*solu)->Forward(x, none),
+                              torch::matmul(normed, mlp->out->weight.t()), 1e-4,
+                              1e-5));
 }
 
 }  // namespace

@@ -113,8 +113,10 @@ TEST(TrainerTest, EveryRegisteredFfnTrainsForASmokeRun) {
         "topk_sae", "mxd_gelu", "mxd_swiglu"}) {
     config::ExperimentConfig config = TinyConfig();
     config.mutable_model()->set_ffn(ffn);
-    config.mutable_model()->set_n_experts(48);
-    config.mutable_model()->set_top_k(4);
+    const bool mixture = std::string(ffn).find("moe") != std::string::npos ||
+                         std::string(ffn) == "switch";
+    config.mutable_model()->set_n_experts(mixture ? 8 : 48);
+    config.mutable_model()->set_top_k(mixture ? 2 : 4);
     config.mutable_budget()->set_max_steps(4);
     config.mutable_eval()->set_sample_tokens(0);
     auto summary = Train(config, Options(std::string("ffn_") + ffn));
