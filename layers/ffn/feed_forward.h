@@ -23,6 +23,8 @@ struct FeedForwardOptions {
   int64_t d_hidden = 0;
   int64_t n_experts = 0;
   int64_t top_k = 0;
+  // Query/key width of product-key routers; 0 means 128.
+  int64_t d_key = 0;
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
 };

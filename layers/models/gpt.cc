@@ -30,6 +30,7 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   options.d_ffn = model.d_ffn() > 0 ? model.d_ffn() : 4 * model.d_model();
   options.n_experts = model.n_experts();
   options.top_k = model.top_k();
+  options.d_key = model.d_key();
   if (model.positions() == "rotary") {
     options.rotary = true;
   } else if (!model.positions().empty() && model.positions() != "learned") {
@@ -111,6 +112,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   ffn_options.d_hidden = options.d_ffn;
   ffn_options.n_experts = options.n_experts;
   ffn_options.top_k = options.top_k;
+  ffn_options.d_key = options.d_key;
   ffn_options.n_layers = options.n_layers;
   for (int i = 0; i < options.n_layers; ++i) {
     absl::StatusOr<std::shared_ptr<FeedForwardImpl>> ffn =

@@ -31,6 +31,7 @@ struct GptOptions {
   int64_t d_ffn = 0;
   int64_t n_experts = 0;
   int64_t top_k = 0;
+  int64_t d_key = 0;
   bool rotary = false;
   bool rms_norm = false;
   bool tie_embeddings = true;

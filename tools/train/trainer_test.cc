@@ -113,10 +113,16 @@ TEST(TrainerTest, EveryRegisteredFfnTrainsForASmokeRun) {
         "topk_sae", "mxd_gelu", "mxd_swiglu"}) {
     config::ExperimentConfig config = TinyConfig();
     config.mutable_model()->set_ffn(ffn);
-    const bool mixture = std::string(ffn).find("moe") != std::string::npos ||
-                         std::string(ffn) == "switch";
-    config.mutable_model()->set_n_experts(mixture ? 8 : 48);
+    const std::string name = ffn;
+    const bool mixture =
+        name.find("moe") != std::string::npos || name == "switch";
+    const bool product_keys = name.find("sgatlin") == 0 || name == "peer";
+    config.mutable_model()->set_n_experts(mixture ? 8 : product_keys ? 4 : 48);
     config.mutable_model()->set_top_k(mixture ? 2 : 4);
+    if (product_keys) {
+      config.mutable_model()->set_d_ffn(64);  // 8 x 8 product keys per channel.
+      config.mutable_model()->set_d_key(16);
+    }
     config.mutable_budget()->set_max_steps(4);
     config.mutable_eval()->set_sample_tokens(0);
     auto summary = Train(config, Options(std::string("ffn_") + ffn));

@@ -1,0 +1,178 @@
+#include "layers/ffn/sgatlin.h"
+
+#include <cmath>
+
+namespace sparse_layers::layers {
+namespace {
+
+// Truncated normal at +-2 sigma (flax's truncated_normal initialisers), by
+// inverse CDF: u ~ U(Phi(-2), Phi(2)), x = sqrt(2) erfinv(2u - 1) std.
+torch::Tensor TruncatedNormal(std::vector<int64_t> shape, double std) {
+  const double low = 0.5 * std::erfc(2 / std::sqrt(2.0));  // Phi(-2)
+  const torch::Tensor u = torch::empty(shape).uniform_(low, 1 - low);
+  return torch::erfinv(2 * u - 1) * (std::sqrt(2.0) * std);
+}
+
+using Act = ProductKeyOptions::Activation;
+using Router = ProductKeyOptions::Router;
+
+std::shared_ptr<FeedForwardImpl> Make(const FeedForwardOptions& o, Act act,
+                                      Router router, bool peer) {
+  ProductKeyOptions options;
+  options.d_model = o.d_model;
+  options.d_ffw = o.d_hidden;
+  options.channels = o.n_experts > 0 ? o.n_experts : 16;
+  options.k = o.top_k > 0 ? o.top_k : 8;
+  options.d_key = o.d_key > 0 ? o.d_key : 128;
+  options.activation = act;
+  options.router = router;
+  options.peer = peer;
+  return std::make_shared<ProductKeyFfnImpl>(options);
+}
+
+// model.n_experts is the channel count C, model.d_ffn the neurons per channel.
+FeedForwardRegistration kSgatlin("sgatlin", [](const FeedForwardOptions& o) {
+  return Make(o, Act::kIdentity, Router::kProductDense, false);
+});
+FeedForwardRegistration kRelu("sgatlin_relu", [](const FeedForwardOptions& o) {
+  return Make(o, Act::kRelu, Router::kProductDense, false);
+});
+FeedForwardRegistration kGelu("sgatlin_gelu", [](const FeedForwardOptions& o) {
+  return Make(o, Act::kGelu, Router::kProductDense, false);
+});
+FeedForwardRegistration kSwish("sgatlin_swish",
+                               [](const FeedForwardOptions& o) {
+                                 return Make(o, Act::kSwish,
+                                             Router::kProductDense, false);
+                               });
+FeedForwardRegistration kPeerRouter("sgatlin_peer_router",
+                                    [](const FeedForwardOptions& o) {
+                                      return Make(o, Act::kIdentity,
+                                                  Router::kProductKeyValue,
+                                                  false);
+                                    });
+FeedForwardRegistration kPeer("peer", [](const FeedForwardOptions& o) {
+  return Make(o, Act::kGelu, Router::kProductKeyValue, true);
+});
+
+}  // namespace
+
+ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
+                           int64_t k) {
+  const int64_t n = s1.size(-1);
+  torch::Tensor i1, i2, r;
+  {
+    torch::NoGradGuard no_grad;
+    i1 = std::get<1>(s1.topk(k, -1));
+    i2 = std::get<1>(s2.topk(k, -1));
+  }
+  const torch::Tensor v1 = s1.gather(-1, i1);
+  const torch::Tensor v2 = s2.gather(-1, i2);
+  auto shape = v1.sizes().vec();
+  shape.back() = k * k;
+  const torch::Tensor candidates =
+      (v1.unsqueeze(-1) + v2.unsqueeze(-2)).reshape(shape);
+  const torch::Tensor candidate_ids =
+      (i1.unsqueeze(-1) * n + i2.unsqueeze(-2)).reshape(shape);
+  {
+    torch::NoGradGuard no_grad;
+    r = std::get<1>(candidates.topk(k, -1));
+  }
+  return {candidates.gather(-1, r), candidate_ids.gather(-1, r)};
+}
+
+ProductKeyFfnImpl::ProductKeyFfnImpl(const ProductKeyOptions& options)
+    : options_(options) {
+  n_ = static_cast<int64_t>(std::llround(std::sqrt(double(options.d_ffw))));
+  TORCH_CHECK(n_ * n_ == options.d_ffw, "d_ffw must be a perfect square");
+  TORCH_CHECK(options.k < n_, "product-key top-k needs k < sqrt(d_ffw)");
+  const int64_t d = options.d_model, c = options.channels, dk = options.d_key;
+  if (options.router == Router::kProductDense) {
+    // LeCun normal: std 1/sqrt(fan_in) (seed-sgatlin.md 2.3).
+    query = register_parameter(
+        "query", TruncatedNormal({dk, d}, 1 / std::sqrt(double(d))));
+    keys = register_parameter(
+        "keys", TruncatedNormal({2 * c * n_, dk}, 1 / std::sqrt(double(dk))));
+  } else {
+    query = register_parameter(
+        "query", TruncatedNormal({2, c, d, dk}, 1 / std::sqrt(double(d))));
+    // truncated_normal(stddev=1) with no std correction (seed-sgatlin.md 3.5).
+    keys = register_parameter("keys", TruncatedNormal({2, c, n_, dk}, 1.0));
+  }
+  const int64_t rows = options.peer ? options.d_ffw : c * options.d_ffw;
+  // fan_in = d_ffw for both expert matrices (the code's batch axes).
+  const double expert_std = 1 / std::sqrt(double(options.d_ffw));
+  experts_in =
+      register_parameter("experts_in", TruncatedNormal({rows, d}, expert_std));
+  experts_out =
+      register_parameter("experts_out", TruncatedNormal({rows, d}, expert_std));
+}
+
+ProductTopK ProductKeyFfnImpl::Route(const torch::Tensor& z) const {
+  const int64_t tokens = z.size(0), c = options_.channels;
+  torch::Tensor s;  // (N, 2, C, n)
+  if (options_.router == Router::kProductDense) {
+    s = torch::matmul(torch::matmul(z, query.t()), keys.t())
+            .view({tokens, 2, c, n_});
+  } else {
+    // q_{p,c} = W^Q_{p,c} z; s = q . K / sqrt(2 d_key).
+    const torch::Tensor q = torch::einsum("nd,pcde->npce", {z, query});
+    s = torch::einsum("npce,pcje->npcj", {q, keys}) /
+        std::sqrt(2.0 * options_.d_key);
+  }
+  return ProductKeyTopK(s.select(1, 0), s.select(1, 1), options_.k);
+}
+
+torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,
+                                         const HookPoint& hidden) {
+  const torch::Tensor z = input.reshape({-1, input.size(-1)});
+  const int64_t tokens = z.size(0), c = options_.channels, k = options_.k;
+  const ProductTopK routing = Route(z);  // (N, C, k)
+  torch::Tensor rows = routing.indices;
+  if (!options_.peer) {
+    rows = rows +
+           torch::arange(c, rows.options()).view({1, c, 1}) * options_.d_ffw;
+  }
+  const torch::Tensor flat = rows.reshape({-1});
+  // Only the C*k selected neurons are gathered (seed-sgatlin.md 2.8).
+  const torch::Tensor w_in =
+      experts_in.index_select(0, flat).view({tokens, c * k, -1});
+  const torch::Tensor w_out =
+      experts_out.index_select(0, flat).view({tokens, c * k, -1});
+  torch::Tensor h = torch::bmm(w_in, z.unsqueeze(-1)).squeeze(-1);  // (N, C*k)
+  const torch::Tensor gates = routing.scores.reshape({tokens, c * k});
+  if (options_.peer) {
+    h = torch::gelu(h) *
+        torch::softmax(routing.scores, -1).reshape({tokens, c * k});
+  } else {
+    h = h * gates;  // Raw scores as gates, then the ablation's activation.
+    switch (options_.activation) {
+      case Act::kRelu:
+        h = torch::relu(h);
+        break;
+      case Act::kGelu:
+        h = torch::gelu(h, "tanh");  // jax.nn.gelu's default approximation.
+        break;
+      case Act::kSwish:
+        h = torch::silu(h);
+        break;
+      default:
+        break;
+    }
+  }
+  if (hidden.active()) h = hidden(h);
+  const torch::Tensor y = torch::bmm(h.unsqueeze(1), w_out).squeeze(1);
+  return y.view(input.sizes());
+}
+
+int64_t ProductKeyFfnImpl::ForwardFlopsPerToken() const {
+  const int64_t d = options_.d_model, c = options_.channels,
+                dk = options_.d_key;
+  const int64_t experts = 2 * 2 * options_.k * c * d;
+  if (options_.router == Router::kProductDense) {
+    return 2 * dk * d + 2 * 2 * c * n_ * dk + experts;
+  }
+  return 2 * 2 * c * dk * d + 2 * 2 * c * n_ * dk + experts;
+}
+
+}  // namespace sparse_layers::layers

@@ -1,0 +1,73 @@
+// Sparsely gated tiny linear experts (Schug 2026, seed-sgatlin.md 2) and the
+// PEER baseline (He 2024, as implemented there, 3.4): per-token product-key
+// top-k over n^2 rank-1 "neurons" w_out w_in^T, in C channels.
+//   sgatlin: q = W_query z shared by the channels, s_c = W_key_c q, gates are
+//   the raw summed product-key scores, no nonlinearity (Eqs. 1-2, App. A.1).
+#ifndef SPARSE_LAYERS_LAYERS_FFN_SGATLIN_H_
+#define SPARSE_LAYERS_LAYERS_FFN_SGATLIN_H_
+
+#include <torch/torch.h>
+
+#include "layers/ffn/feed_forward.h"
+
+namespace sparse_layers::layers {
+
+struct ProductKeyOptions {
+  int64_t d_model = 0;
+  int64_t d_ffw =
+      0;  // Neurons per channel (sgatlin) or shared pool (PEER), n^2.
+  int64_t channels = 0;  // C.
+  int64_t k = 8;
+  int64_t d_key = 128;
+  enum class Router {
+    kProductDense,
+    kProductKeyValue
+  } router = Router::kProductDense;
+  // Applied to g * (w_in . z) (sgatlin ablations, Table 1); kIdentity is
+  // sgatlin.
+  enum class Activation {
+    kIdentity,
+    kRelu,
+    kGelu,
+    kSwish
+  } activation = Activation::kIdentity;
+  // PEER: experts shared across channels, softmax over the k gates, gelu(u.z).
+  bool peer = false;
+};
+
+// (scores, indices): the top-k of the n^2 sums s1_i + s2_j, indices i * n + j.
+struct ProductTopK {
+  torch::Tensor scores;   // (..., k)
+  torch::Tensor indices;  // (..., k)
+};
+// s1, s2: (..., n). Top-k of each half, then top-k of the k^2 candidates.
+ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
+                           int64_t k);
+
+class ProductKeyFfnImpl : public FeedForwardImpl {
+ public:
+  explicit ProductKeyFfnImpl(const ProductKeyOptions& options);
+  torch::Tensor Forward(const torch::Tensor& x,
+                        const HookPoint& hidden) override;
+  // Router and expert FLOPs as the paper's code counts them (seed-sgatlin.md
+  // 2.5, 3.4): top-k, gathers and elementwise work excluded.
+  int64_t ForwardFlopsPerToken() const override;
+
+  // Gates and neuron indices per token and channel: (N, C, k) each.
+  ProductTopK Route(const torch::Tensor& z) const;
+
+  const ProductKeyOptions& options() const { return options_; }
+  torch::Tensor query;  // sgatlin: W_query (d_key, D); PEER: (2, C, D, d_key)
+  torch::Tensor
+      keys;  // sgatlin: W_key (2 * C * n, d_key); PEER: (2, C, n, d_key)
+  torch::Tensor experts_in;  // (C * d_ffw, D) or PEER's shared (d_ffw, D)
+  torch::Tensor experts_out;
+
+ private:
+  ProductKeyOptions options_;
+  int64_t n_ = 0;  // sqrt(d_ffw)
+};
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_FFN_SGATLIN_H_

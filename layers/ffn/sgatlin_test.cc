@@ -1,0 +1,144 @@
+#include "layers/ffn/sgatlin.h"
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+
+namespace sparse_layers::layers {
+namespace {
+
+int64_t CountParameters(const torch::nn::Module& module) {
+  int64_t count = 0;
+  for (const auto& p : module.parameters()) count += p.numel();
+  return count;
+}
+
+TEST(ProductKeyTopKTest, EqualsBruteForceTopKOverAllPairs) {
+  torch::manual_seed(0);
+  const torch::Tensor s1 = torch::randn({50, 3, 12});
+  const torch::Tensor s2 = torch::randn({50, 3, 12});
+  const ProductTopK fast = ProductKeyTopK(s1, s2, 5);
+  // All n^2 sums, index i * n + j.
+  const torch::Tensor all =
+      (s1.unsqueeze(-1) + s2.unsqueeze(-2)).reshape({50, 3, 144});
+  const auto [values, indices] = all.topk(5, -1);
+  EXPECT_TRUE(torch::allclose(std::get<0>(fast.scores.sort(-1)),
+                              std::get<0>(values.sort(-1))));
+  EXPECT_TRUE(torch::equal(std::get<0>(fast.indices.sort(-1)),
+                           std::get<0>(indices.sort(-1))));
+}
+
+ProductKeyOptions Tiny() {
+  ProductKeyOptions options;
+  options.d_model = 8;
+  options.d_ffw = 25;  // n = 5.
+  options.channels = 3;
+  options.k = 2;
+  options.d_key = 6;
+  return options;
+}
+
+// y = sum_c sum_i g_ci w_out_ci (w_in_ci . z) from the brute-force top-k.
+torch::Tensor Reference(ProductKeyFfnImpl& layer, const torch::Tensor& z) {
+  const auto& o = layer.options();
+  const torch::Tensor s =
+      torch::matmul(torch::matmul(z, layer.query.t()), layer.keys.t())
+          .view({z.size(0), 2, o.channels, 5});
+  torch::Tensor y = torch::zeros_like(z);
+  for (int64_t t = 0; t < z.size(0); ++t) {
+    for (int64_t c = 0; c < o.channels; ++c) {
+      const torch::Tensor all =
+          (s[t][0][c].unsqueeze(-1) + s[t][1][c].unsqueeze(0)).reshape({-1});
+      const auto [g, idx] = all.topk(o.k);
+      for (int64_t j = 0; j < o.k; ++j) {
+        const int64_t row = c * o.d_ffw + idx[j].item<int64_t>();
+        y[t] += g[j] * layer.experts_out[row] *
+                torch::dot(layer.experts_in[row], z[t]);
+      }
+    }
+  }
+  return y;
+}
+
+TEST(SgatlinTest, ForwardEqualsTheBruteForceGatedSumAndIsLinearGivenGates) {
+  torch::manual_seed(1);
+  ProductKeyFfnImpl layer(Tiny());
+  const torch::Tensor z = torch::randn({4, 8});
+  HookPoint none;
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(
+      torch::allclose(layer.Forward(z, none), Reference(layer, z), 1e-4, 1e-5));
+  // Gates are raw scores: no softmax, no normalisation.
+  const ProductTopK routing = layer.Route(z);
+  EXPECT_FALSE(torch::allclose(routing.scores.sum(-1), torch::ones({4, 3})));
+}
+
+TEST(SgatlinTest, EveryParameterReceivesGradient) {
+  torch::manual_seed(2);
+  for (bool peer : {false, true}) {
+    ProductKeyOptions options = Tiny();
+    if (peer) {
+      options.router = ProductKeyOptions::Router::kProductKeyValue;
+      options.activation = ProductKeyOptions::Activation::kGelu;
+      options.peer = true;
+    }
+    ProductKeyFfnImpl layer(options);
+    HookPoint none;
+    layer.Forward(torch::randn({16, 8}), none).pow(2).sum().backward();
+    for (const auto& item : layer.named_parameters()) {
+      EXPECT_GT(item.value().grad().abs().sum().item<double>(), 0)
+          << item.key();
+    }
+  }
+}
+
+// seed-sgatlin.md 2.4 / 3.4 / 4.7, scale 2 (D = 256, C = 16, k = 8, d_key =
+// 128).
+TEST(SgatlinTest, ParameterAndFlopCountsMatchTheLadderTables) {
+  ProductKeyOptions options;
+  options.d_model = 256;
+  options.d_ffw = 1600;
+  options.channels = 16;
+  options.k = 8;
+  options.d_key = 128;
+  ProductKeyFfnImpl sgatlin(options);
+  EXPECT_EQ(CountParameters(sgatlin), 13303808);
+  // Same FFN FLOPs as the scale-2 MLP, 2 * 2 * 256 * 512 (Table 4.7 rows
+  // equal).
+  EXPECT_EQ(sgatlin.ForwardFlopsPerToken(), 524288);
+
+  options.d_ffw = 6400;  // PEER's shared pool, (32 + 24 * 2)^2.
+  options.router = ProductKeyOptions::Router::kProductKeyValue;
+  options.peer = true;
+  ProductKeyFfnImpl peer(options);
+  EXPECT_EQ(CountParameters(peer),
+            2 * 16 * 80 * 128 + 2 * 16 * 256 * 128 + 2 * 6400 * 256);
+  // 4 layers x (attention 2,621,440 + PEER) = 2.2020e7 per token at T = 2048.
+  EXPECT_EQ(4 * (2621440 + peer.ForwardFlopsPerToken()), 22020096);
+}
+
+TEST(SgatlinTest, AblationActivationsApplyAfterTheGate) {
+  torch::manual_seed(3);
+  ProductKeyOptions options = Tiny();
+  options.activation = ProductKeyOptions::Activation::kRelu;
+  ProductKeyFfnImpl relu(options);
+  ProductKeyFfnImpl identity(Tiny());
+  {
+    torch::NoGradGuard no_grad;
+    identity.query.copy_(relu.query);
+    identity.keys.copy_(relu.keys);
+    identity.experts_in.copy_(relu.experts_in);
+    identity.experts_out.copy_(relu.experts_out);
+  }
+  const torch::Tensor z = torch::randn({5, 8});
+  std::vector<torch::Tensor> gated, activated;
+  HookPoint capture_identity("h"), capture_relu("h");
+  capture_identity.Add(CaptureHook(&gated));
+  capture_relu.Add(CaptureHook(&activated));
+  identity.Forward(z, capture_identity);
+  relu.Forward(z, capture_relu);
+  EXPECT_TRUE(torch::allclose(activated[0], torch::relu(gated[0])));
+}
+
+}  // namespace
+}  // namespace sparse_layers::layers
