@@ -1,0 +1,122 @@
+#include "layers/attention/lorsa.h"
+
+#include <cmath>
+#include <limits>
+
+namespace sparse_layers::layers {
+
+LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
+  TORCH_CHECK(o.qk_heads > 0 && o.ov_heads % o.qk_heads == 0,
+              "Lorsa needs OV heads in whole groups per QK head");
+  TORCH_CHECK(o.k > 0 && o.k <= o.ov_heads, "Lorsa needs 0 < k <= heads");
+  const int64_t d = o.d_model;
+  // Kaiming normal (fan_in, ReLU gain), biases 0 (seed-lorsa.md 1.8 (a)).
+  const double std = std::sqrt(2.0 / d);
+  w_q =
+      register_parameter("w_q", torch::randn({o.qk_heads, d, o.qk_dim}) * std);
+  w_k =
+      register_parameter("w_k", torch::randn({o.qk_heads, d, o.qk_dim}) * std);
+  b_q = register_parameter("b_q", torch::zeros({o.qk_heads, o.qk_dim}));
+  b_k = register_parameter("b_k", torch::zeros({o.qk_heads, o.qk_dim}));
+  w_v = register_parameter("w_v", torch::randn({o.ov_heads, d}) * std);
+  b_v = register_parameter("b_v", torch::zeros({o.ov_heads}));
+  // Unit-norm output rows at init.
+  torch::Tensor out = torch::randn({o.ov_heads, d});
+  w_o = register_parameter("w_o", out / out.norm(2, 1, true));
+  b_o = register_parameter("b_o", torch::zeros({d}));
+  if (o.rotary) rotary_ = RotaryEmbedding(o.qk_dim, o.context_length);
+  causal_mask_ = torch::full({o.context_length, o.context_length},
+                             -std::numeric_limits<float>::infinity())
+                     .triu(1);
+}
+
+LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
+  const int64_t batch = x.size(0), length = x.size(1);
+  const int64_t groups = options_.qk_heads, g = group_size();
+  // (B, H_QK, T, D_QK)
+  torch::Tensor q =
+      (torch::einsum("btd,gdk->bgtk", {x, w_q}) + b_q.unsqueeze(1));
+  torch::Tensor key =
+      (torch::einsum("btd,gdk->bgtk", {x, w_k}) + b_k.unsqueeze(1));
+  if (rotary_.defined()) {
+    q = rotary_.Apply(q);
+    key = rotary_.Apply(key);
+  }
+  const torch::Tensor scores =
+      torch::matmul(q, key.transpose(-2, -1)) /
+          std::sqrt(double(options_.qk_dim)) +
+      causal_mask_.slice(0, 0, length).slice(1, 0, length);
+  const torch::Tensor pattern = torch::softmax(scores, -1);
+  const torch::Tensor values = torch::matmul(x, w_v.t()) + b_v;  // (B, T, H)
+  // Mixing is a standard attention with H_QK heads and value width G.
+  const torch::Tensor grouped =
+      values.view({batch, length, groups, g}).permute({0, 2, 1, 3});
+  const torch::Tensor z = torch::matmul(pattern, grouped)
+                              .permute({0, 2, 1, 3})
+                              .reshape({batch, length, options_.ov_heads});
+  const torch::Tensor kept = options_.relu ? torch::relu(z) : z;
+  torch::Tensor mask;
+  {
+    // Rank by the head's output size, z ||w_o|| (footnote 1); no gradient.
+    torch::NoGradGuard no_grad;
+    const torch::Tensor score =
+        (options_.relu ? kept : z.abs()) * w_o.norm(2, 1);
+    mask =
+        torch::zeros_like(z).scatter_(-1, std::get<1>(score.topk(k, -1)), 1.0);
+  }
+  const torch::Tensor activations = kept * mask;
+  return {torch::matmul(activations, w_o) + b_o, activations, pattern, values};
+}
+
+void LorsaImpl::InitQkFromAttention(const CausalSelfAttentionImpl& attention) {
+  const int64_t mhsa_heads = attention.options().n_heads;
+  const int64_t d = options_.d_model, head_dim = d / mhsa_heads;
+  TORCH_CHECK(
+      options_.qk_heads % mhsa_heads == 0 && head_dim == options_.qk_dim,
+      "QK init needs H_QK a multiple of the MHSA heads and D_QK = d_head");
+  const int64_t ratio = options_.qk_heads / mhsa_heads;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor weight = attention.qkv->weight;  // (3d, d): q, k, v rows.
+  for (int64_t group = 0; group < options_.qk_heads; ++group) {
+    const int64_t head = group / ratio;
+    w_q[group].copy_(
+        weight.slice(0, head * head_dim, (head + 1) * head_dim).t());
+    w_k[group].copy_(
+        weight.slice(0, d + head * head_dim, d + (head + 1) * head_dim).t());
+  }
+  b_q.zero_();
+  b_k.zero_();
+}
+
+void LorsaImpl::CopyFromAttention(const CausalSelfAttentionImpl& attention) {
+  const int64_t d = options_.d_model;
+  TORCH_CHECK(options_.qk_heads == attention.options().n_heads &&
+                  group_size() == d / attention.options().n_heads,
+              "exact copy needs H_QK = H_MHSA and G = d_head");
+  InitQkFromAttention(attention);
+  torch::NoGradGuard no_grad;
+  // OV head (m, r) = m * d_head + r: value row r of head m, output column r.
+  w_v.copy_(attention.qkv->weight.slice(0, 2 * d, 3 * d));
+  b_v.zero_();
+  w_o.copy_(attention.out->weight.t());
+  b_o.zero_();
+}
+
+void LorsaImpl::FoldOutputNorms() {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor norms = w_o.norm(2, 1);
+  w_v.mul_(norms.unsqueeze(1));
+  b_v.mul_(norms);
+  w_o.div_(norms.unsqueeze(1));
+}
+
+int64_t LorsaImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
+  const auto& o = options_;
+  return 2 * 2 * o.d_model * o.qk_heads * o.qk_dim +    // Q, K
+         2 * o.qk_heads * sequence_length * o.qk_dim +  // scores
+         2 * o.d_model * o.ov_heads +                   // values
+         2 * sequence_length * o.ov_heads +             // mixing
+         2 * o.k * o.d_model;                           // active outputs
+}
+
+}  // namespace sparse_layers::layers

@@ -1,0 +1,79 @@
+// Low-Rank Sparse Attention (Lorsa; seed-lorsa.md 1): thousands of attention
+// heads with rank-1 OV circuits (w_v, w_o), consecutive groups of G sharing one
+// full-rank QK circuit, and only the top-K heads per token contributing.
+// Trained to predict an attention layer's output from its input.
+#ifndef SPARSE_LAYERS_LAYERS_ATTENTION_LORSA_H_
+#define SPARSE_LAYERS_LAYERS_ATTENTION_LORSA_H_
+
+#include <torch/torch.h>
+
+#include "layers/core/causal_attention.h"
+#include "layers/core/rotary.h"
+
+namespace sparse_layers::layers {
+
+struct LorsaOptions {
+  int64_t d_model = 0;
+  int64_t qk_heads = 0;  // H_QK.
+  int64_t qk_dim = 0;    // D_QK (= the base model's head dim).
+  int64_t ov_heads = 0;  // H = H_QK * G.
+  int64_t k = 0;         // Active heads per token.
+  int64_t context_length = 0;
+  bool rotary = true;  // Same rotary positions as the base model (App. A).
+  // ReLU on z before selection (App. B.4); off ranks by |z| and keeps z.
+  bool relu = true;
+};
+
+struct LorsaOutput {
+  torch::Tensor output;  // (B, T, d)
+  torch::Tensor
+      activations;        // (B, T, H): z at the K selected heads, 0 elsewhere.
+  torch::Tensor pattern;  // (B, H_QK, T, T) attention of each QK group.
+  torch::Tensor values;   // (B, T, H) v = x w_v + b_v.
+};
+
+class LorsaImpl : public torch::nn::Module {
+ public:
+  explicit LorsaImpl(const LorsaOptions& options);
+
+  // x: (B, T, d), the attention layer's (normalised) input.
+  LorsaOutput Run(const torch::Tensor& x, int64_t k) const;
+  torch::Tensor forward(const torch::Tensor& x) {
+    return Run(x, options_.k).output;
+  }
+
+  // QK group of OV head h: floor(h / G) (consecutive blocks, as in the code).
+  int64_t GroupOf(int64_t head) const { return head / group_size(); }
+  int64_t group_size() const { return options_.ov_heads / options_.qk_heads; }
+
+  // Option 2 of App. B.3: Lorsa QK head g copies MHSA head floor(g / r),
+  // r = H_QK / H_MHSA.
+  void InitQkFromAttention(const CausalSelfAttentionImpl& attention);
+  // Every weight from an MHSA layer with H_QK = H_MHSA and G = d_head: at K = H
+  // (and relu off) Lorsa then computes that layer exactly (seed-lorsa.md 1.11).
+  void CopyFromAttention(const CausalSelfAttentionImpl& attention);
+  // Footnote 1: w_v <- w_v ||w_o||, b_v <- b_v ||w_o||, w_o <- w_o / ||w_o||.
+  void FoldOutputNorms();
+
+  // Attention-side FLOPs per token at length T: QK projections, scores,
+  // value projection, mixing of H values, output of the K active heads.
+  int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+
+  const LorsaOptions& options() const { return options_; }
+  torch::Tensor w_q, w_k;  // (H_QK, d, D_QK)
+  torch::Tensor b_q, b_k;  // (H_QK, D_QK)
+  torch::Tensor w_v;       // (H, d)
+  torch::Tensor b_v;       // (H)
+  torch::Tensor w_o;       // (H, d)
+  torch::Tensor b_o;       // (d)
+
+ private:
+  LorsaOptions options_;
+  RotaryEmbedding rotary_;
+  torch::Tensor causal_mask_;
+};
+TORCH_MODULE(Lorsa);
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_ATTENTION_LORSA_H_

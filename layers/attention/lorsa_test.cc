@@ -1,0 +1,119 @@
+#include "layers/attention/lorsa.h"
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+
+namespace sparse_layers::layers {
+namespace {
+
+LorsaOptions Small() {
+  LorsaOptions options;
+  options.d_model = 16;
+  options.qk_heads = 4;
+  options.qk_dim = 4;
+  options.ov_heads = 16;  // G = 4.
+  options.k = 5;
+  options.context_length = 12;
+  return options;
+}
+
+TEST(LorsaTest, GroupedComputationEqualsAPerHeadLoopAndZPatternsSum) {
+  torch::manual_seed(0);
+  LorsaOptions options = Small();
+  options.rotary = false;
+  Lorsa lorsa(options);
+  const torch::Tensor x = torch::randn({2, 7, 16});
+  const LorsaOutput out = lorsa->Run(x, 16);  // K = H: every head kept.
+  for (int64_t h = 0; h < 16; ++h) {
+    const int64_t g = lorsa->GroupOf(h);
+    EXPECT_EQ(g, h / 4);
+    const torch::Tensor q = torch::matmul(x, lorsa->w_q[g]);
+    const torch::Tensor k = torch::matmul(x, lorsa->w_k[g]);
+    torch::Tensor scores = torch::matmul(q, k.transpose(1, 2)) / 2.0;
+    scores = scores.masked_fill(torch::ones({7, 7}).triu(1).to(torch::kBool),
+                                -INFINITY);
+    const torch::Tensor v = torch::matmul(x, lorsa->w_v[h]);  // (B, T)
+    // z pattern zpat_ij = A_ij v_j; its row sums are z_i (seed-lorsa.md 1.4).
+    const torch::Tensor zpat = torch::softmax(scores, -1) * v.unsqueeze(1);
+    const torch::Tensor z = zpat.sum(-1);
+    EXPECT_TRUE(torch::allclose(torch::relu(z), out.activations.select(-1, h),
+                                1e-5, 1e-6))
+        << h;
+  }
+}
+
+TEST(LorsaTest, KeepsExactlyKHeadsAndIsCausal) {
+  torch::manual_seed(1);
+  Lorsa lorsa(Small());
+  const torch::Tensor x = torch::randn({2, 9, 16});
+  const LorsaOutput out = lorsa->Run(x, 5);
+  EXPECT_TRUE((out.activations.ne(0).sum(-1) <= 5).all().item<bool>());
+  torch::Tensor changed = x.clone();
+  changed.select(1, 6).normal_();
+  const torch::Tensor y = lorsa->Run(changed, 5).output;
+  EXPECT_TRUE(torch::equal(y.slice(1, 0, 6), out.output.slice(1, 0, 6)));
+  EXPECT_FALSE(torch::allclose(y.select(1, 6), out.output.select(1, 6)));
+}
+
+TEST(LorsaTest, EqualsTheAttentionLayerItCopiesAtKEqualsH) {
+  torch::manual_seed(2);
+  CausalAttentionOptions attention_options;
+  attention_options.d_model = 16;
+  attention_options.n_heads = 4;
+  attention_options.context_length = 12;
+  attention_options.rotary = true;
+  CausalSelfAttention attention(attention_options, "");
+  LorsaOptions options = Small();
+  options.relu = false;
+  options.k = 16;
+  Lorsa lorsa(options);
+  lorsa->CopyFromAttention(*attention);
+  const torch::Tensor x = torch::randn({3, 10, 16});
+  EXPECT_TRUE(
+      torch::allclose(lorsa->forward(x), attention->forward(x), 1e-5, 1e-6));
+}
+
+TEST(LorsaTest, FoldingOutputNormsChangesNothing) {
+  torch::manual_seed(3);
+  Lorsa lorsa(Small());
+  {
+    torch::NoGradGuard no_grad;
+    lorsa->w_o.mul_(torch::rand({16, 1}) * 3 + 0.1);
+    lorsa->b_v.normal_();
+  }
+  const torch::Tensor x = torch::randn({2, 8, 16});
+  const torch::Tensor before = lorsa->forward(x);
+  lorsa->FoldOutputNorms();
+  EXPECT_TRUE(torch::allclose(lorsa->forward(x), before, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(lorsa->w_o.norm(2, 1), torch::ones({16})));
+}
+
+TEST(LorsaTest, NoGradientThroughSelectionAndCountsFollowTheFormula) {
+  torch::manual_seed(4);
+  Lorsa lorsa(Small());
+  const torch::Tensor x = torch::randn({1, 6, 16});
+  const LorsaOutput out = lorsa->Run(x, 5);
+  out.output.sum().backward();
+  // Heads never selected at any position receive no gradient on w_o.
+  const torch::Tensor used = out.activations.ne(0).flatten(0, 1).any(0);
+  EXPECT_EQ(
+      lorsa->w_o.grad().index({used.logical_not()}).abs().sum().item<double>(),
+      0);
+  // Pythia-160M setup: 2 H_QK d D_QK + 2 H d = 18,874,368 (+ biases).
+  LorsaOptions pythia;
+  pythia.d_model = 768;
+  pythia.qk_heads = 96;
+  pythia.qk_dim = 64;
+  pythia.ov_heads = 6144;
+  pythia.k = 64;
+  pythia.context_length = 8;
+  pythia.rotary = false;
+  Lorsa big(pythia);
+  int64_t count = 0;
+  for (const auto& p : big->parameters()) count += p.numel();
+  EXPECT_EQ(count, 18874368 + 2 * 96 * 64 + 6144 + 768);
+}
+
+}  // namespace
+}  // namespace sparse_layers::layers
