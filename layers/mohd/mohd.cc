@@ -1,0 +1,195 @@
+#include "layers/mohd/mohd.h"
+
+#include <cmath>
+#include <limits>
+
+namespace sparse_layers::layers {
+namespace {
+
+// Registered with model.n_experts = N, model.top_k = K; S = K - 1 (one routed
+// sub-dim, the paper's 3-of-4 default shape; seed-mohd.md 3.3).
+FeedForwardRegistration kMohdFfn("mohd_swiglu",
+                                 [](const FeedForwardOptions& o) {
+                                   MohdOptions options;
+                                   options.d_model = o.d_model;
+                                   options.sub_dims = o.n_experts;
+                                   options.active = o.top_k;
+                                   options.shared =
+                                       std::max<int64_t>(0, o.top_k - 1);
+                                   return std::make_shared<MohdFfnImpl>(
+                                       options, o.d_hidden, o.n_layers);
+                                 });
+
+}  // namespace
+
+MohdGateImpl::MohdGateImpl(const MohdOptions& o) : options_(o) {
+  TORCH_CHECK(o.sub_dims > 0 && o.d_model % o.sub_dims == 0,
+              "MoHD needs D divisible by N");
+  TORCH_CHECK(o.shared <= o.active && o.active <= o.sub_dims,
+              "MoHD needs S <= K <= N");
+  router = register_parameter("router",
+                              torch::randn({o.d_model, o.sub_dims}) * 0.02);
+  fusion = register_parameter("fusion", torch::eye(o.sub_dims));
+  if (!o.fusion) fusion.set_requires_grad(false);
+}
+
+MohdRouting MohdGateImpl::Route(const torch::Tensor& x) {
+  const auto& o = options_;
+  const int64_t tokens = x.size(0), routed = o.active - o.shared;
+  const torch::Tensor logits = torch::matmul(x, router);  // (T, N)
+  const torch::Tensor s =
+      torch::softmax(logits, -1);  // Over all N, shared too.
+  torch::Tensor mask = torch::zeros_like(s);
+  torch::Tensor chosen;
+  {
+    torch::NoGradGuard no_grad;
+    mask.slice(1, 0, o.shared).fill_(1);
+    if (routed > 0) {
+      const torch::Tensor candidates =
+          o.random_routing ? torch::rand({tokens, o.sub_dims - o.shared})
+                           : s.slice(1, o.shared).detach();
+      chosen = std::get<1>(candidates.topk(routed, -1)) + o.shared;
+      mask.scatter_(1, chosen, 1.0);
+    }
+  }
+  const torch::Tensor g = s * mask;
+  torch::Tensor alpha;
+  switch (o.alpha) {
+    case MohdOptions::Alpha::kRenorm:
+      alpha = o.active / g.sum(-1, true);
+      break;
+    case MohdOptions::Alpha::kConstN:
+      alpha = torch::full({tokens, 1}, double(o.sub_dims), x.options());
+      break;
+    case MohdOptions::Alpha::kLiteral:
+      alpha = o.sub_dims * g.sum(-1, true);
+      break;
+    default:
+      alpha = torch::ones({tokens, 1}, x.options());
+  }
+  MohdRouting routing{alpha * g, mask, {}};
+  if (routed > 0 && o.balance_weight > 0 && is_training() &&
+      !o.random_routing) {
+    // beta * sum_i f_i P_i over the specialised sub-dims; = beta when balanced.
+    const int64_t specialised = o.sub_dims - o.shared;
+    const torch::Tensor p = torch::softmax(logits.slice(1, o.shared), -1);
+    const torch::Tensor f = mask.slice(1, o.shared).sum(0) *
+                            (double(specialised) / (routed * tokens));
+    routing.balance = o.balance_weight * (f * p.mean(0)).sum();
+  }
+  return routing;
+}
+
+torch::Tensor MohdGateImpl::Expand(const torch::Tensor& per_sub_dim) const {
+  return per_sub_dim.repeat_interleave(options_.d_model / options_.sub_dims,
+                                       -1);
+}
+
+torch::Tensor MohdGateImpl::Fuse(const torch::Tensor& y) const {
+  if (!options_.fusion) return y;
+  const int64_t n = options_.sub_dims;
+  return torch::einsum("ij,tjd->tid", {fusion, y.view({y.size(0), n, -1})})
+      .reshape(y.sizes());
+}
+
+MohdFfnImpl::MohdFfnImpl(const MohdOptions& options, int64_t d_ff,
+                         int64_t n_layers)
+    : options_(options), d_ff_(d_ff) {
+  gate = register_module("gate", MohdGate(options));
+  const int64_t d = options.d_model;
+  w_gate = register_parameter("w_gate", torch::randn({d, d_ff}) * 0.02);
+  w_up = register_parameter("w_up", torch::randn({d, d_ff}) * 0.02);
+  w_down = register_parameter(
+      "w_down", torch::randn({d_ff, d}) * (0.02 / std::sqrt(2.0 * n_layers)));
+}
+
+torch::Tensor MohdFfnImpl::Forward(const torch::Tensor& input,
+                                   const HookPoint& hidden) {
+  const torch::Tensor x = input.reshape({-1, input.size(-1)});
+  const MohdRouting routing = gate->Route(x);
+  balance_ = routing.balance;
+  const torch::Tensor w = gate->Expand(routing.weights);  // (T, D)
+  // Eqs. 14-16: router weights on the input rows and the output columns.
+  const torch::Tensor scaled = x * w;
+  torch::Tensor h =
+      torch::silu(torch::matmul(scaled, w_gate)) * torch::matmul(scaled, w_up);
+  if (hidden.active()) h = hidden(h);
+  const torch::Tensor y = torch::matmul(h, w_down) * w;
+  return gate->Fuse(y).view(input.sizes());
+}
+
+int64_t MohdFfnImpl::ForwardFlopsPerToken() const {
+  const auto& o = options_;
+  const int64_t active_width = o.active * (o.d_model / o.sub_dims);
+  return 6 * active_width * d_ff_ + 2 * o.d_model * o.sub_dims +
+         (o.fusion ? 2 * o.sub_dims * active_width : 0);
+}
+
+MohdAttentionImpl::MohdAttentionImpl(const MohdOptions& options, int64_t inner,
+                                     int64_t n_heads, int64_t context_length,
+                                     int64_t n_layers)
+    : options_(options), inner_(inner), heads_(n_heads) {
+  TORCH_CHECK(inner % n_heads == 0, "inner width must divide by heads");
+  gate = register_module("gate", MohdGate(options));
+  const int64_t d = options.d_model;
+  w_q = register_parameter("w_q", torch::randn({d, inner}) * 0.02);
+  w_k = register_parameter("w_k", torch::randn({d, inner}) * 0.02);
+  w_v = register_parameter("w_v", torch::randn({d, inner}) * 0.02);
+  w_o = register_parameter(
+      "w_o", torch::randn({inner, d}) * (0.02 / std::sqrt(2.0 * n_layers)));
+  rotary_ = RotaryEmbedding(inner / n_heads, context_length);
+  causal_mask_ = torch::full({context_length, context_length},
+                             -std::numeric_limits<float>::infinity())
+                     .triu(1);
+}
+
+torch::Tensor MohdAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t batch = x.size(0), length = x.size(1),
+                head_dim = inner_ / heads_;
+  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+  const MohdRouting routing = gate->Route(flat);
+  balance_ = routing.balance;
+  const torch::Tensor w = gate->Expand(routing.weights);
+  const torch::Tensor scaled = (flat * w).view(x.sizes());
+  auto heads = [&](const torch::Tensor& t) {
+    return t.view({batch, length, heads_, head_dim}).transpose(1, 2);
+  };
+  const torch::Tensor q = rotary_.Apply(heads(torch::matmul(scaled, w_q)));
+  const torch::Tensor k = rotary_.Apply(heads(torch::matmul(scaled, w_k)));
+  const torch::Tensor v = heads(torch::matmul(scaled, w_v));
+  const torch::Tensor scores =
+      torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim)) +
+      causal_mask_.slice(0, 0, length).slice(1, 0, length);
+  const torch::Tensor mixed = torch::matmul(torch::softmax(scores, -1), v)
+                                  .transpose(1, 2)
+                                  .reshape({-1, inner_});
+  const torch::Tensor y = torch::matmul(mixed, w_o) * w;
+  return gate->Fuse(y).view(x.sizes());
+}
+
+int64_t MohdAttentionImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
+  const auto& o = options_;
+  const int64_t active_width = o.active * (o.d_model / o.sub_dims);
+  return 2 * active_width * 4 * inner_ + 4 * sequence_length * inner_ +
+         2 * o.d_model * o.sub_dims +
+         (o.fusion ? 2 * o.sub_dims * active_width : 0);
+}
+
+int64_t MohdLayerParameters(int64_t width, int64_t q, int64_t kv,
+                            int64_t d_ff) {
+  return width * (q + 2 * kv) + q * width + 3 * width * d_ff;
+}
+
+int64_t MohdActivatedParameters(int64_t layers, int64_t attention_width,
+                                int64_t ffn_width, int64_t q, int64_t kv,
+                                int64_t d_ff) {
+  return layers * (attention_width * (2 * q + 2 * kv) + 3 * ffn_width * d_ff);
+}
+
+int64_t MohdTotalParameters(int64_t layers, int64_t d_model, int64_t q,
+                            int64_t kv, int64_t d_ff, int64_t vocab) {
+  return layers * MohdLayerParameters(d_model, q, kv, d_ff) +
+         2 * vocab * d_model;
+}
+
+}  // namespace sparse_layers::layers

@@ -1,0 +1,113 @@
+// Mixture of Hidden Dimensions (MoHD; seed-mohd.md 3): per token, each
+// attention / FFN module reads and writes only K of N contiguous sub-blocks
+// of the hidden width D (the first S always shared), weights them by
+// alpha * softmax router scores on both sides, and a Kronecker group fusion
+// F = m (x) I_{d_e} refills the inactive blocks. Inner widths (q, kv, d_ff)
+// stay the dense model's; compression lowers K*d_e below D, expansion widens D.
+#ifndef SPARSE_LAYERS_LAYERS_MOHD_MOHD_H_
+#define SPARSE_LAYERS_LAYERS_MOHD_MOHD_H_
+
+#include <torch/torch.h>
+
+#include "layers/core/rotary.h"
+#include "layers/ffn/feed_forward.h"
+
+namespace sparse_layers::layers {
+
+struct MohdOptions {
+  int64_t d_model = 0;   // D.
+  int64_t sub_dims = 0;  // N; d_e = D / N.
+  int64_t active = 0;    // K, shared included.
+  int64_t shared = 0;    // S, always active.
+  // Activation scaling (seed-mohd.md 3.6): renorm = K / sum_A s (default),
+  // const_n = N, literal = N sum_A s, none = 1 (the "w.o. scaling" ablation).
+  enum class Alpha { kRenorm, kConstN, kLiteral, kNone } alpha = Alpha::kRenorm;
+  // Group fusion: kron (m (x) I, m = I at init) or none (ablation).
+  bool fusion = true;
+  // Route randomly instead of by the router (the random-routing ablation).
+  bool random_routing = false;
+  double balance_weight = 0.01;  // beta (seed-mohd.md 3.8).
+};
+
+// The per-token routing of one module.
+struct MohdRouting {
+  torch::Tensor weights;  // (T, N): alpha * s on the active set, 0 elsewhere.
+  torch::Tensor mask;     // (T, N): 1 on the active set.
+  torch::Tensor balance;  // Scalar load-balance loss (undefined when k_sp = 0).
+};
+
+// Router Phi (D x N), the scaling and the fusion matrix m of one module.
+class MohdGateImpl : public torch::nn::Module {
+ public:
+  explicit MohdGateImpl(const MohdOptions& options);
+  MohdRouting Route(const torch::Tensor& x);  // x: (T, D)
+  // Per-dimension weights (T, D) from per-sub-dim ones (T, N).
+  torch::Tensor Expand(const torch::Tensor& per_sub_dim) const;
+  // out[t, i*d_e:(i+1)*d_e] = sum_j m[i, j] y[t, j*d_e:(j+1)*d_e].
+  torch::Tensor Fuse(const torch::Tensor& y) const;
+
+  const MohdOptions& options() const { return options_; }
+  torch::Tensor router;  // Phi (D, N)
+  torch::Tensor fusion;  // m (N, N)
+
+ private:
+  MohdOptions options_;
+};
+TORCH_MODULE(MohdGate);
+
+// SwiGLU FFN on the routed hidden sub-dims (masked-dense computation: the
+// same maths as gathering the active rows; inactive rows get zero gradient).
+class MohdFfnImpl : public FeedForwardImpl {
+ public:
+  MohdFfnImpl(const MohdOptions& options, int64_t d_ff, int64_t n_layers);
+  torch::Tensor Forward(const torch::Tensor& x,
+                        const HookPoint& hidden) override;
+  int64_t ForwardFlopsPerToken() const override;
+  torch::Tensor AuxiliaryLoss() override { return balance_; }
+
+  MohdGate gate{nullptr};
+  torch::Tensor w_gate, w_up;  // (D, d_ff)
+  torch::Tensor w_down;        // (d_ff, D)
+
+ private:
+  MohdOptions options_;
+  int64_t d_ff_;
+  torch::Tensor balance_;
+};
+
+// Causal attention (inner width q, heads of q / n_heads, rotary) on the routed
+// hidden sub-dims.
+class MohdAttentionImpl : public torch::nn::Module {
+ public:
+  MohdAttentionImpl(const MohdOptions& options, int64_t inner, int64_t n_heads,
+                    int64_t context_length, int64_t n_layers);
+  torch::Tensor forward(const torch::Tensor& x);  // (B, T, D)
+  torch::Tensor balance() const { return balance_; }
+  int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+
+  MohdGate gate{nullptr};
+  torch::Tensor w_q, w_k, w_v;  // (D, q)
+  torch::Tensor w_o;            // (q, D)
+
+ private:
+  MohdOptions options_;
+  int64_t inner_, heads_;
+  RotaryEmbedding rotary_;
+  torch::Tensor causal_mask_;
+  torch::Tensor balance_;
+};
+TORCH_MODULE(MohdAttention);
+
+// Parameter counts as the paper reports them (seed-mohd.md 2, 3.10): LLaMA-2
+// layers with q, kv, d_ff fixed; embeddings and untied head in the total only;
+// norms, routers and fusion excluded.
+int64_t MohdLayerParameters(int64_t width, int64_t q, int64_t kv, int64_t d_ff);
+int64_t MohdActivatedParameters(int64_t layers, int64_t attention_width,
+                                int64_t ffn_width, int64_t q, int64_t kv,
+                                int64_t d_ff);
+int64_t MohdTotalParameters(int64_t layers, int64_t d_model, int64_t q,
+                            int64_t kv, int64_t d_ff, int64_t vocab);
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_MOHD_MOHD_H_
