@@ -143,6 +143,10 @@ torch::Tensor MixtureOfExpertsImpl::Forward(const torch::Tensor& input,
   const torch::Tensor order = flat_experts.argsort();
   int64_t start = 0;
   const auto count_values = counts.accessor<int64_t, 1>();
+  // unbind once: indexing encoders[j] per expert would make backward allocate
+  // a full (M, D, d) gradient per expert.
+  const std::vector<torch::Tensor> encoder_of = encoders.unbind(0);
+  const std::vector<torch::Tensor> decoder_of = decoders.unbind(0);
   for (int64_t j = 0; j < m; ++j) {
     const int64_t count = count_values[j];
     if (count == 0) continue;
@@ -150,9 +154,9 @@ torch::Tensor MixtureOfExpertsImpl::Forward(const torch::Tensor& input,
     start += count;
     const torch::Tensor tokens_j = token_of.index_select(0, slots);
     const torch::Tensor z =
-        Activate(torch::matmul(x.index_select(0, tokens_j), encoders[j].t()));
+        Activate(torch::matmul(x.index_select(0, tokens_j), encoder_of[j].t()));
     const torch::Tensor y =
-        torch::matmul(z, decoders[j]) * flat_weights.index_select(0, slots);
+        torch::matmul(z, decoder_of[j]) * flat_weights.index_select(0, slots);
     output = output.index_add(0, tokens_j, y);
   }
   return output.view(input.sizes());
