@@ -1,0 +1,117 @@
+#include "layers/ffn/gpt_oss_glu.h"
+
+#include <cmath>
+
+namespace sparse_layers::layers {
+namespace {
+
+FeedForwardRegistration kGlu("gpt_oss_glu", [](const FeedForwardOptions& o) {
+  return std::make_shared<ClampedGluImpl>(o);
+});
+FeedForwardRegistration kMoe("gpt_oss_moe", [](const FeedForwardOptions& o) {
+  return std::make_shared<GptOssMoeImpl>(o);
+});
+
+torch::Tensor Normal(std::vector<int64_t> shape, double std) {
+  return torch::randn(shape) * std;
+}
+
+}  // namespace
+
+torch::Tensor ClampedGlu(const torch::Tensor& x, const torch::Tensor& w1,
+                         const torch::Tensor& b1, const torch::Tensor& w2,
+                         const torch::Tensor& b2, const HookPoint* hidden) {
+  const torch::Tensor ab = torch::addmm(b1, x, w1.t());
+  const int64_t f = w1.size(0) / 2;
+  const torch::Tensor a = ab.slice(-1, 0, f).clamp_max(7.0);
+  const torch::Tensor b = ab.slice(-1, f).clamp(-7.0, 7.0);
+  torch::Tensor h = a * torch::sigmoid(1.702 * a) * (b + 1);
+  if (hidden != nullptr && hidden->active()) h = (*hidden)(h);
+  return torch::addmm(b2, h, w2.t());
+}
+
+ClampedGluImpl::ClampedGluImpl(const FeedForwardOptions& o) : options_(o) {
+  const int64_t d = o.d_model, f = o.d_hidden;
+  w1 = register_parameter("w1", Normal({2 * f, d}, 1 / std::sqrt(double(d))));
+  b1 = register_parameter("b1", torch::zeros({2 * f}));
+  w2 = register_parameter("w2", Normal({d, f}, 1 / std::sqrt(double(f))));
+  b2 = register_parameter("b2", torch::zeros({d}));
+}
+
+torch::Tensor ClampedGluImpl::Forward(const torch::Tensor& input,
+                                      const HookPoint& hidden) {
+  const torch::Tensor x = input.reshape({-1, input.size(-1)});
+  return ClampedGlu(x, w1, b1, w2, b2, &hidden).view(input.sizes());
+}
+
+int64_t ClampedGluImpl::ForwardFlopsPerToken() const {
+  return 3 * 2 * options_.d_model * options_.d_hidden;
+}
+
+GptOssMoeImpl::GptOssMoeImpl(const FeedForwardOptions& o) : options_(o) {
+  TORCH_CHECK(o.n_experts > 0 && o.top_k > 0 && o.top_k <= o.n_experts,
+              "gpt_oss_moe needs 0 < top_k <= n_experts");
+  const int64_t e = o.n_experts, d = o.d_model, f = o.d_hidden;
+  router =
+      register_parameter("router", Normal({e, d}, 1 / std::sqrt(double(d))));
+  w1 =
+      register_parameter("w1", Normal({e, 2 * f, d}, 1 / std::sqrt(double(d))));
+  b1 = register_parameter("b1", torch::zeros({e, 2 * f}));
+  w2 = register_parameter("w2", Normal({e, d, f}, 1 / std::sqrt(double(f))));
+  b2 = register_parameter("b2", torch::zeros({e, d}));
+}
+
+torch::Tensor GptOssMoeImpl::Forward(const torch::Tensor& input,
+                                     const HookPoint& hidden) {
+  const torch::Tensor x = input.reshape({-1, input.size(-1)});
+  const int64_t tokens = x.size(0), e = options_.n_experts, k = options_.top_k;
+  const torch::Tensor p = torch::softmax(torch::matmul(x, router.t()), -1);
+  torch::Tensor chosen;
+  {
+    torch::NoGradGuard no_grad;
+    chosen = std::get<1>(p.topk(k, -1));
+  }
+  const torch::Tensor weights = p.gather(-1, chosen).reshape({-1, 1});
+  const torch::Tensor flat = chosen.reshape({-1});
+  const torch::Tensor token_of =
+      torch::arange(tokens, flat.options()).repeat_interleave(k);
+  const torch::Tensor order = flat.argsort();
+  const torch::Tensor counts = torch::bincount(flat, {}, e);
+  const auto count_values = counts.accessor<int64_t, 1>();
+  const auto w1_of = w1.unbind(0), b1_of = b1.unbind(0);
+  const auto w2_of = w2.unbind(0), b2_of = b2.unbind(0);
+  torch::Tensor output = torch::zeros_like(x);
+  int64_t start = 0;
+  for (int64_t j = 0; j < e; ++j) {
+    if (count_values[j] == 0) continue;
+    const torch::Tensor slots = order.slice(0, start, start + count_values[j]);
+    start += count_values[j];
+    const torch::Tensor rows = token_of.index_select(0, slots);
+    const torch::Tensor y = ClampedGlu(x.index_select(0, rows), w1_of[j],
+                                       b1_of[j], w2_of[j], b2_of[j], nullptr);
+    output = output.index_add(0, rows, y * weights.index_select(0, slots));
+  }
+  (void)hidden;  // Expert hidden units are per expert; not exposed here.
+  return output.view(input.sizes());
+}
+
+torch::Tensor GptOssMoeImpl::ForwardDense(const torch::Tensor& x) const {
+  const torch::Tensor p = torch::softmax(torch::matmul(x, router.t()), -1);
+  const torch::Tensor chosen = std::get<1>(p.topk(options_.top_k, -1));
+  const torch::Tensor mask = torch::zeros_like(p).scatter(-1, chosen, 1.0);
+  torch::Tensor output = torch::zeros_like(x);
+  for (int64_t j = 0; j < options_.n_experts; ++j) {
+    output = output + ClampedGlu(x, w1[j], b1[j], w2[j], b2[j], nullptr) *
+                          (p * mask).select(1, j).unsqueeze(1);
+  }
+  return output;
+}
+
+int64_t GptOssMoeImpl::ForwardFlopsPerToken() const {
+  const auto& o = options_;
+  return 2 * o.d_model * o.n_experts +
+         o.top_k *
+             (2 * o.d_model * 2 * o.d_hidden + 2 * o.d_hidden * o.d_model);
+}
+
+}  // namespace sparse_layers::layers
