@@ -226,4 +226,48 @@ int64_t MxdImpl::ForwardFlopsPerToken() const {
          2 * o.k * o.d_out;
 }
 
+CpMoeImpl::CpMoeImpl(const ReplacementOptions& options, int64_t rank)
+    : SparseReplacementImpl(options), rank_(rank) {
+  const auto& o = options;
+  encoder = register_parameter("encoder", Uniform({o.d_in, o.width}, o.d_in));
+  encoder_bias = register_parameter("encoder_bias", torch::zeros({o.width}));
+  gate = register_parameter("gate", Uniform({o.n_experts, o.d_in}, o.d_in));
+  gate_bias = register_parameter("gate_bias", torch::zeros({o.n_experts}));
+  // Linear-layer init for U1, U2; U3 = 0 (the paper's "zero matrix").
+  u1 = register_parameter("u1", Uniform({o.n_experts, rank}, o.n_experts));
+  u2 = register_parameter("u2", Uniform({o.width, rank}, o.width));
+  u3 = register_parameter("u3", torch::zeros({rank, o.d_out}));
+}
+
+TopKCodes CpMoeImpl::Encode(const torch::Tensor& x, int64_t k) {
+  return ReluTopK(torch::addmm(gate_bias, x, gate.t()), k);
+}
+
+torch::Tensor CpMoeImpl::DecodeSparse(const torch::Tensor& x,
+                                      const TopKCodes& codes) {
+  const torch::Tensor z = torch::gelu(torch::addmm(encoder_bias, x, encoder));
+  return torch::matmul(SparseDecode(codes, u1) * torch::matmul(z, u2), u3) +
+         output_bias;
+}
+
+torch::Tensor CpMoeImpl::DecodeDense(const torch::Tensor& x,
+                                     const torch::Tensor& codes) {
+  const torch::Tensor z = torch::gelu(torch::addmm(encoder_bias, x, encoder));
+  return torch::matmul(torch::matmul(codes, u1) * torch::matmul(z, u2), u3) +
+         output_bias;
+}
+
+int64_t CpMoeImpl::ForwardFlopsPerToken() const {
+  const auto& o = options_;
+  return 2 * o.d_in * o.width + 2 * o.d_in * o.n_experts + 2 * o.k * rank_ +
+         2 * o.width * rank_ + 2 * rank_ * o.d_out;
+}
+
+int64_t CpMoeExpertsForBudget(int64_t d_in, int64_t d_out, int64_t hidden,
+                              int64_t rank, int64_t budget) {
+  return (budget -
+          (d_in * hidden + hidden + hidden * rank + rank * d_out + d_out)) /
+         (d_in + 1 + rank);
+}
+
 }  // namespace sparse_layers::layers

@@ -153,6 +153,36 @@ class MxdImpl : public SparseReplacementImpl {
   Encoder encoder_kind_;
 };
 
+// Low-rank CP-muMoE baseline (MxD paper B.4.1, Eq. 22; seed-mxd.md 2.7): the
+// MxD encoder and gate with a rank-R CP decoder,
+// y = U3^T [(U1^T a) o (U2^T z)] + b_out, so W_n = U2 diag(U1[n]) U3 has rank
+// at most R.
+class CpMoeImpl : public SparseReplacementImpl {
+ public:
+  CpMoeImpl(const ReplacementOptions& options, int64_t rank);
+  TopKCodes Encode(const torch::Tensor& x, int64_t k) override;
+  torch::Tensor DecodeSparse(const torch::Tensor& x,
+                             const TopKCodes& codes) override;
+  torch::Tensor DecodeDense(const torch::Tensor& x,
+                            const torch::Tensor& codes) override;
+  int64_t units() const override { return options_.n_experts; }
+  int64_t ForwardFlopsPerToken() const override;
+
+  torch::Tensor encoder, encoder_bias;  // E (d_in, H), b_e
+  torch::Tensor gate, gate_bias;        // G (N, d_in), b_g
+  torch::Tensor u1;                     // (N, R)
+  torch::Tensor u2;                     // (H, R)
+  torch::Tensor u3;                     // (R, d_out), zero at init
+
+ private:
+  int64_t rank_;
+};
+
+// N for a CP-MoE of rank R within a parameter budget (seed-mxd.md 2.7):
+// (P - (I H + H + H R + R O + O)) / (I + 1 + R).
+int64_t CpMoeExpertsForBudget(int64_t d_in, int64_t d_out, int64_t hidden,
+                              int64_t rank, int64_t budget);
+
 }  // namespace sparse_layers::layers
 
 #endif  // SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_

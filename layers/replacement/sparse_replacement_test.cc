@@ -291,5 +291,37 @@ TEST(RegistryTest, ReplacementLayersAreNamedFeedForwards) {
   }
 }
 
+TEST(CpMoeTest, ExpertsHaveRankAtMostRAndTheBudgetRuleHolds) {
+  torch::manual_seed(8);
+  ReplacementOptions options = MxdOptions();
+  CpMoeImpl cp(options, /*rank=*/3);
+  {
+    torch::NoGradGuard no_grad;
+    cp.u3.normal_();
+  }
+  for (int n = 0; n < 32; n += 7) {
+    const torch::Tensor expert =
+        torch::matmul(cp.u2 * cp.u1[n], cp.u3);  // (H, O)
+    EXPECT_EQ(torch::linalg_matrix_rank(expert).item<int64_t>(), 3);
+  }
+  // Forward equals the explicit mixture of those experts.
+  const torch::Tensor x = torch::randn({4, 16});
+  const TopKCodes codes = cp.Encode(x, 8);
+  const torch::Tensor a = Densify(codes, 32);
+  const torch::Tensor z = torch::gelu(torch::matmul(x, cp.encoder));
+  const torch::Tensor experts =
+      torch::einsum("hr,nr,ro->nho", {cp.u2, cp.u1, cp.u3});
+  EXPECT_TRUE(torch::allclose(cp.DecodeSparse(x, codes),
+                              torch::einsum("bn,bh,nho->bo", {a, z, experts}),
+                              1e-4, 1e-5));
+  // The N that fills a Transcoder's budget leaves less than one expert over.
+  const int64_t budget = TranscoderParameters(768, 768, 24576);
+  const int64_t n = CpMoeExpertsForBudget(768, 768, 3072, 96, budget);
+  const int64_t used =
+      768 * 3072 + 3072 + 3072 * 96 + 96 * 768 + 768 + n * (768 + 1 + 96);
+  EXPECT_LE(used, budget);
+  EXPECT_GT(used + 768 + 1 + 96, budget);
+}
+
 }  // namespace
 }  // namespace sparse_layers::layers
