@@ -127,7 +127,8 @@ torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,
                                          const HookPoint& hidden) {
   const torch::Tensor z = input.reshape({-1, input.size(-1)});
   const int64_t tokens = z.size(0), c = options_.channels, k = options_.k;
-  const ProductTopK routing = Route(z);  // (N, C, k)
+  ProductTopK routing = Route(z);  // (N, C, k)
+  if (routing_hook) routing_hook(routing);
   torch::Tensor rows = routing.indices;
   if (!options_.peer) {
     rows = rows +

@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 #include "layers/ffn/feed_forward.h"
 
 namespace sparse_layers::layers {
@@ -55,6 +57,11 @@ class ProductKeyFfnImpl : public FeedForwardImpl {
 
   // Gates and neuron indices per token and channel: (N, C, k) each.
   ProductTopK Route(const torch::Tensor& z) const;
+
+  // Sees (and may overwrite) each forward's routing, tokens flattened: records
+  // gates for analysis, or patches one prompt's scores and indices into
+  // another (seed-sgatlin.md 2.8 item 5, 6.6). Empty: no cost.
+  std::function<void(ProductTopK&)> routing_hook;
 
   const ProductKeyOptions& options() const { return options_; }
   torch::Tensor query;  // sgatlin: W_query (d_key, D); PEER: (2, C, D, d_key)

@@ -140,5 +140,32 @@ TEST(SgatlinTest, AblationActivationsApplyAfterTheGate) {
   EXPECT_TRUE(torch::allclose(activated[0], torch::relu(gated[0])));
 }
 
+TEST(SgatlinTest, PatchingARoutingWithItselfChangesNothingAndOtherwiseDoes) {
+  torch::manual_seed(5);
+  ProductKeyFfnImpl layer(Tiny());
+  const torch::Tensor source = torch::randn({4, 8});
+  const torch::Tensor target = torch::randn({4, 8});
+  HookPoint none;
+  torch::NoGradGuard no_grad;
+  ProductTopK recorded;
+  layer.routing_hook = [&](ProductTopK& routing) { recorded = routing; };
+  const torch::Tensor clean = layer.Forward(target, none);
+  // Own routing patched back in: identical output.
+  const ProductTopK own = recorded;
+  layer.routing_hook = [&](ProductTopK& routing) { routing = own; };
+  EXPECT_TRUE(torch::equal(layer.Forward(target, none), clean));
+  // Another prompt's routing at position 2 only: that position changes.
+  layer.routing_hook = [&](ProductTopK& routing) { recorded = routing; };
+  layer.Forward(source, none);
+  const ProductTopK other = recorded;
+  layer.routing_hook = [&](ProductTopK& routing) {
+    routing.scores[2] = other.scores[2];
+    routing.indices[2] = other.indices[2];
+  };
+  const torch::Tensor patched = layer.Forward(target, none);
+  EXPECT_TRUE(torch::equal(patched[0], clean[0]));
+  EXPECT_FALSE(torch::allclose(patched[2], clean[2]));
+}
+
 }  // namespace
 }  // namespace sparse_layers::layers
