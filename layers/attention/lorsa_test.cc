@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
+#include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -113,6 +114,19 @@ TEST(LorsaTest, NoGradientThroughSelectionAndCountsFollowTheFormula) {
   int64_t count = 0;
   for (const auto& p : big->parameters()) count += p.numel();
   EXPECT_EQ(count, 18874368 + 2 * 96 * 64 + 6144 + 768);
+}
+
+TEST(LorsaTest, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(5);
+  Lorsa lorsa(Small());
+  lorsa->to(torch::kDouble);
+  const torch::Tensor x = torch::randn({1, 5, 16}, torch::kDouble);
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : lorsa->named_parameters())
+    named.emplace_back(item.key(), item.value());
+  const auto mismatches = testing::CheckGradients(
+      [&] { return lorsa->forward(x).pow(2).sum(); }, named);
+  EXPECT_TRUE(mismatches.empty()) << mismatches.front();
 }
 
 }  // namespace

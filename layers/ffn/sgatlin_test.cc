@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
+#include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -138,6 +139,28 @@ TEST(SgatlinTest, AblationActivationsApplyAfterTheGate) {
   identity.Forward(z, capture_identity);
   relu.Forward(z, capture_relu);
   EXPECT_TRUE(torch::allclose(activated[0], torch::relu(gated[0])));
+}
+
+TEST(SgatlinTest, GradientsMatchFiniteDifferences) {
+  for (bool peer : {false, true}) {
+    torch::manual_seed(6);
+    ProductKeyOptions options = Tiny();
+    if (peer) {
+      options.router = ProductKeyOptions::Router::kProductKeyValue;
+      options.peer = true;
+    }
+    ProductKeyFfnImpl layer(options);
+    layer.to(torch::kDouble);
+    const torch::Tensor z = torch::randn({3, 8}, torch::kDouble);
+    HookPoint none;
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto& item : layer.named_parameters())
+      named.emplace_back(item.key(), item.value());
+    const auto mismatches = testing::CheckGradients(
+        [&] { return layer.Forward(z, none).pow(2).sum(); }, named);
+    EXPECT_TRUE(mismatches.empty())
+        << (peer ? "peer: " : "sgatlin: ") << mismatches.front();
+  }
 }
 
 TEST(SgatlinTest, PatchingARoutingWithItselfChangesNothingAndOtherwiseDoes) {

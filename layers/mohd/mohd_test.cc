@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "layers/core/causal_attention.h"
+#include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -167,6 +168,36 @@ TEST(MohdFusionTest, IdentityFusionEqualsNoFusion) {
   const torch::Tensor x = torch::randn({6, 16});
   HookPoint none;
   EXPECT_TRUE(torch::allclose(a.Forward(x, none), b.Forward(x, none)));
+}
+
+TEST(MohdGradientTest, FfnAndAttentionMatchFiniteDifferences) {
+  torch::manual_seed(6);
+  MohdFfnImpl ffn(Options(2, 1), 24, 1);
+  ffn.to(torch::kDouble);
+  ffn.train();
+  const torch::Tensor x = torch::randn({3, 16}, torch::kDouble);
+  HookPoint none;
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : ffn.named_parameters())
+    named.emplace_back(item.key(), item.value());
+  // Output plus the balance loss, so the router's gradient is checked too.
+  auto mismatches = testing::CheckGradients(
+      [&] {
+        const torch::Tensor output = ffn.Forward(x, none).pow(2).sum();
+        return output + ffn.AuxiliaryLoss();  // Set by the forward above.
+      },
+      named);
+  EXPECT_TRUE(mismatches.empty()) << mismatches.front();
+
+  MohdAttention attention(Options(3, 1), 8, 2, 6, 1);
+  attention->to(torch::kDouble);
+  const torch::Tensor sequence = torch::randn({1, 4, 16}, torch::kDouble);
+  named.clear();
+  for (const auto& item : attention->named_parameters())
+    named.emplace_back(item.key(), item.value());
+  mismatches = testing::CheckGradients(
+      [&] { return attention->forward(sequence).pow(2).sum(); }, named);
+  EXPECT_TRUE(mismatches.empty()) << mismatches.front();
 }
 
 }  // namespace

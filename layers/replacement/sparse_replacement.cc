@@ -149,7 +149,7 @@ TopKSaeImpl::TopKSaeImpl(const ReplacementOptions& options)
       "decoder",
       UnitRows(Uniform({options.width, options.d_out}, options.width)));
   // Encoder initialised to the decoder's transpose (Gao et al. 2024).
-  encoder = register_parameter("encoder", decoder.detach().t().clone());
+  encoder = register_parameter("encoder", decoder.detach().t().contiguous());
   encoder_bias =
       register_parameter("encoder_bias", torch::zeros({options.width}));
 }

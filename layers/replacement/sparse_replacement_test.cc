@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/parameter_matching.h"
+#include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -205,31 +206,20 @@ void CheckGradients(SparseReplacementImpl& layer,
                     const std::vector<torch::Tensor>& parameters) {
   layer.to(torch::kDouble);
   torch::manual_seed(5);
-  const torch::Tensor x = torch::randn({3, 16}, torch::kDouble);
+  const torch::Tensor x =
+      torch::randn({3, layer.options().d_in}, torch::kDouble);
   const torch::Tensor y = torch::randn({3, 64}, torch::kDouble);
   HookPoint none;
-  auto loss = [&]() -> torch::Tensor {
-    return NormalisedMse(layer.Forward(x, none), y);
-  };
-  layer.zero_grad();
-  loss().backward();
-  for (const torch::Tensor& parameter : parameters) {
-    const torch::Tensor grad = parameter.grad().clone();
-    torch::NoGradGuard no_grad;
-    auto flat = parameter.view({-1});
-    for (int64_t i = 0; i < flat.size(0);
-         i += std::max<int64_t>(1, flat.size(0) / 7)) {
-      const double saved = flat[i].item<double>();
-      flat[i] = saved + 1e-6;
-      const double plus = loss().item<double>();
-      flat[i] = saved - 1e-6;
-      const double minus = loss().item<double>();
-      flat[i] = saved;
-      EXPECT_NEAR(grad.view({-1})[i].item<double>(), (plus - minus) / 2e-6,
-                  1e-6)
-          << "entry " << i;
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : layer.named_parameters()) {
+    for (const torch::Tensor& p : parameters) {
+      if (p.is_same(item.value())) named.emplace_back(item.key(), item.value());
     }
   }
+  ASSERT_EQ(named.size(), parameters.size());
+  const auto mismatches = testing::CheckGradients(
+      [&] { return NormalisedMse(layer.Forward(x, none), y); }, named);
+  EXPECT_TRUE(mismatches.empty()) << mismatches.front();
 }
 
 TEST(GradientTest, MxdMatchesFiniteDifferences) {
@@ -271,6 +261,16 @@ TEST(GradientTest, TranscodersAndSaeMatchFiniteDifferences) {
     skip.decoder.normal_();
   }
   CheckGradients(skip, {skip.encoder, skip.decoder, skip.skip});
+  options.d_in = 64;  // An SAE reads the output space.
+  TopKSaeImpl sae(options);
+  CheckGradients(sae,
+                 {sae.encoder, sae.encoder_bias, sae.decoder, sae.output_bias});
+  CpMoeImpl cp(MxdOptions(), 3);
+  {
+    torch::NoGradGuard no_grad;
+    cp.u3.normal_();
+  }
+  CheckGradients(cp, {cp.encoder, cp.gate, cp.u1, cp.u2, cp.u3});
 }
 
 TEST(RegistryTest, ReplacementLayersAreNamedFeedForwards) {
