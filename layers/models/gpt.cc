@@ -31,6 +31,12 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   options.n_experts = model.n_experts();
   options.top_k = model.top_k();
   options.d_key = model.d_key();
+  options.attention = model.attention().empty() ? "mha" : model.attention();
+  options.attention_inner = model.attention_inner();
+  if (options.attention != "mha" && options.attention != "mohd") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.attention '", options.attention, "': use mha or mohd"));
+  }
   if (model.positions() == "rotary") {
     options.rotary = true;
   } else if (!model.positions().empty() && model.positions() != "learned") {
@@ -76,8 +82,21 @@ BlockImpl::BlockImpl(const GptOptions& options, int index,
   attention_options.context_length = options.context_length;
   attention_options.rotary = options.rotary;
   attention_options.n_layers = options.n_layers;
-  attention = register_module(
-      "attention", CausalSelfAttention(attention_options, prefix + "attn."));
+  if (options.attention == "mohd") {
+    MohdOptions mohd;
+    mohd.d_model = options.d_model;
+    mohd.sub_dims = options.n_experts;
+    mohd.active = options.top_k;
+    mohd.shared = std::max<int64_t>(0, options.top_k - 1);
+    const int64_t inner =
+        options.attention_inner > 0 ? options.attention_inner : options.d_model;
+    mohd_attention = register_module(
+        "attention", MohdAttention(mohd, inner, options.n_heads,
+                                   options.context_length, options.n_layers));
+  } else {
+    attention = register_module(
+        "attention", CausalSelfAttention(attention_options, prefix + "attn."));
+  }
   ffn_norm = MakeNorm(options);
   register_module("ffn_norm", ffn_norm.ptr());
   ffn = register_module("ffn", std::move(ffn_module));
@@ -87,9 +106,10 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
   if (hook_resid_pre.active()) residual = hook_resid_pre(residual);
   torch::Tensor attention_in = attention_norm.forward(residual);
   if (hook_attn_in.active()) attention_in = hook_attn_in(attention_in);
-  torch::Tensor attention_out = attention_replacement
-                                    ? attention_replacement(attention_in)
-                                    : attention->forward(attention_in);
+  torch::Tensor attention_out =
+      attention_replacement ? attention_replacement(attention_in)
+      : mohd_attention      ? mohd_attention->forward(attention_in)
+                            : attention->forward(attention_in);
   if (hook_attn_out.active()) attention_out = hook_attn_out(attention_out);
   residual = residual + attention_out;
   if (hook_resid_mid.active()) residual = hook_resid_mid(residual);
@@ -138,9 +158,12 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
     for (HookPoint* hook :
          {&block->hook_resid_pre, &block->hook_attn_in, &block->hook_attn_out,
           &block->hook_resid_mid, &block->hook_ffn_in, &block->hook_ffn_hidden,
-          &block->hook_ffn_out, &block->hook_resid_post,
-          &block->attention->hook_pattern}) {
+          &block->hook_ffn_out, &block->hook_resid_post}) {
       model->hooks_[hook->name()] = hook;
+    }
+    if (block->attention) {
+      model->hooks_[block->attention->hook_pattern.name()] =
+          &block->attention->hook_pattern;
     }
   }
   return model;
@@ -199,6 +222,9 @@ torch::Tensor GptImpl::Loss(const torch::Tensor& tokens,
   for (Block& block : blocks) {
     torch::Tensor auxiliary = block->ffn->AuxiliaryLoss();
     if (auxiliary.defined()) loss = loss + auxiliary;
+    if (block->mohd_attention && block->mohd_attention->balance().defined()) {
+      loss = loss + block->mohd_attention->balance();
+    }
   }
   return loss;
 }
@@ -244,8 +270,11 @@ int64_t GptImpl::ParameterCount() const {
 int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
   int64_t flops = 2 * options_.d_model * options_.vocab_size;  // Unembedding.
   for (const Block& block : blocks) {
-    flops += block->attention->ForwardFlopsPerToken(sequence_length) +
-             block->ffn->ForwardFlopsPerToken();
+    flops +=
+        (block->attention
+             ? block->attention->ForwardFlopsPerToken(sequence_length)
+             : block->mohd_attention->ForwardFlopsPerToken(sequence_length)) +
+        block->ffn->ForwardFlopsPerToken();
   }
   return flops;
 }

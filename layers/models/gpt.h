@@ -17,6 +17,7 @@
 #include "layers/core/causal_attention.h"
 #include "layers/ffn/feed_forward.h"
 #include "layers/hooks/hook_point.h"
+#include "layers/mohd/mohd.h"
 #include "tools/config/experiment.pb.h"
 
 namespace sparse_layers::layers {
@@ -32,6 +33,9 @@ struct GptOptions {
   int64_t n_experts = 0;
   int64_t top_k = 0;
   int64_t d_key = 0;
+  // "mha" or "mohd"; inner width of the attention (0: d_model).
+  std::string attention = "mha";
+  int64_t attention_inner = 0;
   bool rotary = false;
   bool rms_norm = false;
   bool tie_embeddings = true;
@@ -51,7 +55,8 @@ class BlockImpl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor residual);
 
   torch::nn::AnyModule attention_norm;
-  CausalSelfAttention attention{nullptr};
+  CausalSelfAttention attention{nullptr};  // "mha"
+  MohdAttention mohd_attention{nullptr};   // "mohd"
   torch::nn::AnyModule ffn_norm;
   std::shared_ptr<FeedForwardImpl> ffn;
 

@@ -151,6 +151,34 @@ TEST(GptTest, InitialLossIsNearUniformAndCausal) {
                            model->forward(tokens).slice(1, 0, 11)));
 }
 
+TEST(GptTest, MohdModelIsCausalAndAddsBothBalanceLosses) {
+  // MoHD expansion x2: residual width 32, attention inner width 16
+  // (seed-mohd.md 2).
+  GptOptions options = SmallOptions(true, true, "mohd_swiglu");
+  options.d_model = 32;
+  options.attention = "mohd";
+  options.attention_inner = 16;
+  options.n_experts = 4;
+  options.top_k = 2;
+  auto model = MakeModel(options);
+  EXPECT_EQ(model->FindHook("blocks.0.attn.hook_pattern"), nullptr);
+  ASSERT_NE(model->FindHook("blocks.0.attn.hook_out"), nullptr);
+  const torch::Tensor tokens = Tokens();
+  model->train();
+  const torch::Tensor targets = torch::randint(0, 50, {2, 12}, torch::kLong);
+  const double with_balance = model->Loss(tokens, targets).item<double>();
+  const double cross_entropy =
+      model->CrossEntropy(tokens, targets).item<double>();
+  // 2 layers x (attention + FFN) balance losses, each about beta = 0.01.
+  EXPECT_NEAR(with_balance - cross_entropy, 4 * 0.01, 0.02);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::Tensor changed = tokens.clone();
+  changed.select(1, 11).fill_(7);
+  EXPECT_TRUE(torch::equal(model->forward(changed).slice(1, 0, 11),
+                           model->forward(tokens).slice(1, 0, 11)));
+}
+
 TEST(GptTest, ConfigErrorsAreClear) {
   config::ModelConfig model;
   model.set_vocab_size(10);

@@ -135,6 +135,22 @@ TEST(TrainerTest, EveryRegisteredFfnTrainsForASmokeRun) {
   }
 }
 
+// MoHD in both attention and FFN, expansion x2, named in a config.
+TEST(TrainerTest, MohdModelTrainsFromAConfig) {
+  config::ExperimentConfig config = TinyConfig();
+  config.mutable_model()->set_d_model(64);
+  config.mutable_model()->set_attention("mohd");
+  config.mutable_model()->set_attention_inner(32);
+  config.mutable_model()->set_ffn("mohd_swiglu");
+  config.mutable_model()->set_n_experts(4);
+  config.mutable_model()->set_top_k(2);
+  config.mutable_budget()->set_max_steps(4);
+  config.mutable_eval()->set_sample_tokens(0);
+  auto summary = Train(config, Options("mohd_model"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_LT(summary->validation_loss(), 9.3);
+}
+
 TEST(TrainerTest, NonFiniteLossStopsWithTheStep) {
   config::ExperimentConfig config = TinyConfig();
   config.mutable_optimizer()->set_learning_rate(1e30);
