@@ -5,6 +5,7 @@
 #include "layers/backend/torch_runtime.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/ffn/sgatlin.h"
+#include "layers/mohd/mohd.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -86,6 +87,34 @@ void BM_Sgatlin(benchmark::State& state) {
 BENCHMARK(BM_Sgatlin)
     ->ArgsProduct({{128}, {1024}, {0, 1}})
     ->ArgsProduct({{256}, {4096}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// Args: {D, sub-dims N, gather-sparse (1) or masked-dense (0)}; K = N / 4
+// active (one shared), d_ff = 4 D / 4 = D (compression to 25%).
+void BM_MohdFfn(benchmark::State& state) {
+  (void)backend::SetTorchThreads(2);
+  torch::manual_seed(0);
+  MohdOptions options;
+  options.d_model = state.range(0);
+  options.sub_dims = state.range(1);
+  options.active = state.range(1) / 4;
+  options.shared = 1;
+  MohdFfnImpl ffn(options, state.range(0), 1);
+  ffn.gather_sparse = state.range(2) == 1;
+  const torch::Tensor x = torch::randn({kTokens, options.d_model});
+  HookPoint none;
+  for (auto _ : state) {
+    ffn.zero_grad();
+    ffn.Forward(x, none).pow(2).mean().backward();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(kTokens * state.iterations(),
+                                                  benchmark::Counter::kIsRate);
+  state.SetLabel(state.range(2) ? "gather sparse" : "masked dense");
+}
+BENCHMARK(BM_MohdFfn)
+    ->ArgsProduct({{256}, {8}, {0, 1}})
+    ->ArgsProduct({{1024}, {16}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -103,9 +103,59 @@ MohdFfnImpl::MohdFfnImpl(const MohdOptions& options, int64_t d_ff,
       "w_down", torch::randn({d_ff, d}) * (0.02 / std::sqrt(2.0 * n_layers)));
 }
 
+torch::Tensor MohdFfnImpl::ForwardGatherSparse(const torch::Tensor& x) {
+  const auto& o = options_;
+  const int64_t d_e = o.d_model / o.sub_dims, shared = o.shared * d_e;
+  const MohdRouting routing = gate->Route(x);
+  balance_ = routing.balance;
+  const torch::Tensor w = gate->Expand(routing.weights);
+  // Inner pre-activations: shared blocks for every token...
+  torch::Tensor pre_gate =
+      torch::matmul((x.slice(1, 0, shared) * w.slice(1, 0, shared)),
+                    w_gate.slice(0, 0, shared));
+  torch::Tensor pre_up =
+      torch::matmul((x.slice(1, 0, shared) * w.slice(1, 0, shared)),
+                    w_up.slice(0, 0, shared));
+  // ...plus each routed block for the tokens that selected it.
+  std::vector<torch::Tensor> tokens_of(o.sub_dims);
+  for (int64_t j = o.shared; j < o.sub_dims; ++j) {
+    tokens_of[j] = routing.mask.select(1, j).nonzero().view({-1});
+    if (tokens_of[j].numel() == 0) continue;
+    const torch::Tensor block =
+        (x.index_select(0, tokens_of[j]) * w.index_select(0, tokens_of[j]))
+            .slice(1, j * d_e, (j + 1) * d_e);
+    pre_gate = pre_gate.index_add(
+        0, tokens_of[j],
+        torch::matmul(block, w_gate.slice(0, j * d_e, (j + 1) * d_e)));
+    pre_up = pre_up.index_add(
+        0, tokens_of[j],
+        torch::matmul(block, w_up.slice(0, j * d_e, (j + 1) * d_e)));
+  }
+  const torch::Tensor h = torch::silu(pre_gate) * pre_up;
+  // Output columns of the active blocks only, concatenated block by block.
+  std::vector<torch::Tensor> blocks = {
+      torch::matmul(h, w_down.slice(1, 0, shared)) * w.slice(1, 0, shared)};
+  for (int64_t j = o.shared; j < o.sub_dims; ++j) {
+    torch::Tensor block = torch::zeros({x.size(0), d_e}, x.options());
+    if (tokens_of[j].numel() > 0) {
+      const torch::Tensor out =
+          torch::matmul(h.index_select(0, tokens_of[j]),
+                        w_down.slice(1, j * d_e, (j + 1) * d_e)) *
+          w.index_select(0, tokens_of[j]).slice(1, j * d_e, (j + 1) * d_e);
+      block = block.index_add(0, tokens_of[j], out);
+    }
+    blocks.push_back(block);
+  }
+  const torch::Tensor y = torch::cat(blocks, 1);
+  return gate->Fuse(y);
+}
+
 torch::Tensor MohdFfnImpl::Forward(const torch::Tensor& input,
                                    const HookPoint& hidden) {
   const torch::Tensor x = input.reshape({-1, input.size(-1)});
+  if (gather_sparse && !hidden.active()) {
+    return ForwardGatherSparse(x).view(input.sizes());
+  }
   const MohdRouting routing = gate->Route(x);
   balance_ = routing.balance;
   const torch::Tensor w = gate->Expand(routing.weights);  // (T, D)

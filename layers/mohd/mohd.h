@@ -62,6 +62,11 @@ class MohdFfnImpl : public FeedForwardImpl {
   MohdFfnImpl(const MohdOptions& options, int64_t d_ff, int64_t n_layers);
   torch::Tensor Forward(const torch::Tensor& x,
                         const HookPoint& hidden) override;
+  // The same output computed from the active blocks only (seed-mohd.md 3.12
+  // item 2): one dense matmul over the shared blocks, then per routed
+  // sub-dim the tokens that chose it. Used when `gather_sparse` is set.
+  torch::Tensor ForwardGatherSparse(const torch::Tensor& x);
+  bool gather_sparse = false;
   int64_t ForwardFlopsPerToken() const override;
   torch::Tensor AuxiliaryLoss() override { return balance_; }
 

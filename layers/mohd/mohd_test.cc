@@ -152,6 +152,34 @@ TEST(MohdRoutingTest, BalanceLossIsBetaWhenUniformAndMoreWhenCollapsed) {
   EXPECT_GT(gate->Route(positive).balance.item<double>(), 0.015);
 }
 
+TEST(MohdFfnTest, GatherSparseEqualsMaskedDenseInOutputsAndGradients) {
+  torch::manual_seed(7);
+  MohdOptions options = Options(3, 1);
+  options.d_model = 32;
+  options.sub_dims = 8;
+  MohdFfnImpl ffn(options, 24, 1);
+  {
+    torch::NoGradGuard no_grad;
+    ffn.gate->fusion.add_(torch::randn({8, 8}) * 0.1);  // A non-trivial fusion.
+  }
+  const torch::Tensor x = torch::randn({20, 32});
+  HookPoint none;
+  const torch::Tensor dense = ffn.Forward(x, none);
+  dense.pow(2).sum().backward();
+  std::vector<torch::Tensor> dense_grads;
+  for (const auto& p : ffn.parameters())
+    dense_grads.push_back(p.grad().clone());
+  ffn.zero_grad();
+  ffn.gather_sparse = true;
+  const torch::Tensor sparse = ffn.Forward(x, none);
+  EXPECT_TRUE(torch::allclose(sparse, dense, 1e-5, 1e-6));
+  sparse.pow(2).sum().backward();
+  size_t i = 0;
+  for (const auto& p : ffn.parameters()) {
+    EXPECT_TRUE(torch::allclose(p.grad(), dense_grads[i++], 1e-4, 1e-6));
+  }
+}
+
 TEST(MohdFusionTest, IdentityFusionEqualsNoFusion) {
   torch::manual_seed(4);
   MohdOptions with = Options(2, 1);
