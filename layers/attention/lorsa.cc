@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "layers/core/topk.h"
+
 namespace sparse_layers::layers {
 
 LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
@@ -55,17 +57,20 @@ LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
                               .permute({0, 2, 1, 3})
                               .reshape({batch, length, options_.ov_heads});
   const torch::Tensor kept = options_.relu ? torch::relu(z) : z;
-  torch::Tensor mask;
+  torch::Tensor selected;
   {
     // Rank by the head's output size, z ||w_o|| (footnote 1); no gradient.
     torch::NoGradGuard no_grad;
     const torch::Tensor score =
         (options_.relu ? kept : z.abs()) * w_o.norm(2, 1);
-    mask =
-        torch::zeros_like(z).scatter_(-1, std::get<1>(score.topk(k, -1)), 1.0);
+    selected = std::get<1>(score.topk(k, -1));
   }
-  const torch::Tensor activations = kept * mask;
-  return {torch::matmul(activations, w_o) + b_o, activations, pattern, values};
+  const TopKCodes codes{kept.gather(-1, selected), selected};
+  // Only the K selected output rows are read (embedding_bag), not all H.
+  const torch::Tensor output =
+      dense_output ? torch::matmul(Densify(codes, options_.ov_heads), w_o)
+                   : SparseDecode(codes, w_o);
+  return {output + b_o, Densify(codes, options_.ov_heads), pattern, values};
 }
 
 void LorsaImpl::InitQkFromAttention(const CausalSelfAttentionImpl& attention) {

@@ -60,6 +60,9 @@ class LorsaImpl : public torch::nn::Module {
   int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
 
   const LorsaOptions& options() const { return options_; }
+  // Decode through a dense (B, T, H) matmul instead of the K selected rows
+  // (reference for tests and benchmarks).
+  bool dense_output = false;
   torch::Tensor w_q, w_k;  // (H_QK, d, D_QK)
   torch::Tensor b_q, b_k;  // (H_QK, D_QK)
   torch::Tensor w_v;       // (H, d)

@@ -116,6 +116,15 @@ TEST(LorsaTest, NoGradientThroughSelectionAndCountsFollowTheFormula) {
   EXPECT_EQ(count, 18874368 + 2 * 96 * 64 + 6144 + 768);
 }
 
+TEST(LorsaTest, SparseOutputDecodeEqualsTheDenseOne) {
+  torch::manual_seed(6);
+  Lorsa lorsa(Small());
+  const torch::Tensor x = torch::randn({2, 6, 16});
+  const torch::Tensor sparse = lorsa->forward(x);
+  lorsa->dense_output = true;
+  EXPECT_TRUE(torch::allclose(sparse, lorsa->forward(x), 1e-5, 1e-6));
+}
+
 TEST(LorsaTest, GradientsMatchFiniteDifferences) {
   torch::manual_seed(5);
   Lorsa lorsa(Small());

@@ -2,6 +2,7 @@
 // references of the same maths (every expert / neuron computed, then masked):
 //   ./tools/bazel run //layers/ffn:ffn_benchmark
 #include "benchmark/benchmark.h"
+#include "layers/attention/lorsa.h"
 #include "layers/backend/torch_runtime.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/ffn/sgatlin.h"
@@ -112,6 +113,35 @@ void BM_MohdFfn(benchmark::State& state) {
                                                   benchmark::Counter::kIsRate);
   state.SetLabel(state.range(2) ? "gather sparse" : "masked dense");
 }
+// Args: {d, QK heads, sparse output decode (1) or dense (0)}; G = D_QK = 32,
+// K = 32 active heads, T = 128, 8 sequences.
+void BM_Lorsa(benchmark::State& state) {
+  (void)backend::SetTorchThreads(2);
+  torch::manual_seed(0);
+  LorsaOptions options;
+  options.d_model = state.range(0);
+  options.qk_heads = state.range(1);
+  options.qk_dim = 32;
+  options.ov_heads = 32 * state.range(1);
+  options.k = 32;
+  options.context_length = 128;
+  Lorsa lorsa(options);
+  lorsa->dense_output = state.range(2) == 0;
+  const torch::Tensor x = torch::randn({8, 128, options.d_model});
+  for (auto _ : state) {
+    lorsa->zero_grad();
+    lorsa->forward(x).pow(2).mean().backward();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(8 * 128 * state.iterations(),
+                                                  benchmark::Counter::kIsRate);
+  state.SetLabel(state.range(2) ? "sparse decode" : "dense decode");
+}
+BENCHMARK(BM_Lorsa)
+    ->ArgsProduct({{128}, {16}, {0, 1}})
+    ->ArgsProduct({{256}, {64}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 BENCHMARK(BM_MohdFfn)
     ->ArgsProduct({{256}, {8}, {0, 1}})
     ->ArgsProduct({{1024}, {16}, {0, 1}})
