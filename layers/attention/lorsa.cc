@@ -1,7 +1,6 @@
 #include "layers/attention/lorsa.h"
 
 #include <cmath>
-#include <limits>
 
 #include "layers/core/topk.h"
 
@@ -27,9 +26,7 @@ LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
   w_o = register_parameter("w_o", out / out.norm(2, 1, true));
   b_o = register_parameter("b_o", torch::zeros({d}));
   if (o.rotary) rotary_ = RotaryEmbedding(o.qk_dim, o.context_length);
-  causal_mask_ = torch::full({o.context_length, o.context_length},
-                             -std::numeric_limits<float>::infinity())
-                     .triu(1);
+  causal_mask_ = CausalMask(o.context_length);
 }
 
 LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
@@ -44,11 +41,9 @@ LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
     q = rotary_.Apply(q);
     key = rotary_.Apply(key);
   }
-  const torch::Tensor scores =
-      torch::matmul(q, key.transpose(-2, -1)) /
-          std::sqrt(double(options_.qk_dim)) +
-      causal_mask_.slice(0, 0, length).slice(1, 0, length);
-  const torch::Tensor pattern = torch::softmax(scores, -1);
+  const torch::Tensor pattern =
+      causal_mask_.Softmax(torch::matmul(q, key.transpose(-2, -1)) /
+                           std::sqrt(double(options_.qk_dim)));
   const torch::Tensor values = torch::matmul(x, w_v.t()) + b_v;  // (B, T, H)
   // Mixing is a standard attention with H_QK heads and value width G.
   const torch::Tensor grouped =

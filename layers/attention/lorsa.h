@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "layers/core/causal_attention.h"
+#include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"
 
 namespace sparse_layers::layers {
@@ -73,7 +74,7 @@ class LorsaImpl : public torch::nn::Module {
  private:
   LorsaOptions options_;
   RotaryEmbedding rotary_;
-  torch::Tensor causal_mask_;
+  CausalMask causal_mask_;
 };
 TORCH_MODULE(Lorsa);
 

@@ -1,7 +1,6 @@
 #include "layers/core/causal_attention.h"
 
 #include <cmath>
-#include <limits>
 
 namespace sparse_layers::layers {
 
@@ -26,9 +25,7 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(
     rotary_ = RotaryEmbedding(options.d_model / options.n_heads,
                               options.context_length);
   }
-  causal_mask_ = torch::full({options.context_length, options.context_length},
-                             -std::numeric_limits<float>::infinity())
-                     .triu(1);
+  causal_mask_ = CausalMask(options.context_length);
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
@@ -48,12 +45,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     q = rotary_.Apply(q);
     k = rotary_.Apply(k);
   }
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) *
-                         (1.0 / std::sqrt(double(head_dim)));
-  scores =
-      scores +
-      causal_mask_.slice(0, 0, length).slice(1, 0, length).to(scores.device());
-  torch::Tensor pattern = torch::softmax(scores, -1);
+  const torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) *
+                               (1.0 / std::sqrt(double(head_dim)));
+  torch::Tensor pattern = causal_mask_.Softmax(scores);
   if (hook_pattern.active()) pattern = hook_pattern(pattern);
   const torch::Tensor mixed = torch::matmul(pattern, v)
                                   .transpose(1, 2)

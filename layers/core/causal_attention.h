@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"
 #include "layers/hooks/hook_point.h"
 
@@ -42,7 +43,7 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
  private:
   CausalAttentionOptions options_;
   RotaryEmbedding rotary_;
-  torch::Tensor causal_mask_;  // (T, T) additive: 0 on and below the diagonal.
+  CausalMask causal_mask_;
 };
 TORCH_MODULE(CausalSelfAttention);
 

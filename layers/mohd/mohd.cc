@@ -1,7 +1,6 @@
 #include "layers/mohd/mohd.h"
 
 #include <cmath>
-#include <limits>
 
 namespace sparse_layers::layers {
 namespace {
@@ -188,9 +187,7 @@ MohdAttentionImpl::MohdAttentionImpl(const MohdOptions& options, int64_t inner,
   w_o = register_parameter(
       "w_o", torch::randn({inner, d}) * (0.02 / std::sqrt(2.0 * n_layers)));
   rotary_ = RotaryEmbedding(inner / n_heads, context_length);
-  causal_mask_ = torch::full({context_length, context_length},
-                             -std::numeric_limits<float>::infinity())
-                     .triu(1);
+  causal_mask_ = CausalMask(context_length);
 }
 
 torch::Tensor MohdAttentionImpl::forward(const torch::Tensor& x) {
@@ -207,12 +204,10 @@ torch::Tensor MohdAttentionImpl::forward(const torch::Tensor& x) {
   const torch::Tensor q = rotary_.Apply(heads(torch::matmul(scaled, w_q)));
   const torch::Tensor k = rotary_.Apply(heads(torch::matmul(scaled, w_k)));
   const torch::Tensor v = heads(torch::matmul(scaled, w_v));
-  const torch::Tensor scores =
-      torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim)) +
-      causal_mask_.slice(0, 0, length).slice(1, 0, length);
-  const torch::Tensor mixed = torch::matmul(torch::softmax(scores, -1), v)
-                                  .transpose(1, 2)
-                                  .reshape({-1, inner_});
+  const torch::Tensor pattern = causal_mask_.Softmax(
+      torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim)));
+  const torch::Tensor mixed =
+      torch::matmul(pattern, v).transpose(1, 2).reshape({-1, inner_});
   const torch::Tensor y = torch::matmul(mixed, w_o) * w;
   return gate->Fuse(y).view(x.sizes());
 }

@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"
 #include "layers/ffn/feed_forward.h"
 
@@ -98,7 +99,7 @@ class MohdAttentionImpl : public torch::nn::Module {
   MohdOptions options_;
   int64_t inner_, heads_;
   RotaryEmbedding rotary_;
-  torch::Tensor causal_mask_;
+  CausalMask causal_mask_;
   torch::Tensor balance_;
 };
 TORCH_MODULE(MohdAttention);
