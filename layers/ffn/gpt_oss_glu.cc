@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "layers/ffn/expert_dispatch.h"
+
 namespace sparse_layers::layers {
 namespace {
 
@@ -64,33 +66,21 @@ GptOssMoeImpl::GptOssMoeImpl(const FeedForwardOptions& o) : options_(o) {
 torch::Tensor GptOssMoeImpl::Forward(const torch::Tensor& input,
                                      const HookPoint& hidden) {
   const torch::Tensor x = input.reshape({-1, input.size(-1)});
-  const int64_t tokens = x.size(0), e = options_.n_experts, k = options_.top_k;
+  const int64_t e = options_.n_experts, k = options_.top_k;
   const torch::Tensor p = torch::softmax(torch::matmul(x, router.t()), -1);
   torch::Tensor chosen;
   {
     torch::NoGradGuard no_grad;
     chosen = std::get<1>(p.topk(k, -1));
   }
-  const torch::Tensor weights = p.gather(-1, chosen).reshape({-1, 1});
-  const torch::Tensor flat = chosen.reshape({-1});
-  const torch::Tensor token_of =
-      torch::arange(tokens, flat.options()).repeat_interleave(k);
-  const torch::Tensor order = flat.argsort();
-  const torch::Tensor counts = torch::bincount(flat, {}, e);
-  const auto count_values = counts.accessor<int64_t, 1>();
   const auto w1_of = w1.unbind(0), b1_of = b1.unbind(0);
   const auto w2_of = w2.unbind(0), b2_of = b2.unbind(0);
-  torch::Tensor output = torch::zeros_like(x);
-  int64_t start = 0;
-  for (int64_t j = 0; j < e; ++j) {
-    if (count_values[j] == 0) continue;
-    const torch::Tensor slots = order.slice(0, start, start + count_values[j]);
-    start += count_values[j];
-    const torch::Tensor rows = token_of.index_select(0, slots);
-    const torch::Tensor y = ClampedGlu(x.index_select(0, rows), w1_of[j],
-                                       b1_of[j], w2_of[j], b2_of[j], nullptr);
-    output = output.index_add(0, rows, y * weights.index_select(0, slots));
-  }
+  const torch::Tensor output =
+      DispatchToExperts(x, chosen, p.gather(-1, chosen), e,
+                        [&](int64_t j, const torch::Tensor& rows) {
+                          return ClampedGlu(rows, w1_of[j], b1_of[j], w2_of[j],
+                                            b2_of[j], nullptr);
+                        });
   (void)hidden;  // Expert hidden units are per expert; not exposed here.
   return output.view(input.sizes());
 }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "layers/ffn/expert_dispatch.h"
+
 namespace sparse_layers::layers {
 namespace {
 
@@ -111,7 +113,7 @@ torch::Tensor MixtureOfExpertsImpl::Forward(const torch::Tensor& input,
                                             const HookPoint& hidden) {
   const torch::Tensor x = input.reshape({-1, input.size(-1)});
   const Routing routing = Route(x);
-  const int64_t tokens = x.size(0), m = options_.n_experts, k = options_.top_k;
+  const int64_t m = options_.n_experts;
   if (is_training() && options_.load_balance_weight > 0) {
     // f_i: share of tokens whose top-1 expert is i (no gradient); P_i: mean
     // softmax probability over all M experts.
@@ -132,33 +134,16 @@ torch::Tensor MixtureOfExpertsImpl::Forward(const torch::Tensor& input,
     return torch::matmul(hidden(WideCode(x)), WideDecoder())
         .view(input.sizes());
   }
-  // Dropless dispatch: each expert processes only its tokens (cost ~ k / M of
-  // dense).
-  const torch::Tensor flat_experts = routing.experts.reshape({-1});
-  const torch::Tensor flat_weights = routing.weights.reshape({-1, 1});
-  const torch::Tensor token_of =
-      torch::arange(tokens, routing.experts.options()).repeat_interleave(k);
-  torch::Tensor output = torch::zeros_like(x);
-  const torch::Tensor counts = torch::bincount(flat_experts, {}, m);
-  const torch::Tensor order = flat_experts.argsort();
-  int64_t start = 0;
-  const auto count_values = counts.accessor<int64_t, 1>();
   // unbind once: indexing encoders[j] per expert would make backward allocate
   // a full (M, D, d) gradient per expert.
   const std::vector<torch::Tensor> encoder_of = encoders.unbind(0);
   const std::vector<torch::Tensor> decoder_of = decoders.unbind(0);
-  for (int64_t j = 0; j < m; ++j) {
-    const int64_t count = count_values[j];
-    if (count == 0) continue;
-    const torch::Tensor slots = order.slice(0, start, start + count);
-    start += count;
-    const torch::Tensor tokens_j = token_of.index_select(0, slots);
-    const torch::Tensor z =
-        Activate(torch::matmul(x.index_select(0, tokens_j), encoder_of[j].t()));
-    const torch::Tensor y =
-        torch::matmul(z, decoder_of[j]) * flat_weights.index_select(0, slots);
-    output = output.index_add(0, tokens_j, y);
-  }
+  const torch::Tensor output = DispatchToExperts(
+      x, routing.experts, routing.weights, options_.n_experts,
+      [&](int64_t j, const torch::Tensor& rows) {
+        return torch::matmul(Activate(torch::matmul(rows, encoder_of[j].t())),
+                             decoder_of[j]);
+      });
   return output.view(input.sizes());
 }
 

@@ -1,0 +1,26 @@
+// Dropless top-k dispatch shared by the mixtures (Switch / MoE-X, GPT-OSS
+// MoE): tokens are grouped by expert, each expert runs only on its own rows,
+// and output[t] = sum_j weight[t, j] * expert_j(x[t]). Cost grows with k, not
+// with the number of experts.
+#ifndef SPARSE_LAYERS_LAYERS_FFN_EXPERT_DISPATCH_H_
+#define SPARSE_LAYERS_LAYERS_FFN_EXPERT_DISPATCH_H_
+
+#include <torch/torch.h>
+
+#include <functional>
+
+namespace sparse_layers::layers {
+
+// Expert `expert` applied to the rows it received: (rows, d) -> (rows, d).
+using ExpertFn =
+    std::function<torch::Tensor(int64_t expert, const torch::Tensor& rows)>;
+
+// x: (N, d); experts, weights: (N, k) chosen experts and their gates.
+torch::Tensor DispatchToExperts(const torch::Tensor& x,
+                                const torch::Tensor& experts,
+                                const torch::Tensor& weights, int64_t n_experts,
+                                const ExpertFn& expert);
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_FFN_EXPERT_DISPATCH_H_
