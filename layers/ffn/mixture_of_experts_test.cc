@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -159,25 +160,12 @@ TEST(MixtureGradientTest, MatchesFiniteDifferencesAndSkipsUnselectedExperts) {
     auto loss = [&]() -> torch::Tensor {
       return (moe.Forward(x, none) - target).pow(2).sum();
     };
-    moe.zero_grad();
-    loss().backward();
-    std::vector<torch::Tensor> parameters = {moe.encoders, moe.decoders};
-    if (moe.router.defined()) parameters.push_back(moe.router);
-    for (const torch::Tensor& parameter : parameters) {
-      const torch::Tensor grad = parameter.grad().clone();
-      torch::NoGradGuard no_grad;
-      auto flat = parameter.view({-1});
-      for (int64_t i = 0; i < flat.size(0); i += flat.size(0) / 9) {
-        const double saved = flat[i].item<double>();
-        flat[i] = saved + 1e-6;
-        const double plus = loss().item<double>();
-        flat[i] = saved - 1e-6;
-        const double minus = loss().item<double>();
-        flat[i] = saved;
-        EXPECT_NEAR(grad.view({-1})[i].item<double>(), (plus - minus) / 2e-6,
-                    1e-6);
-      }
-    }
+    std::vector<std::pair<std::string, torch::Tensor>> parameters = {
+        {"encoders", moe.encoders}, {"decoders", moe.decoders}};
+    if (moe.router.defined()) parameters.emplace_back("router", moe.router);
+    const auto mismatches =
+        testing::CheckGradients(loss, parameters, /*entries_per_parameter=*/9);
+    EXPECT_TRUE(mismatches.empty()) << mismatches.front();
     // Decoders of experts no token selected get no gradient.
     const torch::Tensor selected =
         torch::zeros({8}, torch::kBool)

@@ -14,7 +14,7 @@ namespace sparse_layers::layers::testing {
 
 // `loss` must be deterministic and use the (double) parameters; steps of 1e-6
 // keep top-k selections fixed on generic inputs. Returns one message per
-// mismatch (empty when all agree within `tolerance`).
+// mismatch (empty when every |autograd - finite difference| <= `tolerance`).
 std::vector<std::string> CheckGradients(
     const std::function<torch::Tensor()>& loss,
     const std::vector<std::pair<std::string, torch::Tensor>>& parameters,
