@@ -27,6 +27,16 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// The shard holding item `index` of cumulative per-shard counts, and the
+// item's index within that shard.
+std::pair<int, int64_t> Locate(const std::vector<int64_t>& cumulative,
+                               int64_t index) {
+  const int shard = static_cast<int>(
+      std::upper_bound(cumulative.begin(), cumulative.end(), index) -
+      cumulative.begin());
+  return {shard, index - (shard == 0 ? 0 : cumulative[shard - 1])};
+}
+
 }  // namespace
 
 absl::Status WriteTokenShard(const std::string& path,
@@ -192,12 +202,8 @@ TokenBatch BatchSampler::TrainBatch(int64_t step) const {
   for (int row = 0; row < batch_size_; ++row) {
     // Modulo bias is below total / 2^64: negligible, and fully deterministic.
     const int64_t position = static_cast<int64_t>(generator() % total);
-    const int shard =
-        static_cast<int>(std::upper_bound(start_positions_.begin(),
-                                          start_positions_.end(), position) -
-                         start_positions_.begin());
-    const int64_t before = shard == 0 ? 0 : start_positions_[shard - 1];
-    CopyWindow(shard, position - before, row, batch);
+    const auto [shard, offset] = Locate(start_positions_, position);
+    CopyWindow(shard, offset, row, batch);
   }
   return batch;
 }
@@ -211,11 +217,8 @@ TokenBatch BatchSampler::EvalBatch(int64_t index, int64_t batches) const {
     const int64_t k = index * batch_size_ + row;
     const int64_t window =
         wanted >= windows ? k % windows : k * windows / wanted;
-    const int shard = static_cast<int>(
-        std::upper_bound(eval_windows_.begin(), eval_windows_.end(), window) -
-        eval_windows_.begin());
-    const int64_t before = shard == 0 ? 0 : eval_windows_[shard - 1];
-    CopyWindow(shard, (window - before) * sequence_length_, row, batch);
+    const auto [shard, offset] = Locate(eval_windows_, window);
+    CopyWindow(shard, offset * sequence_length_, row, batch);
   }
   return batch;
 }
