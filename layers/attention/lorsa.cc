@@ -61,11 +61,11 @@ LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
     selected = std::get<1>(score.topk(k, -1));
   }
   const TopKCodes codes{kept.gather(-1, selected), selected};
+  const torch::Tensor activations = Densify(codes, options_.ov_heads);
   // Only the K selected output rows are read (embedding_bag), not all H.
   const torch::Tensor output =
-      dense_output ? torch::matmul(Densify(codes, options_.ov_heads), w_o)
-                   : SparseDecode(codes, w_o);
-  return {output + b_o, Densify(codes, options_.ov_heads), pattern, values};
+      dense_output ? torch::matmul(activations, w_o) : SparseDecode(codes, w_o);
+  return {output + b_o, activations, pattern, values};
 }
 
 void LorsaImpl::InitQkFromAttention(const CausalSelfAttentionImpl& attention) {
