@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
+#include "layers/core/parameter_count.h"
 #include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
@@ -111,9 +112,7 @@ TEST(LorsaTest, NoGradientThroughSelectionAndCountsFollowTheFormula) {
   pythia.context_length = 8;
   pythia.rotary = false;
   Lorsa big(pythia);
-  int64_t count = 0;
-  for (const auto& p : big->parameters()) count += p.numel();
-  EXPECT_EQ(count, 18874368 + 2 * 96 * 64 + 6144 + 768);
+  EXPECT_EQ(CountParameters(*big), 18874368 + 2 * 96 * 64 + 6144 + 768);
 }
 
 TEST(LorsaTest, SparseOutputDecodeEqualsTheDenseOne) {

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
+#include "layers/core/parameter_count.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -27,9 +28,8 @@ TEST(ClampedGluTest, MatchesTheGptOssFormulaIncludingTheClamps) {
   EXPECT_TRUE(torch::allclose(
       glu.Forward(x, none), torch::matmul(h, glu.w2.t()) + glu.b2, 1e-4, 1e-5));
   EXPECT_TRUE((ab.abs() > 7).any().item<bool>());
-  int64_t count = 0;
-  for (const auto& p : glu.parameters()) count += p.numel();
-  EXPECT_EQ(count, 3 * 6 * 5 + 2 * 5 + 6);  // 3 D F + 2 F + D (3.2).
+  EXPECT_EQ(CountParameters(glu),
+            3 * 6 * 5 + 2 * 5 + 6);  // 3 D F + 2 F + D (3.2).
 }
 
 TEST(GptOssMoeTest, DispatchEqualsDenseAndCountsFollowTheCode) {
@@ -44,9 +44,7 @@ TEST(GptOssMoeTest, DispatchEqualsDenseAndCountsFollowTheCode) {
   HookPoint none;
   EXPECT_TRUE(
       torch::allclose(moe.Forward(x, none), moe.ForwardDense(x), 1e-5, 1e-6));
-  int64_t count = 0;
-  for (const auto& p : moe.parameters()) count += p.numel();
-  EXPECT_EQ(count,
+  EXPECT_EQ(CountParameters(moe),
             16 * 8 + 16 * (3 * 8 * 8 + 3 * 8));  // 16 D + 16 (3 D^2 + 3 D).
   // 2 D 16 + 2 * 2 * 2 D D + 2 * 2 D D (seed-sgatlin.md 3.3).
   EXPECT_EQ(moe.ForwardFlopsPerToken(),

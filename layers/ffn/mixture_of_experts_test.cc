@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "layers/core/parameter_count.h"
 #include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
@@ -186,14 +187,11 @@ TEST(MixtureTest, ParameterCountsMatchTheMoeXTable) {
   options.d_model = 512;
   options.d_expert = 2048;
   MixtureOfExpertsImpl moe_x(options);
-  int64_t count = 0;
-  for (const auto& p : moe_x.parameters()) count += p.numel();
-  EXPECT_EQ(count, 8 * 2 * 2048 * 512);
+  EXPECT_EQ(CountParameters(moe_x), 8 * 2 * 2048 * 512);
   options.router = MixtureOptions::Router::kLearned;
   MixtureOfExpertsImpl switch_moe(options);
-  count = 0;
-  for (const auto& p : switch_moe.parameters()) count += p.numel();
-  EXPECT_EQ(count, 8 * 2 * 2048 * 512 + 4096);  // "+4,096 router params/layer".
+  EXPECT_EQ(CountParameters(switch_moe),
+            8 * 2 * 2048 * 512 + 4096);  // "+4,096 router params/layer".
 }
 
 }  // namespace

@@ -3,16 +3,11 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
+#include "layers/core/parameter_count.h"
 #include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
-
-int64_t CountParameters(const torch::nn::Module& module) {
-  int64_t count = 0;
-  for (const auto& p : module.parameters()) count += p.numel();
-  return count;
-}
 
 TEST(ProductKeyTopKTest, EqualsBruteForceTopKOverAllPairs) {
   torch::manual_seed(0);

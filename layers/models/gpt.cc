@@ -1,6 +1,7 @@
 #include "layers/models/gpt.h"
 
 #include "absl/strings/str_cat.h"
+#include "layers/core/parameter_count.h"
 #include "layers/core/rms_norm.h"
 
 namespace sparse_layers::layers {
@@ -260,12 +261,7 @@ void GptImpl::AdjustGradients() {
   for (Block& block : blocks) block->ffn->AdjustGradients();
 }
 
-int64_t GptImpl::ParameterCount() const {
-  int64_t count = 0;
-  for (const torch::Tensor& parameter : parameters())
-    count += parameter.numel();
-  return count;
-}
+int64_t GptImpl::ParameterCount() const { return CountParameters(*this); }
 
 int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
   int64_t flops = 2 * options_.d_model * options_.vocab_size;  // Unembedding.

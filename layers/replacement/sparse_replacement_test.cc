@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
+#include "layers/core/parameter_count.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/parameter_matching.h"
 #include "layers/testing/gradient_check.h"
@@ -19,12 +20,6 @@ ReplacementOptions MxdOptions() {
   options.n_experts = 32;
   options.k = 8;
   return options;
-}
-
-int64_t CountParameters(const torch::nn::Module& module) {
-  int64_t count = 0;
-  for (const auto& p : module.parameters()) count += p.numel();
-  return count;
 }
 
 TEST(MxdTest, FactorisedForwardEqualsTheExplicitMixtureOfExperts) {
