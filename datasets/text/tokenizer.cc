@@ -53,31 +53,31 @@ void* Plugin(std::string* error) {
   return handle;
 }
 
+// The plugin's entry point `name`, or null with *error set.
+template <typename Function>
+Function PluginFunction(const char* name, std::string* error) {
+  void* plugin = Plugin(error);
+  if (plugin == nullptr) return nullptr;
+  auto function = reinterpret_cast<Function>(dlsym(plugin, name));
+  if (function == nullptr) {
+    *error = std::string("SentencePiece plugin lacks ") + name;
+  }
+  return function;
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> Tokenizer::Load(const std::string& model_path,
                                            std::string* error) {
-  void* plugin = Plugin(error);
-  if (plugin == nullptr) return nullptr;
-  auto load = reinterpret_cast<LoadFunction>(
-      dlsym(plugin, "SparseLayersLoadTokenizer"));
-  if (load == nullptr) {
-    *error = "SentencePiece plugin lacks SparseLayersLoadTokenizer";
-    return nullptr;
-  }
+  auto load = PluginFunction<LoadFunction>("SparseLayersLoadTokenizer", error);
+  if (load == nullptr) return nullptr;
   return std::unique_ptr<Tokenizer>(load(model_path, error));
 }
 
 bool TrainSentencePiece(const std::string& arguments, std::string* error) {
-  void* plugin = Plugin(error);
-  if (plugin == nullptr) return false;
-  auto train = reinterpret_cast<TrainFunction>(
-      dlsym(plugin, "SparseLayersTrainSentencePiece"));
-  if (train == nullptr) {
-    *error = "SentencePiece plugin lacks SparseLayersTrainSentencePiece";
-    return false;
-  }
-  return train(arguments, error);
+  auto train =
+      PluginFunction<TrainFunction>("SparseLayersTrainSentencePiece", error);
+  return train != nullptr && train(arguments, error);
 }
 
 }  // namespace sparse_layers::datasets
