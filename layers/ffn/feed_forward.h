@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,27 @@
 #include "layers/hooks/hook_point.h"
 
 namespace sparse_layers::layers {
+
+// Switches between a paper's text and its official code, and the papers'
+// ablations (config model.layer_options; experiment.proto gives each default).
+struct LayerVariants {
+  // Unit-norm decoder rows re-applied every step (seed-mxd.md norm_dec); unset:
+  // each layer's default (on, off for the Skip Transcoder's zero decoder).
+  std::optional<bool> normalise_decoder;
+  // Random-K training of replacement layers (seed-mxd.md 4.3).
+  bool random_k = false;
+  // MoE-X router sigma_h read as the printed variance (seed-moex.md [R1]).
+  bool router_sigma_is_variance = false;
+  double load_balance_weight = 0.001;  // Switch / MoE lambda.
+  // MoHD: scaling "renorm" | "const_n" | "literal" | "none", group fusion,
+  // random routing, shared sub-dims (-1: K - 1), beta, gather-sparse compute.
+  std::string mohd_scaling = "renorm";
+  bool mohd_fusion = true;
+  bool mohd_random_routing = false;
+  int64_t mohd_shared = -1;
+  double mohd_balance_weight = 0.01;
+  bool gather_sparse = false;
+};
 
 struct FeedForwardOptions {
   int64_t d_model = 0;
@@ -27,6 +49,7 @@ struct FeedForwardOptions {
   int64_t d_key = 0;
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
+  LayerVariants variants;
 };
 
 class FeedForwardImpl : public torch::nn::Module {

@@ -91,9 +91,8 @@ BENCHMARK(BM_Sgatlin)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// Args: {D, sub-dims N, gather-sparse (1) or masked-dense (0)}; K = N / 4
-// active (one shared), d_ff = 4 D / 4 = D (compression to 25%).
-void BM_MohdFfn(benchmark::State& state) {
+// D = range(0), N = range(1), K = N / 4 with one shared; seeds and threads.
+MohdOptions MohdBenchmarkOptions(const benchmark::State& state) {
   (void)backend::SetTorchThreads(2);
   torch::manual_seed(0);
   MohdOptions options;
@@ -101,6 +100,13 @@ void BM_MohdFfn(benchmark::State& state) {
   options.sub_dims = state.range(1);
   options.active = state.range(1) / 4;
   options.shared = 1;
+  return options;
+}
+
+// Args: {D, sub-dims N, gather-sparse (1) or masked-dense (0)}; K = N / 4
+// active (one shared), d_ff = 4 D / 4 = D (compression to 25%).
+void BM_MohdFfn(benchmark::State& state) {
+  const MohdOptions options = MohdBenchmarkOptions(state);
   MohdFfnImpl ffn(options, state.range(0), 1);
   ffn.gather_sparse = state.range(2) == 1;
   const torch::Tensor x = torch::randn({kTokens, options.d_model});
@@ -110,6 +116,21 @@ void BM_MohdFfn(benchmark::State& state) {
     ffn.Forward(x, none).pow(2).mean().backward();
   }
   state.counters["tokens/s"] = benchmark::Counter(kTokens * state.iterations(),
+                                                  benchmark::Counter::kIsRate);
+  state.SetLabel(state.range(2) ? "gather sparse" : "masked dense");
+}
+// Args: {D, sub-dims N, gather-sparse (1) or masked-dense (0)}; K = N / 4
+// active (one shared), inner width D / 4 with 4 heads, 8 sequences of 128.
+void BM_MohdAttention(benchmark::State& state) {
+  const MohdOptions options = MohdBenchmarkOptions(state);
+  MohdAttention attention(options, state.range(0) / 4, 4, 128, 1);
+  attention->gather_sparse = state.range(2) == 1;
+  const torch::Tensor x = torch::randn({8, 128, options.d_model});
+  for (auto _ : state) {
+    attention->zero_grad();
+    attention->forward(x).pow(2).mean().backward();
+  }
+  state.counters["tokens/s"] = benchmark::Counter(8 * 128 * state.iterations(),
                                                   benchmark::Counter::kIsRate);
   state.SetLabel(state.range(2) ? "gather sparse" : "masked dense");
 }
@@ -143,6 +164,11 @@ BENCHMARK(BM_Lorsa)
     ->UseRealTime();
 
 BENCHMARK(BM_MohdFfn)
+    ->ArgsProduct({{256}, {8}, {0, 1}})
+    ->ArgsProduct({{1024}, {16}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_MohdAttention)
     ->ArgsProduct({{256}, {8}, {0, 1}})
     ->ArgsProduct({{1024}, {16}, {0, 1}})
     ->Unit(benchmark::kMillisecond)

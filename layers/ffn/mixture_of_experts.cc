@@ -17,6 +17,8 @@ MixtureOptions FromFeedForward(const FeedForwardOptions& o, Activation act,
   options.activation = act;
   options.router = router;
   options.n_layers = o.n_layers;
+  options.router_sigma_is_variance = o.variants.router_sigma_is_variance;
+  options.load_balance_weight = o.variants.load_balance_weight;
   return options;
 }
 

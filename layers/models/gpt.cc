@@ -34,10 +34,50 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   options.d_key = model.d_key();
   options.attention = model.attention().empty() ? "mha" : model.attention();
   options.attention_inner = model.attention_inner();
-  if (options.attention != "mha" && options.attention != "mohd") {
+  if (options.attention != "mha" && options.attention != "mohd" &&
+      options.attention != "lorsa") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "model.attention '", options.attention, "': use mha or mohd"));
+        "model.attention '", options.attention, "': use mha, mohd or lorsa"));
   }
+  const config::LayerOptions& layer = model.layer_options();
+  options.lorsa_ov_heads =
+      layer.lorsa_ov_heads() > 0 ? layer.lorsa_ov_heads() : model.d_model();
+  options.lorsa_top_k =
+      layer.lorsa_top_k() > 0 ? layer.lorsa_top_k() : model.n_heads();
+  options.lorsa_relu = !layer.has_lorsa_relu() || layer.lorsa_relu();
+  if (options.attention == "lorsa" &&
+      (model.n_heads() <= 0 || options.lorsa_ov_heads % model.n_heads() != 0 ||
+       options.lorsa_top_k > options.lorsa_ov_heads)) {
+    return absl::InvalidArgumentError(
+        "layer_options.lorsa_ov_heads must be a multiple of n_heads and at "
+        "least lorsa_top_k");
+  }
+  LayerVariants& variants = options.variants;
+  if (layer.has_normalise_decoder()) {
+    variants.normalise_decoder = layer.normalise_decoder();
+  }
+  variants.random_k = layer.random_k();
+  if (layer.router_sigma() == "variance") {
+    variants.router_sigma_is_variance = true;
+  } else if (!layer.router_sigma().empty() && layer.router_sigma() != "std") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer_options.router_sigma '", layer.router_sigma(),
+                     "': use std or variance"));
+  }
+  if (layer.has_load_balance_weight()) {
+    variants.load_balance_weight = layer.load_balance_weight();
+  }
+  const auto scaling = MohdScalingFromName(layer.mohd_scaling());
+  if (!scaling.ok()) return scaling.status();
+  if (!layer.mohd_scaling().empty())
+    variants.mohd_scaling = layer.mohd_scaling();
+  variants.mohd_fusion = !layer.has_mohd_fusion() || layer.mohd_fusion();
+  variants.mohd_random_routing = layer.mohd_random_routing();
+  if (layer.has_mohd_shared()) variants.mohd_shared = layer.mohd_shared();
+  if (layer.has_mohd_balance_weight()) {
+    variants.mohd_balance_weight = layer.mohd_balance_weight();
+  }
+  variants.gather_sparse = layer.gather_sparse();
   if (model.positions() == "rotary") {
     options.rotary = true;
   } else if (!model.positions().empty() && model.positions() != "learned") {
@@ -84,16 +124,26 @@ BlockImpl::BlockImpl(const GptOptions& options, int index,
   attention_options.rotary = options.rotary;
   attention_options.n_layers = options.n_layers;
   if (options.attention == "mohd") {
-    MohdOptions mohd;
-    mohd.d_model = options.d_model;
-    mohd.sub_dims = options.n_experts;
-    mohd.active = options.top_k;
-    mohd.shared = std::max<int64_t>(0, options.top_k - 1);
     const int64_t inner =
         options.attention_inner > 0 ? options.attention_inner : options.d_model;
     mohd_attention = register_module(
-        "attention", MohdAttention(mohd, inner, options.n_heads,
-                                   options.context_length, options.n_layers));
+        "attention",
+        MohdAttention(MohdOptionsFor(options.d_model, options.n_experts,
+                                     options.top_k, options.variants),
+                      inner, options.n_heads, options.context_length,
+                      options.n_layers));
+    mohd_attention->gather_sparse = options.variants.gather_sparse;
+  } else if (options.attention == "lorsa") {
+    LorsaOptions lorsa_options;
+    lorsa_options.d_model = options.d_model;
+    lorsa_options.qk_heads = options.n_heads;
+    lorsa_options.qk_dim = options.d_model / options.n_heads;
+    lorsa_options.ov_heads = options.lorsa_ov_heads;
+    lorsa_options.k = options.lorsa_top_k;
+    lorsa_options.context_length = options.context_length;
+    lorsa_options.rotary = options.rotary;
+    lorsa_options.relu = options.lorsa_relu;
+    lorsa = register_module("attention", Lorsa(lorsa_options));
   } else {
     attention = register_module(
         "attention", CausalSelfAttention(attention_options, prefix + "attn."));
@@ -110,6 +160,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
   torch::Tensor attention_out =
       attention_replacement ? attention_replacement(attention_in)
       : mohd_attention      ? mohd_attention->forward(attention_in)
+      : lorsa               ? lorsa->forward(attention_in)
                             : attention->forward(attention_in);
   if (hook_attn_out.active()) attention_out = hook_attn_out(attention_out);
   residual = residual + attention_out;
@@ -135,6 +186,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   ffn_options.top_k = options.top_k;
   ffn_options.d_key = options.d_key;
   ffn_options.n_layers = options.n_layers;
+  ffn_options.variants = options.variants;
   for (int i = 0; i < options.n_layers; ++i) {
     absl::StatusOr<std::shared_ptr<FeedForwardImpl>> ffn =
         FeedForwardRegistry::Create(options.ffn, ffn_options);
@@ -269,6 +321,8 @@ int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
     flops +=
         (block->attention
              ? block->attention->ForwardFlopsPerToken(sequence_length)
+         : block->lorsa
+             ? block->lorsa->ForwardFlopsPerToken(sequence_length)
              : block->mohd_attention->ForwardFlopsPerToken(sequence_length)) +
         block->ffn->ForwardFlopsPerToken();
   }

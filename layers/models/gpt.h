@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "layers/attention/lorsa.h"
 #include "layers/core/causal_attention.h"
 #include "layers/ffn/feed_forward.h"
 #include "layers/hooks/hook_point.h"
@@ -33,9 +34,15 @@ struct GptOptions {
   int64_t n_experts = 0;
   int64_t top_k = 0;
   int64_t d_key = 0;
-  // "mha" or "mohd"; inner width of the attention (0: d_model).
+  // "mha", "mohd" or "lorsa"; inner width of the attention (0: d_model).
   std::string attention = "mha";
   int64_t attention_inner = 0;
+  // Lorsa with n_heads QK heads: OV heads H, active K, ReLU before top-K.
+  int64_t lorsa_ov_heads = 0;
+  int64_t lorsa_top_k = 0;
+  bool lorsa_relu = true;
+  // Paper-versus-code switches of the FFN and MoHD attention.
+  LayerVariants variants;
   bool rotary = false;
   bool rms_norm = false;
   bool tie_embeddings = true;
@@ -57,6 +64,7 @@ class BlockImpl : public torch::nn::Module {
   torch::nn::AnyModule attention_norm;
   CausalSelfAttention attention{nullptr};  // "mha"
   MohdAttention mohd_attention{nullptr};   // "mohd"
+  Lorsa lorsa{nullptr};                    // "lorsa"
   torch::nn::AnyModule ffn_norm;
   std::shared_ptr<FeedForwardImpl> ffn;
 

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "layers/ffn/mixture_of_experts.h"
+#include "layers/replacement/sparse_replacement.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -177,6 +179,121 @@ TEST(GptTest, MohdModelIsCausalAndAddsBothBalanceLosses) {
   changed.select(1, 11).fill_(7);
   EXPECT_TRUE(torch::equal(model->forward(changed).slice(1, 0, 11),
                            model->forward(tokens).slice(1, 0, 11)));
+}
+
+TEST(GptTest, LorsaAttentionModelIsCausalWithKActiveHeads) {
+  GptOptions options = SmallOptions(true, true, "gelu_mlp");
+  options.attention = "lorsa";
+  options.lorsa_ov_heads = 32;  // 8 rank-1 OV heads per QK head.
+  options.lorsa_top_k = 5;
+  auto model = MakeModel(options);
+  ASSERT_TRUE(model->blocks[0]->lorsa);
+  EXPECT_EQ(model->blocks[0]->lorsa->group_size(), 8);
+  const torch::Tensor tokens = Tokens();
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> inputs;
+  model->FindHook("blocks.0.attn.hook_in")->Add(CaptureHook(&inputs));
+  const torch::Tensor logits = model->forward(tokens);
+  model->ClearHooks();
+  ASSERT_EQ(inputs.size(), 1u);
+  const LorsaOutput run = model->blocks[0]->lorsa->Run(inputs[0], 5);
+  const torch::Tensor active = (run.activations != 0).sum(-1);
+  EXPECT_LE(active.max().item<int64_t>(), 5);
+  torch::Tensor changed = tokens.clone();
+  changed.select(1, 11).fill_(7);
+  EXPECT_TRUE(torch::equal(model->forward(changed).slice(1, 0, 11),
+                           logits.slice(1, 0, 11)));
+  // Lorsa's FLOPs replace the MHSA's in the model total.
+  const int64_t lorsa_flops = model->blocks[0]->lorsa->ForwardFlopsPerToken(12);
+  auto dense = MakeModel(SmallOptions(true, true, "gelu_mlp"));
+  EXPECT_EQ(model->ForwardFlopsPerToken(12) - dense->ForwardFlopsPerToken(12),
+            2 * (lorsa_flops -
+                 dense->blocks[0]->attention->ForwardFlopsPerToken(12)));
+}
+
+config::ModelConfig TinyModelConfig() {
+  config::ModelConfig model;
+  model.set_vocab_size(20);
+  model.set_context_length(8);
+  model.set_d_model(16);
+  model.set_n_layers(1);
+  model.set_n_heads(2);
+  model.set_d_ffn(32);
+  model.set_n_experts(4);
+  model.set_top_k(2);
+  return model;
+}
+
+template <typename Layer>
+std::shared_ptr<Layer> FfnOf(const config::ModelConfig& model) {
+  auto options = GptOptionsFromConfig(model);
+  EXPECT_TRUE(options.ok()) << options.status();
+  auto gpt = MakeModel(*options);
+  return std::dynamic_pointer_cast<Layer>(gpt->blocks[0]->ffn);
+}
+
+TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
+  config::ModelConfig model = TinyModelConfig();
+  model.set_ffn("moe_x");
+  auto moe = FfnOf<MixtureOfExpertsImpl>(model);
+  ASSERT_TRUE(moe);
+  EXPECT_FALSE(moe->options().router_sigma_is_variance);
+  EXPECT_EQ(moe->options().load_balance_weight, 0.001);
+  model.mutable_layer_options()->set_router_sigma("variance");
+  model.mutable_layer_options()->set_load_balance_weight(0.01);
+  moe = FfnOf<MixtureOfExpertsImpl>(model);
+  EXPECT_TRUE(moe->options().router_sigma_is_variance);
+  EXPECT_EQ(moe->options().load_balance_weight, 0.01);
+
+  model.set_ffn("skip_transcoder");
+  EXPECT_FALSE(FfnOf<TranscoderImpl>(model)->options().normalise_decoder);
+  model.set_ffn("mxd_gelu");
+  model.set_n_experts(12);
+  EXPECT_TRUE(FfnOf<MxdImpl>(model)->options().normalise_decoder);
+  EXPECT_FALSE(FfnOf<MxdImpl>(model)->options().random_k);
+  model.mutable_layer_options()->set_normalise_decoder(false);
+  model.mutable_layer_options()->set_random_k(true);
+  EXPECT_FALSE(FfnOf<MxdImpl>(model)->options().normalise_decoder);
+  EXPECT_TRUE(FfnOf<MxdImpl>(model)->options().random_k);
+
+  model = TinyModelConfig();
+  model.set_ffn("mohd_swiglu");
+  model.set_attention("mohd");
+  model.set_top_k(3);
+  model.mutable_layer_options()->set_mohd_scaling("none");
+  model.mutable_layer_options()->set_mohd_fusion(false);
+  model.mutable_layer_options()->set_mohd_shared(0);
+  model.mutable_layer_options()->set_gather_sparse(true);
+  auto options = GptOptionsFromConfig(model);
+  ASSERT_TRUE(options.ok()) << options.status();
+  auto gpt = MakeModel(*options);
+  for (const MohdOptions& mohd :
+       {gpt->blocks[0]->mohd_attention->gate->options(),
+        std::dynamic_pointer_cast<MohdFfnImpl>(gpt->blocks[0]->ffn)
+            ->gate->options()}) {
+    EXPECT_EQ(mohd.alpha, MohdOptions::Alpha::kNone);
+    EXPECT_FALSE(mohd.fusion);
+    EXPECT_EQ(mohd.shared, 0);
+    EXPECT_EQ(mohd.active, 3);
+  }
+  EXPECT_TRUE(gpt->blocks[0]->mohd_attention->gather_sparse);
+}
+
+TEST(GptTest, BadLayerOptionsAreRejected) {
+  config::ModelConfig model = TinyModelConfig();
+  model.mutable_layer_options()->set_router_sigma("mad");
+  EXPECT_FALSE(GptOptionsFromConfig(model).ok());
+  model = TinyModelConfig();
+  model.mutable_layer_options()->set_mohd_scaling("sqrt");
+  EXPECT_FALSE(GptOptionsFromConfig(model).ok());
+  model = TinyModelConfig();
+  model.set_attention("lorsa");
+  model.mutable_layer_options()->set_lorsa_ov_heads(15);  // Not 2 x G.
+  EXPECT_FALSE(GptOptionsFromConfig(model).ok());
+  model.mutable_layer_options()->set_lorsa_ov_heads(16);
+  EXPECT_TRUE(GptOptionsFromConfig(model).ok());
+  model.set_attention("linear");
+  EXPECT_FALSE(GptOptionsFromConfig(model).ok());
 }
 
 TEST(GptTest, ConfigErrorsAreClear) {

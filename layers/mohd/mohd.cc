@@ -2,22 +2,82 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 namespace sparse_layers::layers {
 namespace {
 
-// Registered with model.n_experts = N, model.top_k = K; S = K - 1 (one routed
-// sub-dim, the paper's 3-of-4 default shape; seed-mohd.md 3.3).
-FeedForwardRegistration kMohdFfn("mohd_swiglu",
-                                 [](const FeedForwardOptions& o) {
-                                   MohdOptions options;
-                                   options.d_model = o.d_model;
-                                   options.sub_dims = o.n_experts;
-                                   options.active = o.top_k;
-                                   options.shared =
-                                       std::max<int64_t>(0, o.top_k - 1);
-                                   return std::make_shared<MohdFfnImpl>(
-                                       options, o.d_hidden, o.n_layers);
-                                 });
+// Registered with model.n_experts = N, model.top_k = K; S = K - 1 unless
+// layer_options say otherwise (the paper's 3-of-4 default shape; seed-mohd.md
+// 3.3).
+FeedForwardRegistration kMohdFfn(
+    "mohd_swiglu", [](const FeedForwardOptions& o) {
+      auto ffn = std::make_shared<MohdFfnImpl>(
+          MohdOptionsFor(o.d_model, o.n_experts, o.top_k, o.variants),
+          o.d_hidden, o.n_layers);
+      ffn->gather_sparse = o.variants.gather_sparse;
+      return ffn;
+    });
+
+// The tokens that selected each routed sub-dim (undefined for shared ones).
+std::vector<torch::Tensor> TokensPerSubDim(const MohdOptions& o,
+                                           const torch::Tensor& mask) {
+  std::vector<torch::Tensor> tokens_of(o.sub_dims);
+  for (int64_t j = o.shared; j < o.sub_dims; ++j) {
+    tokens_of[j] = mask.select(1, j).nonzero().view({-1});
+  }
+  return tokens_of;
+}
+
+// (x * w) @ W for each W (D, n) from the active input rows only: one matmul
+// over the shared blocks, then each routed block for the tokens that chose it.
+std::vector<torch::Tensor> ProjectActiveRows(
+    const MohdOptions& o, const torch::Tensor& x, const torch::Tensor& w,
+    const std::vector<torch::Tensor>& tokens_of,
+    const std::vector<torch::Tensor>& matrices) {
+  const int64_t d_e = o.d_model / o.sub_dims, shared = o.shared * d_e;
+  const torch::Tensor shared_in = x.slice(1, 0, shared) * w.slice(1, 0, shared);
+  std::vector<torch::Tensor> outputs;
+  for (const torch::Tensor& m : matrices) {
+    outputs.push_back(torch::matmul(shared_in, m.slice(0, 0, shared)));
+  }
+  for (int64_t j = o.shared; j < o.sub_dims; ++j) {
+    const torch::Tensor& tokens = tokens_of[j];
+    if (tokens.numel() == 0) continue;
+    const torch::Tensor block =
+        (x.index_select(0, tokens) * w.index_select(0, tokens))
+            .slice(1, j * d_e, (j + 1) * d_e);
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      outputs[i] = outputs[i].index_add(
+          0, tokens,
+          torch::matmul(block, matrices[i].slice(0, j * d_e, (j + 1) * d_e)));
+    }
+  }
+  return outputs;
+}
+
+// (h @ W) * w for W (n, D), computing only the active output columns (the
+// inactive ones are zero because w is).
+torch::Tensor ProjectActiveColumns(
+    const MohdOptions& o, const torch::Tensor& h, const torch::Tensor& matrix,
+    const torch::Tensor& w, const std::vector<torch::Tensor>& tokens_of) {
+  const int64_t d_e = o.d_model / o.sub_dims, shared = o.shared * d_e;
+  std::vector<torch::Tensor> blocks = {
+      torch::matmul(h, matrix.slice(1, 0, shared)) * w.slice(1, 0, shared)};
+  for (int64_t j = o.shared; j < o.sub_dims; ++j) {
+    const torch::Tensor& tokens = tokens_of[j];
+    torch::Tensor block = torch::zeros({h.size(0), d_e}, h.options());
+    if (tokens.numel() > 0) {
+      const torch::Tensor out =
+          torch::matmul(h.index_select(0, tokens),
+                        matrix.slice(1, j * d_e, (j + 1) * d_e)) *
+          w.index_select(0, tokens).slice(1, j * d_e, (j + 1) * d_e);
+      block = block.index_add(0, tokens, out);
+    }
+    blocks.push_back(block);
+  }
+  return torch::cat(blocks, 1);
+}
 
 }  // namespace
 
@@ -103,50 +163,13 @@ MohdFfnImpl::MohdFfnImpl(const MohdOptions& options, int64_t d_ff,
 }
 
 torch::Tensor MohdFfnImpl::ForwardGatherSparse(const torch::Tensor& x) {
-  const auto& o = options_;
-  const int64_t d_e = o.d_model / o.sub_dims, shared = o.shared * d_e;
   const MohdRouting routing = gate->Route(x);
   balance_ = routing.balance;
   const torch::Tensor w = gate->Expand(routing.weights);
-  // Inner pre-activations: shared blocks for every token...
-  torch::Tensor pre_gate =
-      torch::matmul((x.slice(1, 0, shared) * w.slice(1, 0, shared)),
-                    w_gate.slice(0, 0, shared));
-  torch::Tensor pre_up =
-      torch::matmul((x.slice(1, 0, shared) * w.slice(1, 0, shared)),
-                    w_up.slice(0, 0, shared));
-  // ...plus each routed block for the tokens that selected it.
-  std::vector<torch::Tensor> tokens_of(o.sub_dims);
-  for (int64_t j = o.shared; j < o.sub_dims; ++j) {
-    tokens_of[j] = routing.mask.select(1, j).nonzero().view({-1});
-    if (tokens_of[j].numel() == 0) continue;
-    const torch::Tensor block =
-        (x.index_select(0, tokens_of[j]) * w.index_select(0, tokens_of[j]))
-            .slice(1, j * d_e, (j + 1) * d_e);
-    pre_gate = pre_gate.index_add(
-        0, tokens_of[j],
-        torch::matmul(block, w_gate.slice(0, j * d_e, (j + 1) * d_e)));
-    pre_up = pre_up.index_add(
-        0, tokens_of[j],
-        torch::matmul(block, w_up.slice(0, j * d_e, (j + 1) * d_e)));
-  }
-  const torch::Tensor h = torch::silu(pre_gate) * pre_up;
-  // Output columns of the active blocks only, concatenated block by block.
-  std::vector<torch::Tensor> blocks = {
-      torch::matmul(h, w_down.slice(1, 0, shared)) * w.slice(1, 0, shared)};
-  for (int64_t j = o.shared; j < o.sub_dims; ++j) {
-    torch::Tensor block = torch::zeros({x.size(0), d_e}, x.options());
-    if (tokens_of[j].numel() > 0) {
-      const torch::Tensor out =
-          torch::matmul(h.index_select(0, tokens_of[j]),
-                        w_down.slice(1, j * d_e, (j + 1) * d_e)) *
-          w.index_select(0, tokens_of[j]).slice(1, j * d_e, (j + 1) * d_e);
-      block = block.index_add(0, tokens_of[j], out);
-    }
-    blocks.push_back(block);
-  }
-  const torch::Tensor y = torch::cat(blocks, 1);
-  return gate->Fuse(y);
+  const auto tokens_of = TokensPerSubDim(options_, routing.mask);
+  const auto pre = ProjectActiveRows(options_, x, w, tokens_of, {w_gate, w_up});
+  const torch::Tensor h = torch::silu(pre[0]) * pre[1];
+  return gate->Fuse(ProjectActiveColumns(options_, h, w_down, w, tokens_of));
 }
 
 torch::Tensor MohdFfnImpl::Forward(const torch::Tensor& input,
@@ -197,18 +220,29 @@ torch::Tensor MohdAttentionImpl::forward(const torch::Tensor& x) {
   const MohdRouting routing = gate->Route(flat);
   balance_ = routing.balance;
   const torch::Tensor w = gate->Expand(routing.weights);
-  const torch::Tensor scaled = (flat * w).view(x.sizes());
+  std::vector<torch::Tensor> tokens_of;
+  std::vector<torch::Tensor> qkv;
+  if (gather_sparse) {
+    tokens_of = TokensPerSubDim(options_, routing.mask);
+    qkv = ProjectActiveRows(options_, flat, w, tokens_of, {w_q, w_k, w_v});
+  } else {
+    const torch::Tensor scaled = flat * w;  // Eq. 14 on the input rows.
+    qkv = {torch::matmul(scaled, w_q), torch::matmul(scaled, w_k),
+           torch::matmul(scaled, w_v)};
+  }
   auto heads = [&](const torch::Tensor& t) {
     return t.view({batch, length, heads_, head_dim}).transpose(1, 2);
   };
-  const torch::Tensor q = rotary_.Apply(heads(torch::matmul(scaled, w_q)));
-  const torch::Tensor k = rotary_.Apply(heads(torch::matmul(scaled, w_k)));
-  const torch::Tensor v = heads(torch::matmul(scaled, w_v));
+  const torch::Tensor q = rotary_.Apply(heads(qkv[0]));
+  const torch::Tensor k = rotary_.Apply(heads(qkv[1]));
+  const torch::Tensor v = heads(qkv[2]);
   const torch::Tensor pattern = causal_mask_.Softmax(
       torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim)));
   const torch::Tensor mixed =
       torch::matmul(pattern, v).transpose(1, 2).reshape({-1, inner_});
-  const torch::Tensor y = torch::matmul(mixed, w_o) * w;
+  const torch::Tensor y =
+      gather_sparse ? ProjectActiveColumns(options_, mixed, w_o, w, tokens_of)
+                    : torch::matmul(mixed, w_o) * w;
   return gate->Fuse(y).view(x.sizes());
 }
 
@@ -218,6 +252,33 @@ int64_t MohdAttentionImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
   return 2 * active_width * 4 * inner_ + 4 * sequence_length * inner_ +
          2 * o.d_model * o.sub_dims +
          (o.fusion ? 2 * o.sub_dims * active_width : 0);
+}
+
+absl::StatusOr<MohdOptions::Alpha> MohdScalingFromName(
+    const std::string& name) {
+  if (name.empty() || name == "renorm") return MohdOptions::Alpha::kRenorm;
+  if (name == "const_n") return MohdOptions::Alpha::kConstN;
+  if (name == "literal") return MohdOptions::Alpha::kLiteral;
+  if (name == "none") return MohdOptions::Alpha::kNone;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "MoHD scaling '", name, "': use renorm, const_n, literal or none"));
+}
+
+MohdOptions MohdOptionsFor(int64_t d_model, int64_t sub_dims, int64_t active,
+                           const LayerVariants& variants) {
+  MohdOptions options;
+  options.d_model = d_model;
+  options.sub_dims = sub_dims;
+  options.active = active;
+  options.shared = variants.mohd_shared >= 0 ? variants.mohd_shared
+                                             : std::max<int64_t>(0, active - 1);
+  const auto alpha = MohdScalingFromName(variants.mohd_scaling);
+  TORCH_CHECK(alpha.ok(), alpha.status().ToString());
+  options.alpha = *alpha;
+  options.fusion = variants.mohd_fusion;
+  options.random_routing = variants.mohd_random_routing;
+  options.balance_weight = variants.mohd_balance_weight;
+  return options;
 }
 
 int64_t MohdLayerParameters(int64_t width, int64_t q, int64_t kv,

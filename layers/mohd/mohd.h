@@ -9,6 +9,9 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
+#include "absl/status/statusor.h"
 #include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"
 #include "layers/ffn/feed_forward.h"
@@ -90,6 +93,9 @@ class MohdAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // (B, T, D)
   torch::Tensor balance() const { return balance_; }
   int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+  // Project through the active input rows / output columns only, as the FFN's
+  // ForwardGatherSparse (same outputs and gradients as masked-dense).
+  bool gather_sparse = false;
 
   MohdGate gate{nullptr};
   torch::Tensor w_q, w_k, w_v;  // (D, q)
@@ -103,6 +109,12 @@ class MohdAttentionImpl : public torch::nn::Module {
   torch::Tensor balance_;
 };
 TORCH_MODULE(MohdAttention);
+
+// "renorm" (or empty), "const_n", "literal", "none" (seed-mohd.md 3.6).
+absl::StatusOr<MohdOptions::Alpha> MohdScalingFromName(const std::string& name);
+// N sub-dims, K active, and the config's MoHD variants (S = K - 1 by default).
+MohdOptions MohdOptionsFor(int64_t d_model, int64_t sub_dims, int64_t active,
+                           const LayerVariants& variants);
 
 // Parameter counts as the paper reports them (seed-mohd.md 2, 3.10): LLaMA-2
 // layers with q, kv, d_ff fixed; embeddings and untied head in the total only;

@@ -180,6 +180,54 @@ TEST(MohdFfnTest, GatherSparseEqualsMaskedDenseInOutputsAndGradients) {
   }
 }
 
+TEST(MohdAttentionTest, GatherSparseEqualsMaskedDenseInOutputsAndGradients) {
+  torch::manual_seed(8);
+  MohdOptions options = Options(3, 1);
+  options.d_model = 32;
+  options.sub_dims = 8;
+  MohdAttention attention(options, 16, 2, 10, 1);
+  {
+    torch::NoGradGuard no_grad;
+    attention->gate->fusion.add_(torch::randn({8, 8}) * 0.1);
+  }
+  const torch::Tensor x = torch::randn({2, 10, 32});
+  const torch::Tensor dense = attention->forward(x);
+  dense.pow(2).sum().backward();
+  std::vector<torch::Tensor> dense_grads;
+  for (const auto& p : attention->parameters())
+    dense_grads.push_back(p.grad().clone());
+  attention->zero_grad();
+  attention->gather_sparse = true;
+  const torch::Tensor sparse = attention->forward(x);
+  EXPECT_TRUE(torch::allclose(sparse, dense, 1e-5, 1e-6));
+  sparse.pow(2).sum().backward();
+  size_t i = 0;
+  for (const auto& p : attention->parameters()) {
+    EXPECT_TRUE(torch::allclose(p.grad(), dense_grads[i++], 1e-4, 1e-6));
+  }
+}
+
+TEST(MohdOptionsTest, VariantsSelectTheAblations) {
+  LayerVariants variants;
+  MohdOptions options = MohdOptionsFor(64, 8, 3, variants);
+  EXPECT_EQ(options.shared, 2);  // K - 1 by default.
+  EXPECT_EQ(options.alpha, MohdOptions::Alpha::kRenorm);
+  EXPECT_TRUE(options.fusion);
+  variants.mohd_shared = 0;
+  variants.mohd_scaling = "none";
+  variants.mohd_fusion = false;
+  variants.mohd_random_routing = true;
+  variants.mohd_balance_weight = 0.5;
+  options = MohdOptionsFor(64, 8, 3, variants);
+  EXPECT_EQ(options.shared, 0);
+  EXPECT_EQ(options.alpha, MohdOptions::Alpha::kNone);
+  EXPECT_FALSE(options.fusion);
+  EXPECT_TRUE(options.random_routing);
+  EXPECT_EQ(options.balance_weight, 0.5);
+  EXPECT_EQ(*MohdScalingFromName("literal"), MohdOptions::Alpha::kLiteral);
+  EXPECT_FALSE(MohdScalingFromName("sqrt").ok());
+}
+
 TEST(MohdFusionTest, IdentityFusionEqualsNoFusion) {
   torch::manual_seed(4);
   MohdOptions with = Options(2, 1);

@@ -16,34 +16,41 @@ torch::Tensor UnitRows(torch::Tensor rows) {
   return rows / rows.norm(2, -1, /*keepdim=*/true).clamp_min(1e-12);
 }
 
-FeedForwardRegistration kTranscoder(
-    "transcoder", [](const FeedForwardOptions& o) {
-      return std::make_shared<TranscoderImpl>(
-          ReplacementOptions{o.d_model, o.d_model, o.d_hidden, 0, o.top_k},
-          /*skip=*/false);
-    });
+// Registry options -> replacement options; `decoder_default` is the layer's
+// norm_dec default when the config leaves it unset.
+ReplacementOptions FromFeedForward(const FeedForwardOptions& o,
+                                   int64_t n_experts, bool decoder_default) {
+  ReplacementOptions options{o.d_model, o.d_model, o.d_hidden, n_experts,
+                             o.top_k};
+  options.normalise_decoder =
+      o.variants.normalise_decoder.value_or(decoder_default);
+  options.random_k = o.variants.random_k;
+  return options;
+}
+
+FeedForwardRegistration kTranscoder("transcoder",
+                                    [](const FeedForwardOptions& o) {
+                                      return std::make_shared<TranscoderImpl>(
+                                          FromFeedForward(o, 0, true),
+                                          /*skip=*/false);
+                                    });
+// D starts at zero, so unit-norm rows are off unless asked for.
 FeedForwardRegistration kSkipTranscoder(
     "skip_transcoder", [](const FeedForwardOptions& o) {
-      ReplacementOptions options{o.d_model, o.d_model, o.d_hidden, 0, o.top_k};
-      options.normalise_decoder = false;  // D starts at zero.
-      return std::make_shared<TranscoderImpl>(options, /*skip=*/true);
+      return std::make_shared<TranscoderImpl>(FromFeedForward(o, 0, false),
+                                              /*skip=*/true);
     });
 FeedForwardRegistration kTopKSae("topk_sae", [](const FeedForwardOptions& o) {
-  return std::make_shared<TopKSaeImpl>(
-      ReplacementOptions{o.d_model, o.d_model, o.d_hidden, 0, o.top_k});
+  return std::make_shared<TopKSaeImpl>(FromFeedForward(o, 0, true));
 });
 FeedForwardRegistration kMxdGelu("mxd_gelu", [](const FeedForwardOptions& o) {
-  return std::make_shared<MxdImpl>(
-      ReplacementOptions{o.d_model, o.d_model, o.d_hidden, o.n_experts,
-                         o.top_k},
-      MxdImpl::Encoder::kGelu);
+  return std::make_shared<MxdImpl>(FromFeedForward(o, o.n_experts, true),
+                                   MxdImpl::Encoder::kGelu);
 });
 FeedForwardRegistration kMxdSwiGlu("mxd_swiglu",
                                    [](const FeedForwardOptions& o) {
                                      return std::make_shared<MxdImpl>(
-                                         ReplacementOptions{
-                                             o.d_model, o.d_model, o.d_hidden,
-                                             o.n_experts, o.top_k},
+                                         FromFeedForward(o, o.n_experts, true),
                                          MxdImpl::Encoder::kSwiGlu);
                                    });
 

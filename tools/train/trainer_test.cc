@@ -151,6 +151,20 @@ TEST(TrainerTest, MohdModelTrainsFromAConfig) {
   EXPECT_LT(summary->validation_loss(), 9.3);
 }
 
+// Lorsa as the model's attention, named in a config with its layer options.
+TEST(TrainerTest, LorsaModelTrainsFromAConfig) {
+  config::ExperimentConfig config = TinyConfig();
+  config.mutable_model()->set_attention("lorsa");
+  config.mutable_model()->set_positions("rotary");
+  config.mutable_model()->mutable_layer_options()->set_lorsa_ov_heads(64);
+  config.mutable_model()->mutable_layer_options()->set_lorsa_top_k(8);
+  config.mutable_budget()->set_max_steps(4);
+  config.mutable_eval()->set_sample_tokens(0);
+  auto summary = Train(config, Options("lorsa_model"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_LT(summary->validation_loss(), 9.3);
+}
+
 TEST(TrainerTest, NonFiniteLossStopsWithTheStep) {
   config::ExperimentConfig config = TinyConfig();
   config.mutable_optimizer()->set_learning_rate(1e30);
