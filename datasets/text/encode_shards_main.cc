@@ -57,50 +57,24 @@ absl::Status Run() {
   if (!tokenizer_digest.ok()) return tokenizer_digest.status();
   manifest.set_tokenizer_sha256(*tokenizer_digest);
 
-  const int64_t shard_tokens = absl::GetFlag(FLAGS_shard_tokens);
-  std::vector<uint16_t> buffer;
-  auto flush = [&]() -> absl::Status {
-    if (buffer.empty()) return absl::OkStatus();
-    const std::string file =
-        absl::StrFormat("%s_%03d.bin", split, manifest.shards_size());
-    const std::string path = absl::StrCat(out_dir, "/", file);
-    if (absl::Status status = WriteTokenShard(path, buffer, vocab_size);
-        !status.ok()) {
-      return status;
-    }
-    absl::StatusOr<std::string> digest = Sha256OfFile(path);
-    if (!digest.ok()) return digest.status();
-    TokenShard* shard = manifest.add_shards();
-    shard->set_file(file);
-    shard->set_tokens(static_cast<int64_t>(buffer.size()));
-    shard->set_sha256(*digest);
-    manifest.set_tokens(manifest.tokens() + shard->tokens());
-    buffer.clear();
-    return absl::OkStatus();
-  };
-
+  TokenSplitWriter writer(out_dir, manifest, absl::GetFlag(FLAGS_shard_tokens));
   for (absl::string_view record :
        absl::StrSplit(*jsonl, '\n', absl::SkipEmpty())) {
     absl::StatusOr<Document> document = ParseJsonDocument(record);
     if (!document.ok()) return document.status();
-    std::vector<int> ids = tokenizer->Encode(document->text());
-    ids.push_back(end_of_text);
-    for (int id : ids) buffer.push_back(static_cast<uint16_t>(id));
-    manifest.set_documents(manifest.documents() + 1);
-    // Shards break between documents once they reach the target size.
-    if (static_cast<int64_t>(buffer.size()) >= shard_tokens) {
-      if (absl::Status status = flush(); !status.ok()) return status;
+    if (absl::Status status = writer.AddDocument(
+            tokenizer->Encode(document->text()), /*end_of_text=*/true);
+        !status.ok()) {
+      return status;
     }
   }
-  if (absl::Status status = flush(); !status.ok()) return status;
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(manifest, &text);
+  absl::StatusOr<TokenShardManifest> written = writer.Finish();
+  if (!written.ok()) return written.status();
   std::fprintf(
       stderr, "encode_shards: %s: %lld documents, %lld tokens, %d shards\n",
-      split.c_str(), static_cast<long long>(manifest.documents()),
-      static_cast<long long>(manifest.tokens()), manifest.shards_size());
-  return WriteFileAtomically(
-      absl::StrCat(out_dir, "/", split, ".tokens.textproto"), text);
+      split.c_str(), static_cast<long long>(written->documents()),
+      static_cast<long long>(written->tokens()), written->shards_size());
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -11,7 +11,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "google/protobuf/text_format.h"
+#include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 
 namespace sparse_layers::datasets {
@@ -58,6 +60,64 @@ absl::Status WriteTokenShard(const std::string& path,
   }
   if (!status.ok()) return status;
   return (*writer)->Commit();
+}
+
+TokenSplitWriter::TokenSplitWriter(std::string out_dir,
+                                   TokenShardManifest header,
+                                   int64_t shard_tokens)
+    : out_dir_(std::move(out_dir)),
+      manifest_(std::move(header)),
+      shard_tokens_(shard_tokens) {}
+
+absl::Status TokenSplitWriter::AddDocument(absl::Span<const int> ids,
+                                           bool end_of_text) {
+  for (int id : ids) {
+    if (id < 0 || id >= manifest_.vocab_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", id, " outside the vocabulary"));
+    }
+    buffer_.push_back(static_cast<uint16_t>(id));
+  }
+  if (end_of_text) {
+    buffer_.push_back(static_cast<uint16_t>(manifest_.end_of_text_id()));
+  }
+  manifest_.set_documents(manifest_.documents() + 1);
+  if (static_cast<int64_t>(buffer_.size()) >= shard_tokens_) return Flush();
+  return absl::OkStatus();
+}
+
+absl::Status TokenSplitWriter::Flush() {
+  if (buffer_.empty()) return absl::OkStatus();
+  const std::string file = absl::StrFormat("%s_%03d.bin", manifest_.split(),
+                                           manifest_.shards_size());
+  const std::string path = absl::StrCat(out_dir_, "/", file);
+  if (absl::Status status =
+          WriteTokenShard(path, buffer_, manifest_.vocab_size());
+      !status.ok()) {
+    return status;
+  }
+  absl::StatusOr<std::string> digest = Sha256OfFile(path);
+  if (!digest.ok()) return digest.status();
+  TokenShard* shard = manifest_.add_shards();
+  shard->set_file(file);
+  shard->set_tokens(static_cast<int64_t>(buffer_.size()));
+  shard->set_sha256(*digest);
+  manifest_.set_tokens(manifest_.tokens() + shard->tokens());
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TokenShardManifest> TokenSplitWriter::Finish() {
+  if (absl::Status status = Flush(); !status.ok()) return status;
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(manifest_, &text);
+  if (absl::Status status = WriteFileAtomically(
+          absl::StrCat(out_dir_, "/", manifest_.split(), ".tokens.textproto"),
+          text);
+      !status.ok()) {
+    return status;
+  }
+  return manifest_;
 }
 
 absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(

@@ -31,6 +31,25 @@ absl::Status WriteTokenShard(const std::string& path,
                              absl::Span<const uint16_t> tokens,
                              int32_t vocab_size);
 
+// Writes one split: shards that break between documents once they reach
+// `shard_tokens`, then <out_dir>/<split>.tokens.textproto.
+class TokenSplitWriter {
+ public:
+  // `header` carries split, vocab_size, end_of_text_id and the digests.
+  TokenSplitWriter(std::string out_dir, TokenShardManifest header,
+                   int64_t shard_tokens);
+  // Appends one document's ids, then the end-of-text id when asked.
+  absl::Status AddDocument(absl::Span<const int> ids, bool end_of_text);
+  absl::StatusOr<TokenShardManifest> Finish();
+
+ private:
+  absl::Status Flush();
+  std::string out_dir_;
+  TokenShardManifest manifest_;
+  int64_t shard_tokens_;
+  std::vector<uint16_t> buffer_;
+};
+
 // Memory-mapped shards of one split, validated on open: magic, sizes against
 // header and manifest, and every id below the vocabulary size.
 class TokenShardSet {

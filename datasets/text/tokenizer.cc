@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 namespace sparse_layers::datasets {
 namespace {
@@ -67,8 +68,55 @@ Function PluginFunction(const char* name, std::string* error) {
 
 }  // namespace
 
+// One id per character of a fixed vocabulary (the chess datasets' 32
+// characters, seed-moex.md 3.1).
+class CharacterTokenizer : public Tokenizer {
+ public:
+  CharacterTokenizer(std::string vocabulary, int eos_id)
+      : vocabulary_(std::move(vocabulary)), eos_id_(eos_id) {}
+  std::vector<int> Encode(const std::string& text) const override {
+    std::vector<int> ids;
+    for (char c : text) {
+      const size_t id = vocabulary_.find(c);
+      if (id != std::string::npos) ids.push_back(static_cast<int>(id));
+    }
+    return ids;
+  }
+  std::string Decode(const std::vector<int>& ids) const override {
+    std::string text;
+    for (int id : ids) text += Piece(id);
+    return text;
+  }
+  std::string Piece(int id) const override {
+    return id >= 0 && id < vocab_size() ? vocabulary_.substr(id, 1) : "";
+  }
+  int vocab_size() const override {
+    return static_cast<int>(vocabulary_.size());
+  }
+  int eos_id() const override { return eos_id_; }
+
+ private:
+  std::string vocabulary_;
+  int eos_id_;
+};
+
 std::unique_ptr<Tokenizer> Tokenizer::Load(const std::string& model_path,
                                            std::string* error) {
+  if (model_path.size() > 6 &&
+      model_path.compare(model_path.size() - 6, 6, ".chars") == 0) {
+    // Line 1: the vocabulary in id order; line 2 (optional): the delimiter.
+    std::ifstream in(model_path, std::ios::binary);
+    std::string vocabulary, delimiter;
+    if (!std::getline(in, vocabulary) || vocabulary.empty()) {
+      *error = "cannot read a character vocabulary from " + model_path;
+      return nullptr;
+    }
+    std::getline(in, delimiter);
+    const size_t eos =
+        delimiter.empty() ? std::string::npos : vocabulary.find(delimiter[0]);
+    return std::make_unique<CharacterTokenizer>(
+        vocabulary, eos == std::string::npos ? -1 : static_cast<int>(eos));
+  }
   auto load = PluginFunction<LoadFunction>("SparseLayersLoadTokenizer", error);
   if (load == nullptr) return nullptr;
   return std::unique_ptr<Tokenizer>(load(model_path, error));

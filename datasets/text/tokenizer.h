@@ -12,7 +12,9 @@ namespace sparse_layers::datasets {
 
 class Tokenizer {
  public:
-  // Returns null and sets *error when the model cannot be loaded.
+  // Returns null and sets *error when the model cannot be loaded. A path
+  // ending in ".chars" is a character vocabulary (line 1, ids in order; line
+  // 2, the delimiter used as eos), anything else a SentencePiece model.
   static std::unique_ptr<Tokenizer> Load(const std::string& model_path,
                                          std::string* error);
   virtual ~Tokenizer() = default;

@@ -1,0 +1,109 @@
+#include "datasets/chess/chess_games.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "datasets/chess/uci_engine.h"
+#include "gtest/gtest.h"
+
+namespace sparse_layers::datasets::chess {
+namespace {
+
+constexpr char kEngine[] = "/usr/games/stockfish";
+constexpr char kPgnExtract[] = "/usr/games/pgn-extract";
+
+TEST(GameStringTest, KarvonenFormat) {
+  EXPECT_EQ(GameString({"e4", "e5", "Nf3", "Nc6", "Bb5"}),
+            ";1.e4 e5 2.Nf3 Nc6 3.Bb5");
+  EXPECT_EQ(GameString({}), ";");
+}
+
+// pgn-extract's own output for the fool's mate (copied from a run).
+constexpr char kFoolsMate[] =
+    "[Event \"3\"]\n[Site \"?\"]\n[Round \"random\"]\n[Result \"*\"]\n\n"
+    "1. f3 { rnbqkbnr/pppppppp/8/8/8/5P2/PPPPP1PP/RNBQKBNR b KQkq - 0 1 } "
+    "1... e5 { rnbqkbnr/pppp1ppp/8/4p3/8/5P2/PPPPP1PP/RNBQKBNR w KQkq e6 0 2 "
+    "} 2. g4 { rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq g3 0 2 "
+    "} 2... Qh4# { rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 "
+    "3 } *\n\n";
+
+TEST(PgnExtractOutputTest, ParsesTextFensIndexAndPolicy) {
+  auto games = ParsePgnExtractOutput(kFoolsMate);
+  ASSERT_TRUE(games.ok()) << games.status();
+  ASSERT_EQ(games->size(), 1u);
+  const ChessGame& game = (*games)[0];
+  EXPECT_EQ(game.text(), ";1.f3 e5 2.g4 Qh4#");
+  EXPECT_EQ(game.index(), 3);
+  EXPECT_EQ(game.policy(), "random");
+  ASSERT_EQ(game.fens_size(), 5);
+  EXPECT_EQ(game.fens(0), kInitialFen);
+  EXPECT_EQ(game.fens(4),
+            "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3");
+  auto ids = EncodeGame(game.text());
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ((*ids)[0], 15);   // ';'
+  EXPECT_EQ((*ids)[2], 4);    // '.'
+  EXPECT_EQ(ids->back(), 1);  // '#'
+  EXPECT_FALSE(EncodeGame(";1.e4!").ok());
+  auto round_trip = ParseGamesJsonl(GameToJson(game) + "\n");
+  ASSERT_TRUE(round_trip.ok());
+  EXPECT_EQ((*round_trip)[0].SerializeAsString(), game.SerializeAsString());
+}
+
+TEST(PgnExtractOutputTest, RejectsAMoveWithoutItsFen) {
+  EXPECT_FALSE(
+      ParsePgnExtractOutput("[Event \"1\"]\n\n1. e4 e5 { x } *\n").ok());
+}
+
+TEST(UciEngineTest, LegalMovesAndSearchFromStockfish) {
+  auto engine = UciEngine::Start(kEngine);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_NE((*engine)->name().find("Stockfish"), std::string::npos);
+  ASSERT_TRUE((*engine)->NewGame().ok());
+  auto start = (*engine)->LegalMoves({});
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(start->size(), 20u);  // perft(1) of the initial position.
+  auto after = (*engine)->LegalMoves({"e2e4", "e7e5"});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->size(), 29u);
+  // Fool's mate: no legal move, and search returns nothing.
+  const std::vector<std::string> mated = {"f2f3", "e7e5", "g2g4", "d8h4"};
+  EXPECT_TRUE((*engine)->LegalMoves(mated)->empty());
+  EXPECT_TRUE((*engine)->Search(mated, 100, 3)->empty());
+  auto best = (*engine)->Search({"e2e4"}, 200, 3);
+  ASSERT_TRUE(best.ok());
+  ASSERT_EQ(best->size(), 3u);
+  auto legal = (*engine)->LegalMoves({"e2e4"});
+  for (const ScoredMove& move : *best) {
+    EXPECT_NE(std::find(legal->begin(), legal->end(), move.move), legal->end());
+  }
+  EXPECT_GE((*best)[0].centipawns, (*best)[2].centipawns);
+}
+
+// The long-algebraic -> SAN + FEN step, run on pgn-extract itself: capture,
+// check, promotion and castling come out in Karvonen's notation.
+TEST(PgnExtractTest, ConvertsLongAlgebraicToSanWithFens) {
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  std::ofstream(dir + "/in.pgn")
+      << "[Event \"7\"]\n[Round \"random\"]\n[Result \"*\"]\n\n"
+         "1. e2e4 d7d5 2. e4e5 f7f5 3. e5f6 g7g6 4. f6f7 e8d7 5. f7g8q a7a6 "
+         "6. g1f3 a6a5 7. f1e2 a5a4 8. e1g1 *\n\n";
+  const std::string command = std::string(kPgnExtract) +
+                              " -s -Wsan --fencomments -w 1000000 " + dir +
+                              "/in.pgn > " + dir + "/out.pgn 2>/dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::stringstream out;
+  out << std::ifstream(dir + "/out.pgn").rdbuf();
+  auto games = ParsePgnExtractOutput(out.str());
+  ASSERT_TRUE(games.ok()) << games.status();
+  ASSERT_EQ(games->size(), 1u);
+  EXPECT_EQ((*games)[0].text(),
+            ";1.e4 d5 2.e5 f5 3.exf6 g6 4.f7+ Kd7 5.fxg8=Q a6 6.Nf3 a5 "
+            "7.Be2 a4 8.O-O");
+  EXPECT_EQ((*games)[0].fens(15),
+            "rnbq1bQr/1ppkp2p/6p1/3p4/p7/5N2/PPPPBPPP/RNBQ1RK1 b - - 1 8");
+}
+
+}  // namespace
+}  // namespace sparse_layers::datasets::chess
