@@ -14,7 +14,6 @@ def _lm_checkpoint_impl(ctx):
     for split in ["train", "validation"]:
         if split not in shards:
             fail("%s: data %s has no %s shard directory" % (ctx.label, ctx.attr.data.label, split))
-    tokenizer = [f for f in ctx.files.tokenizer if f.extension == "model"]
     args = [
         "--config=" + ctx.file.config.path,
         "--train_data=%s/train.tokens.textproto" % shards["train"].path,
@@ -25,12 +24,16 @@ def _lm_checkpoint_impl(ctx):
         "--threads=%d" % ctx.attr.threads,
         "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
     ]
+    tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
     if tokenizer:
         args.append("--tokenizer=" + tokenizer[0].path)
+    parent = [f for f in ctx.files.init_from if f.extension == "pt"]
+    if parent:
+        args.append("--init_from=" + parent[0].path)
     ctx.actions.run(
         executable = ctx.executable._train,
         arguments = args,
-        inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer,
+        inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer + parent,
         outputs = [checkpoint, log, summary],
         mnemonic = "TrainLM",
         progress_message = "Training %s" % ctx.label,
@@ -47,6 +50,7 @@ lm_checkpoint = rule(
         "data": attr.label(default = "//datasets/text:shards"),
         "tokenizer": attr.label(default = "//datasets/text:bpe"),
         "threads": attr.int(default = 2),
+        "init_from": attr.label(doc = "A parent lm_checkpoint to copy / upcycle from (config.init)."),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
     },
 )

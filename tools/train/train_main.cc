@@ -28,6 +28,8 @@ ABSL_FLAG(std::string, log_csv, "", "CSV log path (default: <out>.csv)");
 ABSL_FLAG(std::string, summary, "",
           "Summary textproto path (default: <out>.summary.textproto)");
 ABSL_FLAG(bool, resume, false, "Continue from --out when it exists");
+ABSL_FLAG(std::string, init_from, "",
+          "Parent checkpoint to start from (copy / upcycle; config.init)");
 ABSL_FLAG(std::string, cpu_slot_dir, "",
           "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
 
@@ -62,6 +64,7 @@ absl::Status Run() {
                              ? out + ".summary.textproto"
                              : absl::GetFlag(FLAGS_summary);
   options.resume = absl::GetFlag(FLAGS_resume);
+  options.init_from = absl::GetFlag(FLAGS_init_from);
   absl::StatusOr<TrainingSummary> summary = Train(*config, options);
   if (!summary.ok()) return summary.status();
   std::fprintf(

@@ -15,6 +15,8 @@
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "layers/backend/torch_runtime.h"
+#include "layers/ffn/dense_mlp.h"
+#include "layers/ffn/mixture_of_experts.h"
 #include "layers/models/gpt.h"
 #include "layers/models/sampling.h"
 #include "tools/common/digest.h"
@@ -172,7 +174,16 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
   CheckpointState state;
   state.config_text = config_text;
   state.log_csv = kCsvHeader;
-  if (options.resume && std::filesystem::exists(options.checkpoint_path)) {
+  const bool resuming =
+      options.resume && std::filesystem::exists(options.checkpoint_path);
+  if (!options.init_from.empty() && !resuming) {
+    if (absl::Status status = InitializeFromCheckpoint(
+            options.init_from, model, config.init().upcycle_noise());
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (resuming) {
     absl::StatusOr<CheckpointState> restored =
         LoadCheckpoint(options.checkpoint_path, model, optimizer.get());
     if (!restored.ok()) return restored.status();
@@ -356,6 +367,53 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     }
   }
   return summary;
+}
+
+absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
+                                      layers::GptImpl& model,
+                                      double upcycle_noise) {
+  absl::StatusOr<std::string> text = ReadCheckpointConfig(parent_checkpoint);
+  if (!text.ok()) return text.status();
+  config::ExperimentConfig parent_config;
+  if (!google::protobuf::TextFormat::ParseFromString(*text, &parent_config)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(parent_checkpoint, ": unreadable config"));
+  }
+  auto parent_options = layers::GptOptionsFromConfig(parent_config.model());
+  if (!parent_options.ok()) return parent_options.status();
+  auto parent = layers::GptImpl::Create(*parent_options);
+  if (!parent.ok()) return parent.status();
+  if (auto loaded = LoadCheckpoint(parent_checkpoint, **parent, nullptr);
+      !loaded.ok()) {
+    return loaded.status();
+  }
+  torch::NoGradGuard no_grad;
+  const auto parent_parameters = (*parent)->named_parameters();
+  int64_t copied = 0, upcycled = 0;
+  for (auto& item : model.named_parameters()) {
+    const torch::Tensor* source = parent_parameters.find(item.key());
+    if (source != nullptr && source->sizes() == item.value().sizes()) {
+      item.value().copy_(*source);
+      ++copied;
+    }
+  }
+  for (size_t i = 0; i < model.blocks.size() && i < (*parent)->blocks.size();
+       ++i) {
+    auto mixture = std::dynamic_pointer_cast<layers::MixtureOfExpertsImpl>(
+        model.blocks[i]->ffn);
+    auto dense = std::dynamic_pointer_cast<layers::DenseMlpImpl>(
+        (*parent)->blocks[i]->ffn);
+    if (mixture && dense) {
+      mixture->UpcycleFrom(*dense, upcycle_noise);
+      ++upcycled;
+    }
+  }
+  std::fprintf(stderr,
+               "train: initialised from %s: %lld tensors copied, %lld FFNs "
+               "upcycled\n",
+               parent_checkpoint.c_str(), static_cast<long long>(copied),
+               static_cast<long long>(upcycled));
+  return absl::OkStatus();
 }
 
 }  // namespace sparse_layers::train

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "layers/models/gpt.h"
 #include "tools/config/experiment.pb.h"
 #include "tools/train/training.pb.h"
 
@@ -25,6 +26,9 @@ struct TrainerOptions {
   std::string tokenizer_path;
   // Continue from checkpoint_path when it exists.
   bool resume = false;
+  // Checkpoint of a parent run to start from (config.init; ignored when
+  // resuming an existing checkpoint).
+  std::string init_from;
   double progress_every_seconds = 5;
 };
 
@@ -39,6 +43,13 @@ StepBudget ComputeStepBudget(const config::BudgetConfig& budget,
 
 absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
                                       const TrainerOptions& options);
+
+// Copies every parameter of `parent_checkpoint` whose name and shape match
+// into `model`, and upcycles each mixture FFN whose parent FFN is a dense MLP
+// (seed-moex.md 1.6).
+absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
+                                      layers::GptImpl& model,
+                                      double upcycle_noise);
 
 }  // namespace sparse_layers::train
 

@@ -9,6 +9,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/config/config_loader.h"
+#include "tools/train/checkpoint.h"
 
 namespace sparse_layers::train {
 namespace {
@@ -161,6 +162,45 @@ TEST(TrainerTest, LorsaModelTrainsFromAConfig) {
   config.mutable_budget()->set_max_steps(4);
   config.mutable_eval()->set_sample_tokens(0);
   auto summary = Train(config, Options("lorsa_model"));
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_LT(summary->validation_loss(), 9.3);
+}
+
+// A noiseless upcycle of a trained dense ReLU model is the same function
+// (every expert a copy, gate weights summing to one); training then goes on.
+TEST(TrainerTest, UpcycledMixtureStartsAsItsDenseParent) {
+  config::ExperimentConfig parent = TinyConfig();
+  parent.mutable_model()->set_ffn("relu_mlp");
+  parent.mutable_budget()->set_max_steps(4);
+  parent.mutable_eval()->set_sample_tokens(0);
+  ASSERT_TRUE(Train(parent, Options("dense_parent")).ok());
+  const std::string parent_path = Options("dense_parent").checkpoint_path;
+
+  config::ExperimentConfig child = parent;
+  child.mutable_model()->set_ffn("moe_x");
+  child.mutable_model()->set_n_experts(4);
+  child.mutable_model()->set_top_k(2);
+  auto options = layers::GptOptionsFromConfig(child.model());
+  ASSERT_TRUE(options.ok());
+  auto upcycled = layers::GptImpl::Create(*options);
+  ASSERT_TRUE(upcycled.ok());
+  ASSERT_TRUE(InitializeFromCheckpoint(parent_path, **upcycled, 0.0).ok());
+  auto dense =
+      layers::GptImpl::Create(*layers::GptOptionsFromConfig(parent.model()));
+  ASSERT_TRUE(LoadCheckpoint(parent_path, **dense, nullptr).ok());
+  {
+    torch::NoGradGuard no_grad;
+    (*dense)->eval();
+    (*upcycled)->eval();
+    const torch::Tensor tokens = torch::randint(0, 8192, {2, 16}, torch::kLong);
+    EXPECT_TRUE(torch::allclose((*upcycled)->forward(tokens),
+                                (*dense)->forward(tokens), 1e-4, 1e-5));
+  }
+
+  child.mutable_init()->set_upcycle_noise(0.01);
+  TrainerOptions child_options = Options("upcycled_child");
+  child_options.init_from = parent_path;
+  auto summary = Train(child, child_options);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_LT(summary->validation_loss(), 9.3);
 }
