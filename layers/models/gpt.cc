@@ -28,7 +28,10 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   options.n_layers = model.n_layers();
   options.n_heads = model.n_heads();
   options.ffn = model.ffn().empty() ? "gelu_mlp" : model.ffn();
-  options.d_ffn = model.d_ffn() > 0 ? model.d_ffn() : 4 * model.d_model();
+  const double alpha = model.ffn_alpha() > 0 ? model.ffn_alpha() : 4.0;
+  options.d_ffn = model.d_ffn() > 0
+                      ? model.d_ffn()
+                      : static_cast<int64_t>(alpha * model.d_model());
   options.n_experts = model.n_experts();
   options.top_k = model.top_k();
   options.d_key = model.d_key();

@@ -312,6 +312,8 @@ TEST(GptTest, ConfigErrorsAreClear) {
   auto options = GptOptionsFromConfig(model);
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->d_ffn, 40);
+  model.set_ffn_alpha(16.0 / 3);  // GEGLU matched to alpha 8: 53 at d = 10.
+  EXPECT_EQ(GptOptionsFromConfig(model)->d_ffn, 53);
   EXPECT_FALSE(GptImpl::Create(*options).ok());
 }
 

@@ -2,18 +2,19 @@
 
 load("//tools/scale:scale.bzl", "by_scale")
 
-def experiment_config(name, base, scales, visibility = None):
+def experiment_config(name, base, scales, overlays = [], visibility = None):
     """Writes <name>.textproto: `base` refined by scales[<active scale>], validated at build time.
 
     Args:
       name: target name; the output is <name>.textproto.
       base: the textproto shared by all scales.
       scales: {"smoke": file, "cpu": file, "paper": file}, each refining `base`.
+      overlays: files applied after the scale's, e.g. one model variant of an experiment.
       visibility: as usual.
     """
     native.genrule(
         name = name,
-        srcs = [base] + by_scale({scale: [overlay] for scale, overlay in scales.items()}),
+        srcs = [base] + by_scale({scale: [overlay] for scale, overlay in scales.items()}) + overlays,
         outs = [name + ".textproto"],
         tools = ["//tools/config:check_config"],
         cmd = "$(location //tools/config:check_config) --out=$@ $(SRCS) >/dev/null",

@@ -48,7 +48,7 @@ lm_checkpoint = rule(
     attrs = {
         "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
         "data": attr.label(default = "//datasets/text:shards"),
-        "tokenizer": attr.label(default = "//datasets/text:bpe"),
+        "tokenizer": attr.label(default = "//datasets/text:bpe", allow_files = True),
         "threads": attr.int(default = 2),
         "init_from": attr.label(doc = "A parent lm_checkpoint to copy / upcycle from (config.init)."),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),

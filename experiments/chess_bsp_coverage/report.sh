@@ -1,0 +1,58 @@
+#!/bin/bash
+# Prints our MoE-X Table 1 / Table 3 analogue beside the paper's (headline layer: block 3 of 4, the 6-of-8
+# depth of seed-moex.md 3.3; masked-blank BSPs; coverage and reconstruction in the evaluation code's
+# variant, the paper's formula in brackets) and writes the merged CSV and a per-layer figure (gnuplot).
+# Usage: report.sh <out_dir> <paper_table1.csv> <summary and .bsp.csv files...>
+set -euo pipefail
+out_dir=$1 paper=$2
+shift 2
+mkdir -p "$out_dir"
+summaries=() csvs=()
+for f in "$@"; do
+  case "$f" in *.summary.textproto) summaries+=("$f") ;; *.bsp.csv) csvs+=("$f") ;; esac
+done
+merged="$out_dir/chess_bsp_coverage.csv"
+head -n1 "${csvs[0]}" > "$merged"
+for f in "${csvs[@]}"; do tail -n +2 "$f" >> "$merged"; done
+losses="$out_dir/validation_loss.csv"
+for f in "${summaries[@]}"; do
+  name=$(basename "$f" .summary.textproto)
+  awk -v n="$name" '/^validation_loss:/ {print n "," $2}' "$f"
+done > "$losses"
+layers=$(awk -F, 'NR > 1 {print $3}' "$merged" | sort -n | tail -n1)
+headline=$(( (3 * (layers + 1) + 3) / 4 - 1 ))
+table="$out_dir/table.md"
+awk -F, -v layer="$headline" '
+  FILENAME == ARGV[1] { loss[$1] = $2; next }
+  FILENAME == ARGV[2] { if ($0 !~ /^#/ && $1 != "model") { pl[$1] = $2; pc[$1] = $3; pr[$1] = $4; src[$1] = $5 } next }
+  FNR > 1 && $3 == layer && $4 == "masked_blank" {
+    order[++n] = $1
+    row[$1] = sprintf("| %s | %s | %.3f (%.3f) | %.3f (%.3f) | %.0f | %s | %s | %s | %s |", $1,
+      ($1 in loss) ? sprintf("%.3f", loss[$1]) : "-", $5, $6, $7, $8, $13,
+      ($14 == "nan") ? "-" : sprintf("%.3f", $14),
+      ($1 in pl && pl[$1] != "") ? pl[$1] : "-", ($1 in pc) ? pc[$1] : "-", ($1 in pr) ? pr[$1] : "-")
+  }
+  END {
+    print "| model | val loss | coverage code (paper) | reconstruction code (paper) | l0 | router r | paper val loss | paper coverage | paper reconstruction |"
+    print "|---|---|---|---|---|---|---|---|---|"
+    for (i = 1; i <= n; ++i) print row[order[i]]
+  }' "$losses" "$paper" "$merged" > "$table"
+echo "Chess BSP coverage (MoE-X Tables 1, 3, 4 analogue), block $headline, masked-blank BSPs:"
+cat "$table"
+# Figure: reconstruction (code variant) per layer and model.
+plot_data="$out_dir/reconstruction_by_layer.dat"
+awk -F, 'NR > 1 && $4 == "masked_blank" {print $1, $3, $5, $7}' "$merged" | sort -k1,1 -k2,2n > "$plot_data"
+models=$(cut -d' ' -f1 "$plot_data" | uniq)
+{
+  echo "set terminal svg size 900,500; set output '$out_dir/reconstruction_by_layer.svg'"
+  echo "set xlabel 'block'; set ylabel 'board reconstruction (micro-F1)'; set key outside"
+  printf "plot "
+  sep=""
+  for m in $models; do
+    printf "%s'%s' using 2:(strcol(1) eq '%s' ? \$4 : 1/0) with linespoints title '%s'" "$sep" "$plot_data" "$m" "$m"
+    sep=", "
+  done
+  echo
+} > "$out_dir/reconstruction_by_layer.gp"
+gnuplot "$out_dir/reconstruction_by_layer.gp"
+echo "CSV: $merged  figure: $out_dir/reconstruction_by_layer.svg"
