@@ -3,22 +3,11 @@
 namespace sparse_layers::analysis {
 namespace {
 
-// Live features only: columns whose maximum is positive.
-struct LiveFeatures {
-  torch::Tensor index;   // (F_live,) int64
-  torch::Tensor maxima;  // (F_live,)
-};
-
-LiveFeatures Live(const torch::Tensor& maxima) {
-  const torch::Tensor index = (maxima > 0).nonzero().view({-1});
-  return {index, maxima.index_select(0, index)};
-}
-
-// A_t (N, F_live) as float 0/1.
-torch::Tensor Fires(const torch::Tensor& features, const LiveFeatures& live,
+// phi_{f,t} on every position as float 0/1 (N, F); a dead feature (maximum
+// 0) never fires, so it scores F1 = 0 and labels nothing.
+torch::Tensor Fires(const torch::Tensor& features, const torch::Tensor& maxima,
                     double t) {
-  return (features.index_select(1, live.index) > live.maxima * t)
-      .to(torch::kFloat);
+  return (features > maxima * t).logical_and(maxima > 0).to(torch::kFloat);
 }
 
 }  // namespace
@@ -38,17 +27,16 @@ CoverageResult Coverage(const torch::Tensor& features,
                         const torch::Tensor& properties,
                         const std::vector<double>& thresholds) {
   torch::NoGradGuard no_grad;
-  const LiveFeatures live = Live(maxima);
   const torch::Tensor labels = properties.to(torch::kFloat);  // (N, G)
   const torch::Tensor positives = labels.sum(0);              // (G)
   CoverageResult result;
-  result.live_features = live.index.numel();
+  result.live_features = (maxima > 0).sum().item<int64_t>();
   torch::Tensor best_per_property = torch::zeros_like(positives);
   result.coverage_code = -1;
   for (size_t i = 0; i < thresholds.size(); ++i) {
     double mean_best = 0;
     if (result.live_features > 0) {
-      const torch::Tensor fires = Fires(features, live, thresholds[i]);
+      const torch::Tensor fires = Fires(features, maxima, thresholds[i]);
       const torch::Tensor true_positives = torch::matmul(fires.t(), labels);
       // F1 = 2PR / (P + R) = 2 TP / (on + pos); 0 when nothing fires or holds.
       const torch::Tensor denominator =
@@ -75,8 +63,7 @@ torch::Tensor HighPrecisionLabels(const torch::Tensor& features,
                                   const torch::Tensor& properties, double t,
                                   const LabellingRule& rule) {
   torch::NoGradGuard no_grad;
-  const torch::Tensor fires =
-      (features > maxima * t).logical_and(maxima > 0).to(torch::kFloat);
+  const torch::Tensor fires = Fires(features, maxima, t);
   const torch::Tensor true_positives =
       torch::matmul(fires.t(), properties.to(torch::kFloat));  // (F, G)
   const torch::Tensor on = fires.sum(0).unsqueeze(1);
@@ -102,8 +89,7 @@ ReconstructionResult Reconstruction(const torch::Tensor& train_features,
     const torch::Tensor labels =
         HighPrecisionLabels(train_features, maxima, train_properties, t, rule)
             .to(torch::kFloat);  // (F, G)
-    const torch::Tensor fires =
-        (test_features > maxima * t).logical_and(maxima > 0).to(torch::kFloat);
+    const torch::Tensor fires = Fires(test_features, maxima, t);
     const torch::Tensor predicted = torch::matmul(fires, labels) > 0;  // (N, G)
     const torch::Tensor tp = predicted.logical_and(truth).sum(1);
     const torch::Tensor fp = predicted.logical_and(truth.logical_not()).sum(1);

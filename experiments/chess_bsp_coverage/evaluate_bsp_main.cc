@@ -154,6 +154,12 @@ absl::Status Run() {
       "router_l0_pearson_pairs,router_l0_pearson_experts,"
       "sparsest_k_agreement\n";
   const std::vector<double> thresholds = analysis::DefaultThresholds();
+  // The boards' properties are the same for every layer: built once per set.
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> properties;
+  for (const bool mask_initial : {false, true}) {
+    properties.emplace_back(Properties(train->boards, mask_initial),
+                            Properties(test->boards, mask_initial));
+  }
   for (size_t l = 0; l < model->blocks.size(); ++l) {
     const torch::Tensor train_features = torch::cat(train->at_dots[l]);
     const torch::Tensor test_features = torch::cat(test->at_dots[l]);
@@ -183,10 +189,8 @@ absl::Status Run() {
           (chosen == sparsest).all(-1).to(torch::kDouble).mean().item<double>();
     }
     for (const bool mask_initial : {false, true}) {
-      const torch::Tensor train_properties =
-          Properties(train->boards, mask_initial);
-      const torch::Tensor test_properties =
-          Properties(test->boards, mask_initial);
+      const auto& [train_properties, test_properties] =
+          properties[mask_initial ? 1 : 0];
       const analysis::CoverageResult coverage = analysis::Coverage(
           train_features, maxima, train_properties, thresholds);
       const analysis::ReconstructionResult reconstruction =
