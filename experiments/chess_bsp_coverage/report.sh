@@ -2,12 +2,12 @@
 # Prints our MoE-X Table 1 / Table 3 analogue beside the paper's (headline layer: block 3 of 4, the 6-of-8
 # depth of seed-moex.md 3.3; masked-blank BSPs; coverage and reconstruction in the evaluation code's
 # variant, the paper's formula in brackets) and writes the merged CSV and a per-layer figure (gnuplot).
-# Usage: report.sh <out_dir | -> <paper_table1.csv> <summary and .bsp.csv files...>
+# Usage: report.sh <out_dir | -> <plot_lines.sh> <paper_table1.csv> <summary and .bsp.csv files...>
 set -euo pipefail
-out_dir=$1 paper=$2
+out_dir=$1 plot=$2 paper=$3
 # "-": chess_bsp_coverage_report/ where `bazel run` was started.
 [[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/chess_bsp_coverage_report"
-shift 2
+shift 3
 mkdir -p "$out_dir"
 summaries=() csvs=()
 for f in "$@"; do
@@ -41,20 +41,8 @@ awk -F, -v layer="$headline" '
   }' "$losses" "$paper" "$merged" > "$table"
 echo "Chess BSP coverage (MoE-X Tables 1, 3, 4 analogue), block $headline, masked-blank BSPs:"
 cat "$table"
-# Figure: reconstruction (code variant) per layer and model.
-plot_data="$out_dir/reconstruction_by_layer.dat"
-awk -F, 'NR > 1 && $4 == "masked_blank" {print $1, $3, $5, $7}' "$merged" | sort -k1,1 -k2,2n > "$plot_data"
-models=$(cut -d' ' -f1 "$plot_data" | uniq)
-{
-  echo "set terminal svg size 900,500; set output '$out_dir/reconstruction_by_layer.svg'"
-  echo "set xlabel 'block'; set ylabel 'board reconstruction (micro-F1)'; set key outside"
-  printf "plot "
-  sep=""
-  for m in $models; do
-    printf "%s'%s' using 2:(strcol(1) eq '%s' ? \$4 : 1/0) with linespoints title '%s'" "$sep" "$plot_data" "$m" "$m"
-    sep=", "
-  done
-  echo
-} > "$out_dir/reconstruction_by_layer.gp"
-gnuplot "$out_dir/reconstruction_by_layer.gp"
+# Figure: reconstruction (code variant) per layer and model, through the project's one plotting path.
+"$plot" --csv="$merged" --x=layer --y=reconstruction_code --group=model --where=bsp_set=masked_blank \
+  --out="$out_dir/reconstruction_by_layer.svg" --xlabel=block --ylabel='board reconstruction (micro-F1)' \
+  --title='Chess GPTs: board reconstruction from FFN units (masked-blank BSPs)'
 echo "CSV: $merged  figure: $out_dir/reconstruction_by_layer.svg"

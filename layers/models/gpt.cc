@@ -1,8 +1,10 @@
 #include "layers/models/gpt.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "layers/core/parameter_count.h"
 #include "layers/core/rms_norm.h"
+#include "layers/replacement/parameter_matching.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -94,6 +96,25 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
         "model.norm '", model.norm(), "': use layernorm or rmsnorm"));
   }
   options.tie_embeddings = model.tie_embeddings();
+  if (const config::FfnReplacement& r = model.replacement(); !r.ffn().empty()) {
+    const bool mxd = absl::StartsWith(r.ffn(), "mxd");
+    const int64_t width = int64_t{r.expansion()} * model.d_model();
+    int64_t d_ffn = r.d_ffn() > 0 ? r.d_ffn() : mxd ? options.d_ffn : width;
+    int64_t experts = r.n_experts();
+    if (mxd && experts == 0 && width > 0) {
+      experts = MxdExpertsMatchingTranscoder(
+          model.d_model(), model.d_model(), d_ffn, width,
+          r.ffn() == "mxd_swiglu", MatchingFormula::kExact);
+    }
+    if (r.layer() < 0 || r.layer() >= model.n_layers() || d_ffn <= 0 ||
+        r.top_k() <= 0 || (mxd && experts <= 0)) {
+      return absl::InvalidArgumentError(
+          "model.replacement needs a block index below n_layers, a positive "
+          "top_k, and d_ffn / n_experts or an expansion");
+    }
+    options.replacement = {r.ffn(), r.layer(), d_ffn,
+                           experts, r.top_k(), r.on_output()};
+  }
   if (options.vocab_size <= 0 || options.context_length <= 0 ||
       options.d_model <= 0 || options.n_layers <= 0 || options.n_heads <= 0) {
     return absl::InvalidArgumentError(
@@ -116,6 +137,7 @@ BlockImpl::BlockImpl(const GptOptions& options, int index,
   hook_ffn_in = HookPoint(prefix + "ffn.hook_in");
   hook_ffn_hidden = HookPoint(prefix + "ffn.hook_hidden");
   hook_ffn_out = HookPoint(prefix + "ffn.hook_out");
+  hook_sae_codes = HookPoint(prefix + "ffn.sae.hook_codes");
   hook_resid_post = HookPoint(prefix + "hook_resid_post");
 
   attention_norm = MakeNorm(options);
@@ -173,6 +195,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
   torch::Tensor ffn_out = ffn_replacement
                               ? ffn_replacement(ffn_in)
                               : ffn->Forward(ffn_in, hook_ffn_hidden);
+  if (output_sae) ffn_out = output_sae->Forward(ffn_out, hook_sae_codes);
   if (hook_ffn_out.active()) ffn_out = hook_ffn_out(ffn_out);
   residual = residual + ffn_out;
   if (hook_resid_post.active()) residual = hook_resid_post(residual);
@@ -190,12 +213,27 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   ffn_options.d_key = options.d_key;
   ffn_options.n_layers = options.n_layers;
   ffn_options.variants = options.variants;
+  const GptOptions::Replacement& replacement = options.replacement;
+  FeedForwardOptions replacement_options = ffn_options;
+  replacement_options.d_hidden = replacement.d_ffn;
+  replacement_options.n_experts = replacement.n_experts;
+  replacement_options.top_k = replacement.top_k;
   for (int i = 0; i < options.n_layers; ++i) {
+    const bool replaced = i == replacement.layer;
     absl::StatusOr<std::shared_ptr<FeedForwardImpl>> ffn =
-        FeedForwardRegistry::Create(options.ffn, ffn_options);
+        replaced && !replacement.on_output
+            ? FeedForwardRegistry::Create(replacement.ffn, replacement_options)
+            : FeedForwardRegistry::Create(options.ffn, ffn_options);
     if (!ffn.ok()) return ffn.status();
     model->blocks.push_back(model->register_module(
         absl::StrCat("block", i), Block(options, i, *std::move(ffn))));
+    if (replaced && replacement.on_output) {
+      auto sae =
+          FeedForwardRegistry::Create(replacement.ffn, replacement_options);
+      if (!sae.ok()) return sae.status();
+      model->blocks.back()->output_sae =
+          model->blocks.back()->register_module("output_sae", *std::move(sae));
+    }
   }
   model->final_norm = MakeNorm(options);
   model->register_module("final_norm", model->final_norm.ptr());
@@ -214,7 +252,8 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
     for (HookPoint* hook :
          {&block->hook_resid_pre, &block->hook_attn_in, &block->hook_attn_out,
           &block->hook_resid_mid, &block->hook_ffn_in, &block->hook_ffn_hidden,
-          &block->hook_ffn_out, &block->hook_resid_post}) {
+          &block->hook_ffn_out, &block->hook_sae_codes,
+          &block->hook_resid_post}) {
       model->hooks_[hook->name()] = hook;
     }
     if (block->attention) {
@@ -276,7 +315,7 @@ torch::Tensor GptImpl::Loss(const torch::Tensor& tokens,
                             const torch::Tensor& targets) {
   torch::Tensor loss = CrossEntropy(tokens, targets);
   for (Block& block : blocks) {
-    torch::Tensor auxiliary = block->ffn->AuxiliaryLoss();
+    const torch::Tensor auxiliary = block->ffn->AuxiliaryLoss();
     if (auxiliary.defined()) loss = loss + auxiliary;
     if (block->mohd_attention && block->mohd_attention->balance().defined()) {
       loss = loss + block->mohd_attention->balance();
@@ -309,11 +348,24 @@ void GptImpl::ReplaceAttention(int layer, LayerFn replacement) {
 }
 
 void GptImpl::PrepareStep() {
-  for (Block& block : blocks) block->ffn->PrepareStep();
+  for (Block& block : blocks) {
+    block->ffn->PrepareStep();
+    if (block->output_sae) block->output_sae->PrepareStep();
+  }
 }
 
 void GptImpl::AdjustGradients() {
-  for (Block& block : blocks) block->ffn->AdjustGradients();
+  for (Block& block : blocks) {
+    block->ffn->AdjustGradients();
+    if (block->output_sae) block->output_sae->AdjustGradients();
+  }
+}
+
+std::shared_ptr<FeedForwardImpl> GptImpl::ReplacementLayer() const {
+  const int64_t layer = options_.replacement.layer;
+  if (layer < 0) return nullptr;
+  return options_.replacement.on_output ? blocks.at(layer)->output_sae
+                                        : blocks.at(layer)->ffn;
 }
 
 int64_t GptImpl::ParameterCount() const { return CountParameters(*this); }
@@ -327,7 +379,8 @@ int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
          : block->lorsa
              ? block->lorsa->ForwardFlopsPerToken(sequence_length)
              : block->mohd_attention->ForwardFlopsPerToken(sequence_length)) +
-        block->ffn->ForwardFlopsPerToken();
+        block->ffn->ForwardFlopsPerToken() +
+        (block->output_sae ? block->output_sae->ForwardFlopsPerToken() : 0);
   }
   return flops;
 }

@@ -43,6 +43,16 @@ struct GptOptions {
   bool lorsa_relu = true;
   // Paper-versus-code switches of the FFN and MoHD attention.
   LayerVariants variants;
+  // A registry-named layer in place of block `layer`'s FFN, or after it
+  // (on_output: an SAE on the FFN output); layer -1 means none.
+  struct Replacement {
+    std::string ffn;
+    int64_t layer = -1;
+    int64_t d_ffn = 0;
+    int64_t n_experts = 0;
+    int64_t top_k = 0;
+    bool on_output = false;
+  } replacement;
   bool rotary = false;
   bool rms_norm = false;
   bool tie_embeddings = true;
@@ -67,6 +77,8 @@ class BlockImpl : public torch::nn::Module {
   Lorsa lorsa{nullptr};                    // "lorsa"
   torch::nn::AnyModule ffn_norm;
   std::shared_ptr<FeedForwardImpl> ffn;
+  // An SAE reconstructing the FFN's output (replacement.on_output), or null.
+  std::shared_ptr<FeedForwardImpl> output_sae;
 
   HookPoint hook_resid_pre;
   HookPoint hook_attn_in;   // Normalised attention input.
@@ -75,6 +87,7 @@ class BlockImpl : public torch::nn::Module {
   HookPoint hook_ffn_in;  // Normalised FFN input.
   HookPoint hook_ffn_hidden;
   HookPoint hook_ffn_out;
+  HookPoint hook_sae_codes;  // The output SAE's codes, when there is one.
   HookPoint hook_resid_post;
 
   // When set, used instead of the block's own attention / FFN.
@@ -88,6 +101,10 @@ class GptImpl : public torch::nn::Module {
   // Fails (as a Status through Create) on an unknown FFN name.
   static absl::StatusOr<std::shared_ptr<GptImpl>> Create(
       const GptOptions& options);
+
+  // The replacement layer of options().replacement (the block's FFN or its
+  // output SAE), or null when there is none.
+  std::shared_ptr<FeedForwardImpl> ReplacementLayer() const;
 
   // tokens: (B, T) int64 -> logits (B, T, vocab).
   torch::Tensor forward(const torch::Tensor& tokens);

@@ -39,7 +39,14 @@ std::vector<int64_t> Sample(GptImpl& model, const std::vector<int64_t>& prompt,
             std::vector<int64_t>(sequence.begin() + start, sequence.end()),
             torch::kLong)
             .unsqueeze(0);
-    const torch::Tensor logits = model.forward(tokens)[0][-1];
+    torch::Tensor logits = model.forward(tokens)[0][-1];
+    if (options.frequency_penalty != 0) {
+      const torch::Tensor counts =
+          torch::bincount(torch::tensor(sequence, torch::kLong), {},
+                          logits.size(0))
+              .to(logits.dtype());
+      logits = logits - options.frequency_penalty * counts;
+    }
     const torch::Tensor probabilities =
         NucleusProbabilities(logits, options.temperature, options.top_p);
     const int64_t next =

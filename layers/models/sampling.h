@@ -20,6 +20,9 @@ struct SamplingOptions {
   // all.
   double top_p = 1.0;
   uint64_t seed = 0;
+  // Subtracted from a token's logit once per occurrence in the sequence so far
+  // (prompt included), as TransformerLens's freq_penalty (MxD steering: 1.0).
+  double frequency_penalty = 0.0;
   // Stop after this id (e.g. end of text); -1 never stops early.
   int stop_id = -1;
 };

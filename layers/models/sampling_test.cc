@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <set>
 
 #include "gtest/gtest.h"
 
@@ -55,6 +56,27 @@ TEST(SampleTest, IsSeededAndRespectsTheContextWindow) {
   const auto greedy = Sample(*model, {1, 2, 3}, sampling);
   sampling.seed = 6;
   EXPECT_EQ(Sample(*model, {1, 2, 3}, sampling), greedy);
+}
+
+// A huge frequency penalty forbids repeats: greedy decoding then never emits
+// a token already in the sequence (20 ids, 3 in the prompt, 12 new).
+TEST(SampleTest, FrequencyPenaltyDiscouragesRepeatedTokens) {
+  GptOptions options;
+  options.vocab_size = 20;
+  options.context_length = 32;
+  options.d_model = 16;
+  options.n_layers = 1;
+  options.n_heads = 2;
+  options.d_ffn = 32;
+  torch::manual_seed(0);
+  auto model = *GptImpl::Create(options);
+  SamplingOptions sampling;
+  sampling.new_tokens = 12;
+  sampling.temperature = 0;
+  sampling.frequency_penalty = 1e6;
+  const auto generated = Sample(*model, {1, 2, 3}, sampling);
+  std::set<int64_t> seen = {1, 2, 3};
+  for (int64_t id : generated) EXPECT_TRUE(seen.insert(id).second) << id;
 }
 
 }  // namespace

@@ -127,8 +127,8 @@ TranscoderImpl::TranscoderImpl(const ReplacementOptions& options, bool skip)
   }
 }
 
-TopKCodes TranscoderImpl::Encode(const torch::Tensor& x, int64_t k) {
-  return ReluTopK(torch::addmm(encoder_bias, x, encoder), k);
+torch::Tensor TranscoderImpl::PreCodes(const torch::Tensor& x) {
+  return torch::addmm(encoder_bias, x, encoder);
 }
 
 torch::Tensor TranscoderImpl::DecodeSparse(const torch::Tensor& x,
@@ -161,8 +161,8 @@ TopKSaeImpl::TopKSaeImpl(const ReplacementOptions& options)
       register_parameter("encoder_bias", torch::zeros({options.width}));
 }
 
-TopKCodes TopKSaeImpl::Encode(const torch::Tensor& y, int64_t k) {
-  return ReluTopK(torch::addmm(encoder_bias, y - output_bias, encoder), k);
+torch::Tensor TopKSaeImpl::PreCodes(const torch::Tensor& y) {
+  return torch::addmm(encoder_bias, y - output_bias, encoder);
 }
 
 torch::Tensor TopKSaeImpl::DecodeSparse(const torch::Tensor&,
@@ -208,9 +208,9 @@ torch::Tensor MxdImpl::Hidden(const torch::Tensor& x) const {
   return torch::silu(pre) * torch::addmm(glu_bias, x, glu);
 }
 
-TopKCodes MxdImpl::Encode(const torch::Tensor& x, int64_t k) {
-  // Gate: ReLU then TopK, no softmax; it reads the raw layer input.
-  return ReluTopK(torch::addmm(gate_bias, x, gate.t()), k);
+torch::Tensor MxdImpl::PreCodes(const torch::Tensor& x) {
+  // Gate logits (ReLU then TopK follow, no softmax); the raw layer input.
+  return torch::addmm(gate_bias, x, gate.t());
 }
 
 torch::Tensor MxdImpl::DecodeSparse(const torch::Tensor& x,
@@ -246,8 +246,8 @@ CpMoeImpl::CpMoeImpl(const ReplacementOptions& options, int64_t rank)
   u3 = register_parameter("u3", torch::zeros({rank, o.d_out}));
 }
 
-TopKCodes CpMoeImpl::Encode(const torch::Tensor& x, int64_t k) {
-  return ReluTopK(torch::addmm(gate_bias, x, gate.t()), k);
+torch::Tensor CpMoeImpl::PreCodes(const torch::Tensor& x) {
+  return torch::addmm(gate_bias, x, gate.t());
 }
 
 torch::Tensor CpMoeImpl::DecodeSparse(const torch::Tensor& x,

@@ -35,8 +35,14 @@ class SparseReplacementImpl : public FeedForwardImpl {
  public:
   explicit SparseReplacementImpl(const ReplacementOptions& options);
 
-  // The k codes (values and indices) for input x: (B, d_in).
-  virtual TopKCodes Encode(const torch::Tensor& x, int64_t k) = 0;
+  // Unit pre-activations before ReLU and TopK, (B, units): the Transcoder /
+  // SAE encoder or the MxD gate logits (what the paper probes, seed-mxd.md
+  // 5.8).
+  virtual torch::Tensor PreCodes(const torch::Tensor& x) = 0;
+  // The k codes (values and indices) for input x: (B, d_in); TopK(ReLU(.)).
+  TopKCodes Encode(const torch::Tensor& x, int64_t k) {
+    return ReluTopK(PreCodes(x), k);
+  }
   // Output from the selected codes (cost grows with k).
   virtual torch::Tensor DecodeSparse(const torch::Tensor& x,
                                      const TopKCodes& codes) = 0;
@@ -81,7 +87,7 @@ class SparseReplacementImpl : public FeedForwardImpl {
 class TranscoderImpl : public SparseReplacementImpl {
  public:
   TranscoderImpl(const ReplacementOptions& options, bool skip);
-  TopKCodes Encode(const torch::Tensor& x, int64_t k) override;
+  torch::Tensor PreCodes(const torch::Tensor& x) override;
   torch::Tensor DecodeSparse(const torch::Tensor& x,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& x,
@@ -103,7 +109,7 @@ class TranscoderImpl : public SparseReplacementImpl {
 class TopKSaeImpl : public SparseReplacementImpl {
  public:
   explicit TopKSaeImpl(const ReplacementOptions& options);
-  TopKCodes Encode(const torch::Tensor& y, int64_t k) override;
+  torch::Tensor PreCodes(const torch::Tensor& y) override;
   torch::Tensor DecodeSparse(const torch::Tensor& y,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& y,
@@ -126,7 +132,7 @@ class MxdImpl : public SparseReplacementImpl {
  public:
   enum class Encoder { kGelu, kSwiGlu };
   MxdImpl(const ReplacementOptions& options, Encoder encoder);
-  TopKCodes Encode(const torch::Tensor& x, int64_t k) override;
+  torch::Tensor PreCodes(const torch::Tensor& x) override;
   torch::Tensor DecodeSparse(const torch::Tensor& x,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& x,
@@ -160,7 +166,7 @@ class MxdImpl : public SparseReplacementImpl {
 class CpMoeImpl : public SparseReplacementImpl {
  public:
   CpMoeImpl(const ReplacementOptions& options, int64_t rank);
-  TopKCodes Encode(const torch::Tensor& x, int64_t k) override;
+  torch::Tensor PreCodes(const torch::Tensor& x) override;
   torch::Tensor DecodeSparse(const torch::Tensor& x,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& x,

@@ -1,4 +1,5 @@
-"""lm_checkpoint: language-model training as a cacheable build action.
+"""lm_checkpoint: language-model training as a cacheable build action; replacement_checkpoint: the same
+trainer fitting a replacement layer to an activation cache.
 
 The action's inputs are the trainer binary, the merged config and the token shards, so Bazel reruns
 it exactly when one of them changes, and a remote cache shares the checkpoint. Training uses
@@ -41,6 +42,50 @@ def _lm_checkpoint_impl(ctx):
     )
     outputs = [checkpoint, log, summary]
     return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+
+def _replacement_checkpoint_impl(ctx):
+    checkpoint = ctx.actions.declare_file(ctx.label.name + ".pt")
+    log = ctx.actions.declare_file(ctx.label.name + ".csv")
+    summary = ctx.actions.declare_file(ctx.label.name + ".summary.textproto")
+    base = [f for f in ctx.files.base if f.extension == "pt"][0]
+    caches = {d.basename: d for d in ctx.files.activations}
+    for split in ["train", "validation"]:
+        if split not in caches:
+            fail("%s: activations %s has no %s split" % (ctx.label, ctx.attr.activations.label, split))
+    ctx.actions.run(
+        executable = ctx.executable._train,
+        arguments = [
+            "--config=" + ctx.file.config.path,
+            "--init_from=" + base.path,
+            "--train_activations=%s/train.activations.textproto" % caches["train"].path,
+            "--validation_activations=%s/validation.activations.textproto" % caches["validation"].path,
+            "--out=" + checkpoint.path,
+            "--log_csv=" + log.path,
+            "--summary=" + summary.path,
+            "--threads=%d" % ctx.attr.threads,
+            "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
+        ],
+        inputs = [ctx.file.config, base, caches["train"], caches["validation"]],
+        outputs = [checkpoint, log, summary],
+        mnemonic = "FitReplacement",
+        progress_message = "Fitting %s" % ctx.label,
+        execution_requirements = {"cpu:%d" % ctx.attr.threads: ""},
+    )
+    outputs = [checkpoint, log, summary]
+    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+
+replacement_checkpoint = rule(
+    implementation = _replacement_checkpoint_impl,
+    doc = "The trainer's fitting mode: model.replacement fitted to an activation_cache of `base`; the " +
+          "checkpoint is `base` with the layer spliced in. <name>.pt, <name>.csv, <name>.summary.textproto.",
+    attrs = {
+        "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
+        "base": attr.label(mandatory = True, doc = "The lm_checkpoint the cache was made from."),
+        "activations": attr.label(mandatory = True, doc = "An activation_cache with train and validation splits."),
+        "threads": attr.int(default = 2),
+        "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
+    },
+)
 
 lm_checkpoint = rule(
     implementation = _lm_checkpoint_impl,

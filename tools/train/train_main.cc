@@ -3,6 +3,10 @@
 //   train --config=base.textproto[,overlay.textproto] --out=model.pt
 //         --train_data=.../train.tokens.textproto
 //         --validation_data=.../validation.tokens.textproto [--resume]
+//   or, to fit model.replacement on an activation cache:
+//   train --config=... --out=tc.pt --init_from=base.pt
+//         --train_activations=.../train.activations.textproto
+//         --validation_activations=.../validation.activations.textproto
 #include <string>
 #include <vector>
 
@@ -30,6 +34,11 @@ ABSL_FLAG(std::string, summary, "",
 ABSL_FLAG(bool, resume, false, "Continue from --out when it exists");
 ABSL_FLAG(std::string, init_from, "",
           "Parent checkpoint to start from (copy / upcycle; config.init)");
+ABSL_FLAG(std::string, train_activations, "",
+          "Fitting mode: activation-cache manifest of the training rows "
+          "(model.replacement is fitted; --init_from is the base model)");
+ABSL_FLAG(std::string, validation_activations, "",
+          "Fitting mode: activation-cache manifest of the validation rows");
 ABSL_FLAG(std::string, cpu_slot_dir, "",
           "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
 
@@ -65,15 +74,18 @@ absl::Status Run() {
                              : absl::GetFlag(FLAGS_summary);
   options.resume = absl::GetFlag(FLAGS_resume);
   options.init_from = absl::GetFlag(FLAGS_init_from);
+  options.train_activations = absl::GetFlag(FLAGS_train_activations);
+  options.validation_activations = absl::GetFlag(FLAGS_validation_activations);
   absl::StatusOr<TrainingSummary> summary = Train(*config, options);
   if (!summary.ok()) return summary.status();
-  std::fprintf(
-      stderr,
-      "train: %s: %lld steps, %lld tokens, validation loss %.4f "
-      "(perplexity %.2f), %.0f tok/s\n",
-      summary->name().c_str(), static_cast<long long>(summary->steps()),
-      static_cast<long long>(summary->tokens()), summary->validation_loss(),
-      summary->validation_perplexity(), summary->tokens_per_second());
+  std::fprintf(stderr,
+               "train: %s: %lld steps, %lld tokens (%s), validation loss %.4f "
+               "(perplexity %.2f), %.0f tok/s\n",
+               summary->name().c_str(),
+               static_cast<long long>(summary->steps()),
+               static_cast<long long>(summary->tokens()),
+               summary->objective().c_str(), summary->validation_loss(),
+               summary->validation_perplexity(), summary->tokens_per_second());
   if (!summary->sample_text().empty()) {
     std::fprintf(stderr, "train: sample: %s|%s\n",
                  summary->sample_prompt_text().c_str(),

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "analysis/replacement/replacement_metrics.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -23,11 +24,11 @@
 #include "tools/common/file_io.h"
 #include "tools/train/checkpoint.h"
 #include "tools/train/lr_schedule.h"
+#include "tools/train/trainer_internal.h"
 
 namespace sparse_layers::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr char kCsvHeader[] =
     "step,tokens,learning_rate,train_loss,grad_norm,validation_loss\n";
 
@@ -37,18 +38,55 @@ torch::Tensor ToTensor(const std::vector<int64_t>& values, int rows, int cols) {
       .clone();
 }
 
+}  // namespace
+
+double TailMean(const std::vector<double>& losses) {
+  if (losses.empty()) return 0;
+  const size_t tail = std::max<size_t>(1, losses.size() / 10);
+  double sum = 0;
+  for (size_t i = losses.size() - tail; i < losses.size(); ++i) {
+    sum += losses[i];
+  }
+  return sum / tail;
+}
+
+absl::Status WriteRunOutputs(const TrainerOptions& options,
+                             const torch::nn::Module& model,
+                             torch::optim::AdamW* optimizer,
+                             const CheckpointState& state,
+                             TrainingSummary& summary) {
+  if (absl::Status s =
+          SaveCheckpoint(options.checkpoint_path, model, optimizer, state);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::string> digest = Sha256OfFile(options.checkpoint_path);
+  if (!digest.ok()) return digest.status();
+  summary.set_checkpoint_sha256(*digest);
+  if (!options.log_csv_path.empty()) {
+    if (absl::Status s =
+            WriteFileAtomically(options.log_csv_path, state.log_csv);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (options.summary_path.empty()) return absl::OkStatus();
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(summary, &text);
+  return WriteFileAtomically(options.summary_path, text);
+}
+
 std::string FormatDuration(double seconds) {
   const int64_t total = static_cast<int64_t>(seconds);
   return absl::StrFormat("%d:%02d:%02d", total / 3600, total / 60 % 60,
                          total % 60);
 }
 
-// AdamW (Loshchilov & Hutter 2019); no weight decay on 1-D parameters (norm
-// gains, biases), as in GPT-2 / nanoGPT.
 std::unique_ptr<torch::optim::AdamW> MakeOptimizer(
-    torch::nn::Module& model, const config::OptimizerConfig& config) {
+    const std::vector<torch::Tensor>& parameters,
+    const config::OptimizerConfig& config) {
   std::vector<torch::Tensor> decayed, not_decayed;
-  for (const torch::Tensor& parameter : model.parameters()) {
+  for (const torch::Tensor& parameter : parameters) {
     (parameter.dim() >= 2 ? decayed : not_decayed).push_back(parameter);
   }
   auto options = torch::optim::AdamWOptions(config.learning_rate())
@@ -65,26 +103,6 @@ std::unique_ptr<torch::optim::AdamW> MakeOptimizer(
                       std::make_unique<torch::optim::AdamWOptions>(no_decay));
   return std::make_unique<torch::optim::AdamW>(std::move(groups), options);
 }
-
-double Evaluate(layers::GptImpl& model, const datasets::BatchSampler& sampler,
-                int batches) {
-  torch::NoGradGuard no_grad;
-  model.eval();
-  double total = 0;
-  for (int i = 0; i < batches; ++i) {
-    const datasets::TokenBatch batch = sampler.EvalBatch(i, batches);
-    total += model
-                 .CrossEntropy(ToTensor(batch.inputs, batch.batch_size,
-                                        batch.sequence_length),
-                               ToTensor(batch.targets, batch.batch_size,
-                                        batch.sequence_length))
-                 .item<double>();
-  }
-  model.train();
-  return total / batches;
-}
-
-}  // namespace
 
 StepBudget ComputeStepBudget(const config::BudgetConfig& budget,
                              int64_t tokens_per_step,
@@ -109,6 +127,9 @@ StepBudget ComputeStepBudget(const config::BudgetConfig& budget,
 
 absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
                                       const TrainerOptions& options) {
+  if (!options.train_activations.empty()) {
+    return FitReplacement(config, options);
+  }
   if (config.runtime().threads() > 0) {
     if (absl::Status status =
             backend::SetTorchThreads(config.runtime().threads());
@@ -168,7 +189,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
   }
 
   std::unique_ptr<torch::optim::AdamW> optimizer =
-      MakeOptimizer(model, config.optimizer());
+      MakeOptimizer(model.parameters(), config.optimizer());
   std::string config_text;
   google::protobuf::TextFormat::PrintToString(config, &config_text);
   CheckpointState state;
@@ -248,7 +269,8 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     const bool last = state.step == budget.steps;
     std::string validation_field;
     if (last || (eval_every > 0 && state.step % eval_every == 0)) {
-      validation_loss = Evaluate(model, *validation_sampler, eval_batches);
+      validation_loss =
+          analysis::MeanCrossEntropy(model, *validation_sampler, eval_batches);
       validation_field = absl::StrFormat("%.6f", validation_loss);
     }
     absl::StrAppendFormat(&state.log_csv, "%d,%d,%.6e,%.6f,%.6f,%s\n",
@@ -287,25 +309,19 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
   const double wall =
       std::chrono::duration<double>(Clock::now() - start_time).count();
   if (std::isnan(validation_loss)) {  // Resumed at the very end.
-    validation_loss = Evaluate(model, *validation_sampler, eval_batches);
+    validation_loss =
+        analysis::MeanCrossEntropy(model, *validation_sampler, eval_batches);
   }
 
   TrainingSummary summary;
   summary.set_name(config.name());
+  summary.set_objective("next_token_cross_entropy");
   summary.set_steps(state.step);
   summary.set_tokens(state.step * tokens_per_step);
   summary.set_flops(3.0 * forward_flops * summary.tokens());
   summary.set_parameters(model.ParameterCount());
   summary.set_forward_flops_per_token(forward_flops);
-  if (!recent_losses.empty()) {
-    const size_t tail = std::max<size_t>(1, recent_losses.size() / 10);
-    double sum = 0;
-    for (size_t i = recent_losses.size() - tail; i < recent_losses.size();
-         ++i) {
-      sum += recent_losses[i];
-    }
-    summary.set_final_train_loss(sum / tail);
-  }
+  summary.set_final_train_loss(TailMean(recent_losses));
   summary.set_validation_loss(validation_loss);
   summary.set_validation_perplexity(std::exp(validation_loss));
   summary.set_wall_seconds(wall);
@@ -343,28 +359,10 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     }
   }
 
-  if (absl::Status saved = SaveCheckpoint(options.checkpoint_path, model,
-                                          optimizer.get(), state);
-      !saved.ok()) {
-    return saved;
-  }
-  absl::StatusOr<std::string> digest = Sha256OfFile(options.checkpoint_path);
-  if (!digest.ok()) return digest.status();
-  summary.set_checkpoint_sha256(*digest);
-  if (!options.log_csv_path.empty()) {
-    if (absl::Status written =
-            WriteFileAtomically(options.log_csv_path, state.log_csv);
-        !written.ok()) {
-      return written;
-    }
-  }
-  if (!options.summary_path.empty()) {
-    std::string text;
-    google::protobuf::TextFormat::PrintToString(summary, &text);
-    if (absl::Status written = WriteFileAtomically(options.summary_path, text);
-        !written.ok()) {
-      return written;
-    }
+  if (absl::Status s =
+          WriteRunOutputs(options, model, optimizer.get(), state, summary);
+      !s.ok()) {
+    return s;
   }
   return summary;
 }

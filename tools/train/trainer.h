@@ -1,4 +1,5 @@
-// The one trainer: config + token shards -> checkpoint, CSV log and summary.
+// The one trainer: config + token shards (or an activation cache, to fit a
+// replacement layer) -> checkpoint, CSV log and summary.
 // Deterministic for a given config and thread count: data windows depend only
 // on (seed, step), so a resumed run replays exactly what an uninterrupted one
 // would have done.
@@ -29,6 +30,13 @@ struct TrainerOptions {
   // Checkpoint of a parent run to start from (config.init; ignored when
   // resuming an existing checkpoint).
   std::string init_from;
+  // Fitting mode: activation-cache manifests (datasets/activations). Only
+  // model.replacement's layer trains, on the cached (FFN input, FFN output)
+  // pairs with the normalised MSE (seed-mxd.md 4.1); every other parameter
+  // comes from init_from, so the checkpoint is the base model with the layer
+  // spliced in. data.batch_size counts activation rows.
+  std::string train_activations;
+  std::string validation_activations;
   double progress_every_seconds = 5;
 };
 

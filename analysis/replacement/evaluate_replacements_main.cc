@@ -1,0 +1,172 @@
+// evaluate_replacements: the MxD sparsity-accuracy frontier of fitted
+// replacement layers (MxD Figs. 3 and 10; seed-mxd.md 5.1, 5.2, 5.4, 5.6).
+// For the base model: next-token CE and CE with the replaced block's FFN
+// zero-ablated; for each replacement checkpoint (the base with the layer
+// spliced in): CE, CE recovered, normalised MSE, l0 and dead fraction on
+// held-out activation rows, and for MxDs the mean normalised rank of sampled
+// experts W_n = D diag(c_n). One CSV row per replacement.
+//
+//   evaluate_replacements --base=lm.pt --tokens=.../test.tokens.textproto
+//       --activations=.../test.activations.textproto --out=frontier.csv
+//       tc_k8.pt mxd_k8.pt ...
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/replacement/replacement_metrics.h"
+#include "datasets/activations/activation_shards.h"
+#include "datasets/text/token_shards.h"
+#include "layers/replacement/nmse.h"
+#include "layers/replacement/sparse_replacement.h"
+#include "tools/common/cpu_slots.h"
+#include "tools/common/file_io.h"
+#include "tools/common/init.h"
+#include "tools/train/model_loader.h"
+
+ABSL_FLAG(std::string, base, "", "The base model (.pt)");
+ABSL_FLAG(std::string, base_name, "base", "The base model's name in the CSV");
+ABSL_FLAG(std::string, tokens, "", "Held-out token split (manifest)");
+ABSL_FLAG(std::string, activations, "",
+          "Held-out activation cache of the base model (manifest)");
+ABSL_FLAG(int, batches, 16, "CE evaluation batches");
+ABSL_FLAG(int, batch_size, 16, "Windows per CE batch");
+ABSL_FLAG(int64_t, rows, 32768, "Activation rows for NMSE, l0 and dead units");
+ABSL_FLAG(int, rank_experts, 64, "MxD experts sampled for the rank");
+ABSL_FLAG(std::string, out, "", "CSV path");
+ABSL_FLAG(std::string, cpu_slot_dir, "", "CPU slot lock directory");
+
+namespace sparse_layers::analysis {
+namespace {
+
+struct CodeMetrics {
+  // nmse: the released code's normalised MSE (seed-mxd.md 4.1), which scales
+  // with ||y||; relative: sum ||y_hat - y||^2 / sum ||y||^2, scale-free.
+  double nmse = 0, relative = 0, l0 = 0, dead = 0;
+};
+
+CodeMetrics EvaluateCodes(layers::SparseReplacementImpl& layer,
+                          const datasets::ActivationSet& data, bool on_output,
+                          int64_t rows) {
+  torch::NoGradGuard no_grad;
+  FiringCounter firing(layer.units());
+  double weighted = 0, error = 0, energy = 0;
+  rows = std::min(rows, data.rows());
+  constexpr int64_t kChunk = 4096;
+  for (int64_t begin = 0; begin < rows; begin += kChunk) {
+    const int64_t end = std::min(rows, begin + kChunk);
+    auto [x, y] = data.Range(begin, end);
+    const torch::Tensor input = on_output ? y : x;
+    const layers::TopKCodes codes = layer.Encode(input, layer.options().k);
+    firing.Add(codes);
+    const torch::Tensor prediction = layer.DecodeSparse(input, codes);
+    weighted +=
+        layers::NormalisedMse(prediction, y).item<double>() * (end - begin);
+    error += (prediction - y).pow(2).sum().item<double>();
+    energy += y.pow(2).sum().item<double>();
+  }
+  return {weighted / rows, error / energy, firing.L0(), firing.DeadFraction()};
+}
+
+// Mean of rank(D diag(c_n)) / min(H, O) over evenly spaced experts (Eq. 23).
+double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = mxd.experts.size(0);
+  samples = std::min<int64_t>(samples, n);
+  double total = 0;
+  for (int i = 0; i < samples; ++i) {
+    const int64_t expert = i * n / samples;
+    total += NormalisedRank(mxd.decoder * mxd.experts[expert].unsqueeze(0));
+  }
+  return total / samples;
+}
+
+absl::Status Run(const std::vector<std::string>& replacements) {
+  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
+    if (absl::Status s = AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir),
+                                        absl::GetFlag(FLAGS_threads));
+        !s.ok()) {
+      return s;
+    }
+  }
+  auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
+  if (!base.ok()) return base.status();
+  auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
+  if (!tokens.ok()) return tokens.status();
+  auto activations =
+      datasets::ActivationSet::Open(absl::GetFlag(FLAGS_activations));
+  if (!activations.ok()) return activations.status();
+  const int length = base->config.data().sequence_length() > 0
+                         ? base->config.data().sequence_length()
+                         : base->model->options().context_length;
+  auto sampler = datasets::BatchSampler::Create(
+      tokens->get(), absl::GetFlag(FLAGS_batch_size), length,
+      base->config.runtime().seed());
+  if (!sampler.ok()) return sampler.status();
+  const int batches = absl::GetFlag(FLAGS_batches);
+  const int layer = (*activations)->manifest().layer();
+
+  const double ce_base = MeanCrossEntropy(*base->model, *sampler, batches);
+  base->model->ReplaceFfn(
+      layer, [](const torch::Tensor& x) { return torch::zeros_like(x); });
+  const double ce_zero = MeanCrossEntropy(*base->model, *sampler, batches);
+  std::fprintf(stderr,
+               "evaluate_replacements: base CE %.4f, block %d FFN "
+               "zero-ablated %.4f\n",
+               ce_base, layer, ce_zero);
+
+  std::string csv =
+      "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
+      "ce_recovered,nmse,relative_mse,l0,dead_fraction,mean_expert_rank\n";
+  for (const std::string& path : replacements) {
+    auto replacement = train::LoadReplacement(path);
+    if (!replacement.ok()) return replacement.status();
+    const train::LoadedModel* fitted = &replacement->loaded;
+    const config::FfnReplacement& spec = replacement->spec;
+    const std::shared_ptr<layers::SparseReplacementImpl>& sparse =
+        replacement->layer;
+    if (spec.layer() != layer) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " replaces block ", spec.layer(),
+                       ", the cache is of block ", layer));
+    }
+    const double ce = MeanCrossEntropy(*fitted->model, *sampler, batches);
+    const CodeMetrics codes = EvaluateCodes(
+        *sparse, **activations, spec.on_output(), absl::GetFlag(FLAGS_rows));
+    const auto* mxd = dynamic_cast<const layers::MxdImpl*>(sparse.get());
+    const std::string rank =
+        mxd ? absl::StrFormat(
+                  "%.4f",
+                  MeanExpertRank(*mxd, absl::GetFlag(FLAGS_rank_experts)))
+            : "";
+    int64_t parameters = 0;
+    for (const torch::Tensor& p : sparse->parameters()) parameters += p.numel();
+    absl::StrAppendFormat(
+        &csv,
+        "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.3f,%.6f,%s\n",
+        absl::GetFlag(FLAGS_base_name), fitted->config.name(), spec.ffn(),
+        sparse->options().k, spec.expansion(), sparse->units(), parameters, ce,
+        ce_base, ce_zero, CeRecovered(ce_base, ce_zero, ce), codes.nmse,
+        codes.relative, codes.l0, codes.dead, rank);
+    std::fprintf(stderr,
+                 "evaluate_replacements: %s: CE %.4f, NMSE %.4f, l0 %.1f\n",
+                 fitted->config.name().c_str(), ce, codes.nmse, codes.l0);
+  }
+  return WriteFileAtomically(absl::GetFlag(FLAGS_out), csv);
+}
+
+}  // namespace
+}  // namespace sparse_layers::analysis
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> replacements = sparse_layers::InitMain(
+      argc, argv, "Evaluates fitted replacement layers (CE, NMSE, l0, rank).");
+  absl::Status status = sparse_layers::analysis::Run(replacements);
+  if (!status.ok()) return sparse_layers::ExitWithError(status);
+  return 0;
+}

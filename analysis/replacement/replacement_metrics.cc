@@ -1,0 +1,68 @@
+#include "analysis/replacement/replacement_metrics.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace sparse_layers::analysis {
+
+FiringCounter::FiringCounter(int64_t units)
+    : counts_(torch::zeros({units}, torch::kLong)) {}
+
+void FiringCounter::Add(const layers::TopKCodes& codes) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor fired = codes.values.detach() > 0;
+  const torch::Tensor indices = codes.indices.masked_select(fired);
+  counts_.index_add_(0, indices, torch::ones_like(indices));
+  rows_ += codes.values.size(0);
+  active_ += indices.numel();
+}
+
+double FiringCounter::L0() const {
+  return rows_ > 0 ? static_cast<double>(active_) / rows_ : 0.0;
+}
+
+torch::Tensor FiringCounter::Frequencies() const {
+  return counts_.to(torch::kDouble) / std::max<int64_t>(rows_, 1);
+}
+
+double FiringCounter::DeadFraction(double threshold) const {
+  return (Frequencies() < threshold).to(torch::kDouble).mean().item<double>();
+}
+
+double MeanCrossEntropy(layers::GptImpl& model,
+                        const datasets::BatchSampler& sampler, int batches) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  double total = 0;
+  for (int i = 0; i < batches; ++i) {
+    datasets::TokenBatch batch = sampler.EvalBatch(i, batches);
+    const auto tensor = [&](std::vector<int64_t>& ids) {
+      return torch::from_blob(
+          ids.data(), {batch.batch_size, batch.sequence_length}, torch::kLong);
+    };
+    total += model.CrossEntropy(tensor(batch.inputs), tensor(batch.targets))
+                 .item<double>();
+  }
+  model.train(was_training);
+  return total / batches;
+}
+
+double CeRecovered(double base, double zero_ablated, double replaced) {
+  return (zero_ablated - replaced) / (zero_ablated - base);
+}
+
+double NormalisedRank(const torch::Tensor& matrix) {
+  const torch::Tensor w = matrix.detach().to(torch::kDouble);
+  const torch::Tensor singular = torch::linalg::svdvals(w, c10::nullopt);
+  const double largest = singular.max().item<double>();
+  if (largest == 0) return 0.0;
+  const int64_t rows = w.size(0), cols = w.size(1);
+  // torch.linalg.matrix_rank's default tolerance for float32 weights.
+  const double tolerance =
+      std::max(rows, cols) * std::numeric_limits<float>::epsilon() * largest;
+  const int64_t rank = (singular > tolerance).sum().item<int64_t>();
+  return static_cast<double>(rank) / std::min(rows, cols);
+}
+
+}  // namespace sparse_layers::analysis

@@ -1,0 +1,56 @@
+// Metrics of sparse replacement layers (MxD paper section 3 and appendices;
+// seed-mxd.md 4.3 and 5): normalised MSE lives in layers/replacement/nmse.h,
+// these are the rest, each checked on hand-computed cases in the test.
+#ifndef SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_
+#define SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "datasets/text/token_shards.h"
+#include "layers/core/topk.h"
+#include "layers/models/gpt.h"
+
+namespace sparse_layers::analysis {
+
+// Firing counts of every unit over a stream of top-k codes (a unit fires on a
+// row when its kept value is > 0; seed-mxd.md 4.3).
+class FiringCounter {
+ public:
+  explicit FiringCounter(int64_t units);
+  void Add(const layers::TopKCodes& codes);
+  int64_t rows() const { return rows_; }
+  // Mean number of firing units per row.
+  double L0() const;
+  // Share of units whose firing frequency is below `threshold` (the released
+  // code's dead rule: < 1e-8 over a window, i.e. never fired here).
+  double DeadFraction(double threshold = 1e-8) const;
+  // Per-unit firing frequency (count / rows), float64.
+  torch::Tensor Frequencies() const;
+
+ private:
+  torch::Tensor counts_;  // (units) int64.
+  int64_t rows_ = 0;
+  int64_t active_ = 0;
+};
+
+// Mean next-token cross-entropy over the sampler's first `batches` evaluation
+// batches (the trainer's validation loss and the frontier's CE; seed-mxd.md
+// 5.1: mean over batches of the per-token mean).
+double MeanCrossEntropy(layers::GptImpl& model,
+                        const datasets::BatchSampler& sampler, int batches);
+
+// (CE_zero - CE_replaced) / (CE_zero - CE_base): 1 when the replacement is as
+// good as the original layer, 0 when it is as bad as deleting it (seed-mxd.md
+// 4.3, "CE recovered").
+double CeRecovered(double base, double zero_ablated, double replaced);
+
+// rank(W) / min(rows, cols) with the singular-value tolerance of
+// torch.linalg.matrix_rank (max(rows, cols) * eps(float) * sigma_max), in
+// float64 (MxD Eq. 23).
+double NormalisedRank(const torch::Tensor& matrix);
+
+}  // namespace sparse_layers::analysis
+
+#endif  // SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_

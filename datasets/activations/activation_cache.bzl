@@ -1,0 +1,47 @@
+"""activation_cache: one block's (FFN input, FFN output) pairs of a trained model, per token split, as
+cached build outputs (<name>/<split>/<split>.activations.textproto + shards). The checkpoint's digest is in
+the manifest, and the checkpoint is an input, so retraining the model re-caches."""
+
+def _activation_cache_impl(ctx):
+    checkpoint = [f for f in ctx.files.checkpoint if f.extension == "pt"][0]
+    shards = {d.basename: d for d in ctx.files.data}
+    outputs = []
+    for split, rows in ctx.attr.rows.items():
+        if split not in shards:
+            fail("%s: data %s has no %s split" % (ctx.label, ctx.attr.data.label, split))
+        directory = ctx.actions.declare_directory("%s/%s" % (ctx.label.name, split))
+        ctx.actions.run(
+            executable = ctx.executable._cache_activations,
+            arguments = [
+                "--checkpoint=" + checkpoint.path,
+                "--tokens=%s/%s.tokens.textproto" % (shards[split].path, split),
+                "--layer=%d" % ctx.attr.layer,
+                "--rows=%d" % int(rows),
+                "--out_dir=" + directory.path,
+                "--threads=2",
+                "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
+            ],
+            inputs = [checkpoint, shards[split]],
+            outputs = [directory],
+            mnemonic = "CacheActivations",
+            progress_message = "Caching block %d activations of %s (%s)" % (ctx.attr.layer, ctx.attr.checkpoint.label, split),
+            execution_requirements = {"cpu:2": ""},
+        )
+        outputs.append(directory)
+    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+
+activation_cache = rule(
+    implementation = _activation_cache_impl,
+    doc = "FFN input/output pairs of block `layer`: rows per split, e.g. {\"train\": 262144, \"test\": 32768}.",
+    attrs = {
+        "checkpoint": attr.label(mandatory = True, doc = "An lm_checkpoint."),
+        "data": attr.label(default = "//datasets/text:shards"),
+        "layer": attr.int(mandatory = True),
+        "rows": attr.string_dict(mandatory = True),
+        "_cache_activations": attr.label(
+            default = "//datasets/activations:cache_activations",
+            executable = True,
+            cfg = "exec",
+        ),
+    },
+)

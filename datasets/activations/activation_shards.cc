@@ -1,0 +1,236 @@
+#include "datasets/activations/activation_shards.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/text_format.h"
+#include "tools/common/digest.h"
+
+namespace sparse_layers::datasets {
+namespace {
+
+constexpr char kMagic[8] = {'S', 'L', 'A', 'C', 'T', 'v', '1', '\0'};
+
+std::string ManifestPath(const std::string& out_dir, const std::string& split) {
+  return (std::filesystem::path(out_dir) / (split + ".activations.textproto"))
+      .string();
+}
+
+}  // namespace
+
+ActivationWriter::ActivationWriter(std::string out_dir,
+                                   ActivationManifest header,
+                                   int64_t shard_rows)
+    : out_dir_(std::move(out_dir)),
+      manifest_(std::move(header)),
+      shard_rows_(shard_rows),
+      output_sum_(manifest_.d_out(), 0.0) {
+  manifest_.clear_shards();
+  manifest_.set_rows(0);
+}
+
+absl::Status ActivationWriter::Append(const torch::Tensor& x,
+                                      const torch::Tensor& y) {
+  const int64_t d_in = manifest_.d_in(), d_out = manifest_.d_out();
+  if (x.dim() != 2 || y.dim() != 2 || x.size(0) != y.size(0) ||
+      x.size(1) != d_in || y.size(1) != d_out) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "activation rows must be (n, ", d_in, ") and (n, ", d_out, ")"));
+  }
+  const torch::Tensor rows =
+      torch::cat({x.to(torch::kFloat), y.to(torch::kFloat)}, 1).contiguous();
+  const torch::Tensor sums = y.to(torch::kDouble).sum(0).contiguous();
+  for (int64_t o = 0; o < d_out; ++o) {
+    output_sum_[o] += sums.data_ptr<double>()[o];
+  }
+  const float* data = rows.data_ptr<float>();
+  const int64_t width = d_in + d_out;
+  for (int64_t r = 0; r < rows.size(0); ++r) {
+    buffer_.insert(buffer_.end(), data + r * width, data + (r + 1) * width);
+    if (static_cast<int64_t>(buffer_.size()) >= shard_rows_ * width) {
+      if (absl::Status status = Flush(); !status.ok()) return status;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ActivationWriter::Flush() {
+  if (buffer_.empty()) return absl::OkStatus();
+  const uint64_t rows = buffer_.size() / (manifest_.d_in() + manifest_.d_out());
+  ActivationShardHeader header{};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.d_in = manifest_.d_in();
+  header.d_out = manifest_.d_out();
+  header.rows = rows;
+  const std::string name = absl::StrFormat("%s-%05d.f32", manifest_.split(),
+                                           manifest_.shards_size());
+  const std::string path = (std::filesystem::path(out_dir_) / name).string();
+  auto file = AtomicFileWriter::Open(path);
+  if (!file.ok()) return file.status();
+  const absl::string_view header_bytes(reinterpret_cast<const char*>(&header),
+                                       sizeof(header));
+  const absl::string_view body(reinterpret_cast<const char*>(buffer_.data()),
+                               buffer_.size() * sizeof(float));
+  Sha256 digest;
+  digest.Update(header_bytes);
+  digest.Update(body);
+  if (absl::Status s = (*file)->Append(header_bytes); !s.ok()) return s;
+  if (absl::Status s = (*file)->Append(body); !s.ok()) return s;
+  if (absl::Status s = (*file)->Commit(); !s.ok()) return s;
+  ActivationShard* shard = manifest_.add_shards();
+  shard->set_file(name);
+  shard->set_rows(rows);
+  shard->set_sha256(digest.HexDigest());
+  manifest_.set_rows(manifest_.rows() + rows);
+  buffer_.clear();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ActivationManifest> ActivationWriter::Finish() {
+  if (absl::Status status = Flush(); !status.ok()) return status;
+  if (manifest_.rows() == 0) {
+    return absl::FailedPreconditionError("no activation rows were written");
+  }
+  manifest_.clear_output_mean();
+  for (double sum : output_sum_) {
+    manifest_.add_output_mean(static_cast<float>(sum / manifest_.rows()));
+  }
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(manifest_, &text);
+  if (absl::Status s =
+          WriteFileAtomically(ManifestPath(out_dir_, manifest_.split()), text);
+      !s.ok()) {
+    return s;
+  }
+  return manifest_;
+}
+
+absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
+    const std::string& manifest_path) {
+  auto text = ReadFileToString(manifest_path);
+  if (!text.ok()) return text.status();
+  std::unique_ptr<ActivationSet> set(new ActivationSet());
+  if (!google::protobuf::TextFormat::ParseFromString(*text, &set->manifest_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(manifest_path, ": not an ActivationManifest"));
+  }
+  const std::filesystem::path dir =
+      std::filesystem::path(manifest_path).parent_path();
+  const int64_t width = set->manifest_.d_in() + set->manifest_.d_out();
+  int64_t total = 0;
+  for (const ActivationShard& entry : set->manifest_.shards()) {
+    const std::string path = (dir / entry.file()).string();
+    auto error = [&](absl::string_view what) {
+      return absl::DataLossError(
+          absl::StrCat("activation shard ", path, ": ", what));
+    };
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return error(std::strerror(errno));
+    struct stat info;
+    fstat(fd, &info);
+    const size_t size = static_cast<size_t>(info.st_size);
+    if (size < sizeof(ActivationShardHeader)) {
+      close(fd);
+      return error("shorter than the header");
+    }
+    void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (data == MAP_FAILED) return error(std::strerror(errno));
+    set->mappings_.emplace_back(data, size);
+    ActivationShardHeader header;
+    std::memcpy(&header, data, sizeof(header));
+    if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
+      return error("bad magic (not an activation shard)");
+    }
+    if (static_cast<int32_t>(header.d_in) != set->manifest_.d_in() ||
+        static_cast<int32_t>(header.d_out) != set->manifest_.d_out() ||
+        static_cast<int64_t>(header.rows) != entry.rows()) {
+      return error("header disagrees with the manifest");
+    }
+    const uint64_t expected =
+        sizeof(header) + header.rows * width * sizeof(float);
+    if (size != expected) {
+      return error(absl::StrCat("has ", size, " bytes, expected ", expected,
+                                size < expected ? " (truncated)" : ""));
+    }
+    set->shard_starts_.push_back(total);
+    set->shard_rows_.push_back(reinterpret_cast<const float*>(
+        static_cast<const char*>(data) + sizeof(header)));
+    total += entry.rows();
+  }
+  if (total != set->manifest_.rows() || total == 0) {
+    return absl::DataLossError(absl::StrCat(manifest_path, ": shards hold ",
+                                            total, " rows, the manifest says ",
+                                            set->manifest_.rows()));
+  }
+  return set;
+}
+
+ActivationSet::~ActivationSet() {
+  for (auto& [data, size] : mappings_) munmap(data, size);
+}
+
+const float* ActivationSet::Row(int64_t row) const {
+  const int shard = static_cast<int>(
+      std::upper_bound(shard_starts_.begin(), shard_starts_.end(), row) -
+      shard_starts_.begin() - 1);
+  return shard_rows_[shard] + (row - shard_starts_[shard]) * (d_in() + d_out());
+}
+
+std::pair<torch::Tensor, torch::Tensor> ActivationSet::Gather(
+    const std::vector<int64_t>& rows) const {
+  const int64_t width = d_in() + d_out();
+  torch::Tensor out = torch::empty({static_cast<int64_t>(rows.size()), width});
+  float* data = out.data_ptr<float>();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    TORCH_CHECK(rows[i] >= 0 && rows[i] < this->rows(), "row out of range");
+    std::memcpy(data + i * width, Row(rows[i]), width * sizeof(float));
+  }
+  return {out.slice(1, 0, d_in()).contiguous(),
+          out.slice(1, d_in(), width).contiguous()};
+}
+
+std::pair<torch::Tensor, torch::Tensor> ActivationSet::Range(
+    int64_t begin, int64_t end) const {
+  std::vector<int64_t> rows(std::max<int64_t>(0, end - begin));
+  std::iota(rows.begin(), rows.end(), begin);
+  return Gather(rows);
+}
+
+std::pair<torch::Tensor, torch::Tensor> ActivationSet::TrainBatch(
+    int64_t step, int64_t batch_size, uint64_t seed) const {
+  std::vector<int64_t> batch;
+  batch.reserve(batch_size);
+  int64_t position = step * batch_size;
+  while (static_cast<int64_t>(batch.size()) < batch_size) {
+    const int64_t epoch = position / rows();
+    if (epoch != permutation_epoch_ || seed != permutation_seed_) {
+      permutation_.resize(rows());
+      std::iota(permutation_.begin(), permutation_.end(), 0);
+      // Fisher-Yates with an explicit draw, so the order is the same under any
+      // standard library.
+      std::mt19937_64 generator(seed * 1000003u + epoch);
+      for (int64_t i = rows() - 1; i > 0; --i) {
+        std::swap(permutation_[i], permutation_[generator() % (i + 1)]);
+      }
+      permutation_epoch_ = epoch;
+      permutation_seed_ = seed;
+    }
+    batch.push_back(permutation_[position % rows()]);
+    ++position;
+  }
+  return Gather(batch);
+}
+
+}  // namespace sparse_layers::datasets

@@ -1,0 +1,84 @@
+#include "datasets/activations/activation_shards.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+namespace sparse_layers::datasets {
+namespace {
+
+std::string TempDir() {
+  const auto dir =
+      std::filesystem::path(::testing::TempDir()) /
+      ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+ActivationManifest Header() {
+  ActivationManifest header;
+  header.set_split("train");
+  header.set_d_in(3);
+  header.set_d_out(2);
+  return header;
+}
+
+TEST(ActivationShardsTest, RoundTripsRowsAcrossShardsAndRecordsTheOutputMean) {
+  const std::string dir = TempDir();
+  ActivationWriter writer(dir, Header(), /*shard_rows=*/4);
+  const torch::Tensor x = torch::arange(30, torch::kFloat).reshape({10, 3});
+  const torch::Tensor y = torch::arange(20, torch::kFloat).reshape({10, 2});
+  ASSERT_TRUE(writer.Append(x.slice(0, 0, 7), y.slice(0, 0, 7)).ok());
+  ASSERT_TRUE(writer.Append(x.slice(0, 7), y.slice(0, 7)).ok());
+  auto manifest = writer.Finish();
+  ASSERT_TRUE(manifest.ok()) << manifest.status();
+  EXPECT_EQ(manifest->rows(), 10);
+  EXPECT_EQ(manifest->shards_size(), 3);  // 4 + 4 + 2 rows.
+  // Mean of y columns: (0+2+...+18)/10 = 9 and 10.
+  ASSERT_EQ(manifest->output_mean_size(), 2);
+  EXPECT_FLOAT_EQ(manifest->output_mean(0), 9);
+  EXPECT_FLOAT_EQ(manifest->output_mean(1), 10);
+
+  auto set = ActivationSet::Open(dir + "/train.activations.textproto");
+  ASSERT_TRUE(set.ok()) << set.status();
+  auto [all_x, all_y] = (*set)->Range(0, 10);
+  EXPECT_TRUE(torch::equal(all_x, x));
+  EXPECT_TRUE(torch::equal(all_y, y));
+  auto [some_x, some_y] = (*set)->Gather({9, 3, 4});
+  EXPECT_TRUE(torch::equal(some_x[1], x[3]));
+  EXPECT_TRUE(torch::equal(some_y[0], y[9]));
+}
+
+TEST(ActivationShardsTest, TrainBatchesAreEpochPermutationsFixedBySeedAndStep) {
+  const std::string dir = TempDir();
+  ActivationWriter writer(dir, Header(), 8);
+  const torch::Tensor x = torch::arange(60, torch::kFloat).reshape({20, 3});
+  ASSERT_TRUE(writer.Append(x, torch::zeros({20, 2})).ok());
+  ASSERT_TRUE(writer.Finish().ok());
+  auto set = *ActivationSet::Open(dir + "/train.activations.textproto");
+  std::set<float> first_epoch;
+  for (int step = 0; step < 4; ++step) {  // 4 x 5 rows = one epoch.
+    auto [bx, by] = set->TrainBatch(step, 5, /*seed=*/7);
+    for (int i = 0; i < 5; ++i) first_epoch.insert(bx[i][0].item<float>());
+  }
+  EXPECT_EQ(first_epoch.size(), 20u);  // Every row exactly once.
+  // Same (seed, step) -> same batch, whatever was asked in between.
+  auto a = set->TrainBatch(6, 5, 7).first;
+  set->TrainBatch(1, 5, 8);
+  EXPECT_TRUE(torch::equal(set->TrainBatch(6, 5, 7).first, a));
+  EXPECT_FALSE(torch::equal(set->TrainBatch(6, 5, 8).first, a));
+}
+
+TEST(ActivationShardsTest, TruncatedShardIsRejected) {
+  const std::string dir = TempDir();
+  ActivationWriter writer(dir, Header(), 8);
+  ASSERT_TRUE(writer.Append(torch::ones({4, 3}), torch::ones({4, 2})).ok());
+  auto manifest = writer.Finish();
+  ASSERT_TRUE(manifest.ok());
+  std::filesystem::resize_file(dir + "/" + manifest->shards(0).file(), 40);
+  EXPECT_FALSE(ActivationSet::Open(dir + "/train.activations.textproto").ok());
+}
+
+}  // namespace
+}  // namespace sparse_layers::datasets

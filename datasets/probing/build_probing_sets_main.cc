@@ -1,0 +1,170 @@
+// build_probing_sets: labelled probing sets from the pinned corpora (the
+// analogues of the MxD paper's SAEBench tasks, seed-mxd.md 5.8), one JSONL per
+// task with {"text", "label"} and the source document as metadata "group", so
+// the probe keeps a document's passages on one side of its split.
+//
+//   build_probing_sets --corpus=train.jsonl,validation.jsonl,test.jsonl
+//       --out_dir=probing/ --max_per_class=300
+//
+// Tasks: brown_genre (15 Brown genres), spam_ham (SpamAssassin), sotu_party
+// (Democratic vs Republican addresses), sotu_era (four eras of the State of
+// the Union) and source (which corpus a passage comes from).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "datasets/text/corpus_readers.h"
+#include "tools/common/digest.h"
+#include "tools/common/file_io.h"
+#include "tools/common/init.h"
+
+ABSL_FLAG(std::vector<std::string>, corpus, {},
+          "The corpus split JSONL files (datasets/text:mixed)");
+ABSL_FLAG(std::string, out_dir, "", "Output directory");
+ABSL_FLAG(int, max_per_class, 300, "Passages kept per class (smallest hash)");
+ABSL_FLAG(int, passage_chars, 600, "Passage length in characters");
+ABSL_FLAG(int, max_passages_per_document, 8,
+          "Passages taken from one document at most");
+
+namespace sparse_layers::datasets {
+namespace {
+
+struct Passage {
+  std::string key;  // Hash order: which passages a capped class keeps.
+  Document document;
+};
+
+// Consecutive passages of about `chars` characters, cut at whitespace; a
+// trailing piece shorter than a quarter passage is dropped.
+std::vector<std::string> Passages(const std::string& text, size_t chars,
+                                  int limit) {
+  std::vector<std::string> out;
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  while (begin != std::string::npos && static_cast<int>(out.size()) < limit) {
+    size_t end = std::min(text.size(), begin + chars);
+    if (end < text.size()) {
+      const size_t space = text.find_last_of(" \t\r\n", end);
+      if (space != std::string::npos && space > begin + chars / 2) end = space;
+    }
+    if (end - begin >= chars / 4)
+      out.push_back(text.substr(begin, end - begin));
+    begin = text.find_first_not_of(" \t\r\n", end);
+  }
+  return out;
+}
+
+std::string Era(const std::string& year_text) {
+  int year = 0;
+  if (!absl::SimpleAtoi(year_text, &year)) return "";
+  if (year < 1860) return "1790-1859";
+  if (year < 1910) return "1860-1909";
+  if (year < 1960) return "1910-1959";
+  return "1960-";
+}
+
+// The task labels of one document (empty: not in that task).
+std::map<std::string, std::string> TaskLabels(const Document& document) {
+  std::map<std::string, std::string> labels;
+  const std::string& source = document.source();
+  if (source == "brown" && !document.label().empty()) {
+    labels["brown_genre"] = document.label();
+  }
+  if (source == "spam_assassin" && !document.label().empty()) {
+    labels["spam_ham"] = document.label();
+  }
+  if (source == "sotu") {
+    if (document.label() == "Democratic" || document.label() == "Republican") {
+      labels["sotu_party"] = document.label();
+    }
+    const auto year = document.metadata().find("year");
+    if (year != document.metadata().end() && !Era(year->second).empty()) {
+      labels["sotu_era"] = Era(year->second);
+    }
+  }
+  if (source == "brown" || source == "sotu" || source == "moby_dick" ||
+      source == "spam_assassin") {
+    labels["source"] = source;
+  }
+  return labels;
+}
+
+absl::Status Run() {
+  const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+  // task -> label -> passages.
+  std::map<std::string, std::map<std::string, std::vector<Passage>>> tasks;
+  for (const std::string& path : absl::GetFlag(FLAGS_corpus)) {
+    auto jsonl = ReadFileToString(path);
+    if (!jsonl.ok()) return jsonl.status();
+    for (absl::string_view line :
+         absl::StrSplit(*jsonl, '\n', absl::SkipEmpty())) {
+      auto document = ParseJsonDocument(line);
+      if (!document.ok()) return document.status();
+      const auto labels = TaskLabels(*document);
+      if (labels.empty()) continue;
+      // E-mails are short and repetitive: one passage each.
+      const int limit = document->source() == "spam_assassin"
+                            ? 1
+                            : absl::GetFlag(FLAGS_max_passages_per_document);
+      const std::vector<std::string> passages =
+          Passages(document->text(), absl::GetFlag(FLAGS_passage_chars), limit);
+      const std::string group =
+          absl::StrCat(document->source(), "/", document->id());
+      for (size_t i = 0; i < passages.size(); ++i) {
+        for (const auto& [task, label] : labels) {
+          Passage passage;
+          passage.key = Sha256Hex(absl::StrCat(task, "\n", group, "\n", i));
+          passage.document.set_id(absl::StrCat(group, "#", i));
+          passage.document.set_source(task);
+          passage.document.set_label(label);
+          passage.document.set_text(passages[i]);
+          (*passage.document.mutable_metadata())["group"] = group;
+          tasks[task][label].push_back(passage);
+        }
+      }
+    }
+  }
+  const size_t cap = absl::GetFlag(FLAGS_max_per_class);
+  std::string summary;
+  for (auto& [task, classes] : tasks) {
+    std::vector<Passage> kept;
+    for (auto& [label, passages] : classes) {
+      std::sort(
+          passages.begin(), passages.end(),
+          [](const Passage& a, const Passage& b) { return a.key < b.key; });
+      if (passages.size() > cap) passages.resize(cap);
+      absl::StrAppend(&summary, task, "\t", label, "\t", passages.size(), "\n");
+      kept.insert(kept.end(), passages.begin(), passages.end());
+    }
+    std::sort(kept.begin(), kept.end(),
+              [](const Passage& a, const Passage& b) { return a.key < b.key; });
+    std::string out;
+    for (const Passage& passage : kept) {
+      absl::StrAppend(&out, DocumentToJson(passage.document), "\n");
+    }
+    if (absl::Status s = WriteFileAtomically(
+            absl::StrCat(out_dir, "/", task, ".jsonl"), out);
+        !s.ok()) {
+      return s;
+    }
+  }
+  std::fputs(summary.c_str(), stderr);
+  return WriteFileAtomically(absl::StrCat(out_dir, "/classes.tsv"),
+                             "task\tlabel\tpassages\n" + summary);
+}
+
+}  // namespace
+}  // namespace sparse_layers::datasets
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(argc, argv, "Builds labelled probing sets.");
+  absl::Status status = sparse_layers::datasets::Run();
+  if (!status.ok()) return sparse_layers::ExitWithError(status);
+  return 0;
+}

@@ -1,0 +1,36 @@
+// A trained model back from its checkpoint: the config stored inside it builds
+// the model (replacement layers included), then the parameters are restored.
+#ifndef SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_
+#define SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "layers/models/gpt.h"
+#include "layers/replacement/sparse_replacement.h"
+#include "tools/config/experiment.pb.h"
+
+namespace sparse_layers::train {
+
+struct LoadedModel {
+  config::ExperimentConfig config;
+  std::shared_ptr<layers::GptImpl> model;  // In eval mode.
+};
+
+absl::StatusOr<LoadedModel> LoadModel(const std::string& checkpoint_path);
+
+// A fitted replacement checkpoint (the trainer's fitting mode): the model,
+// its config's model.replacement and the sparse layer spliced in.
+struct LoadedReplacement {
+  LoadedModel loaded;
+  config::FfnReplacement spec;
+  std::shared_ptr<layers::SparseReplacementImpl> layer;
+};
+
+absl::StatusOr<LoadedReplacement> LoadReplacement(
+    const std::string& checkpoint_path);
+
+}  // namespace sparse_layers::train
+
+#endif  // SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_

@@ -1,0 +1,266 @@
+// The trainer's fitting mode: a sparse replacement layer trained on an
+// activation cache to reproduce a frozen FFN (seed-mxd.md 4: normalised MSE,
+// AdamW, warm-up then constant, output bias at the targets' mean, decoder rows
+// kept at unit norm). The checkpoint is the whole base model with the fitted
+// layer spliced in, so every LM tool (CE, sampling, hooks) reads it as is.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "analysis/replacement/replacement_metrics.h"
+#include "datasets/activations/activation_shards.h"
+#include "google/protobuf/text_format.h"
+#include "layers/backend/torch_runtime.h"
+#include "layers/replacement/nmse.h"
+#include "layers/replacement/sparse_replacement.h"
+#include "tools/common/digest.h"
+#include "tools/common/file_io.h"
+#include "tools/train/checkpoint.h"
+#include "tools/train/lr_schedule.h"
+#include "tools/train/trainer_internal.h"
+
+namespace sparse_layers::train {
+namespace {
+
+constexpr char kCsvHeader[] =
+    "step,rows,learning_rate,train_nmse,grad_norm,validation_nmse\n";
+
+struct Validation {
+  double nmse = 0;
+  double l0 = 0;
+  double dead_fraction = 0;
+};
+
+// Normalised MSE over the first `rows` validation rows, in chunks.
+Validation Validate(layers::SparseReplacementImpl& layer,
+                    const datasets::ActivationSet& data, bool on_output,
+                    int64_t rows, int64_t chunk) {
+  torch::NoGradGuard no_grad;
+  layer.eval();
+  analysis::FiringCounter firing(layer.units());
+  double weighted = 0;
+  rows = std::min(rows, data.rows());
+  for (int64_t begin = 0; begin < rows; begin += chunk) {
+    const int64_t end = std::min(rows, begin + chunk);
+    auto [x, y] = data.Range(begin, end);
+    const torch::Tensor input = on_output ? y : x;
+    firing.Add(layer.Encode(input, layer.options().k));
+    weighted +=
+        layers::NormalisedMse(layer.Forward(input, layers::HookPoint()), y)
+            .item<double>() *
+        (end - begin);
+  }
+  layer.train();
+  return {weighted / rows, firing.L0(), firing.DeadFraction()};
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingSummary> FitReplacement(
+    const config::ExperimentConfig& config, const TrainerOptions& options) {
+  if (config.runtime().threads() > 0) {
+    if (absl::Status s = backend::SetTorchThreads(config.runtime().threads());
+        !s.ok()) {
+      return s;
+    }
+  }
+  torch::manual_seed(config.runtime().seed());
+  auto model_options = layers::GptOptionsFromConfig(config.model());
+  if (!model_options.ok()) return model_options.status();
+  if (model_options->replacement.layer < 0) {
+    return absl::InvalidArgumentError(
+        "fitting on activations needs model.replacement");
+  }
+  if (options.init_from.empty()) {
+    return absl::InvalidArgumentError(
+        "fitting on activations needs --init_from (the base model)");
+  }
+  auto created = layers::GptImpl::Create(*model_options);
+  if (!created.ok()) return created.status();
+  layers::GptImpl& model = **created;
+  auto layer = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
+      model.ReplacementLayer());
+  if (!layer) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.replacement.ffn '", model_options->replacement.ffn,
+                     "' is not a sparse replacement layer"));
+  }
+  const bool on_output = model_options->replacement.on_output;
+
+  auto train = datasets::ActivationSet::Open(options.train_activations);
+  if (!train.ok()) return train.status();
+  auto validation = datasets::ActivationSet::Open(
+      options.validation_activations.empty() ? options.train_activations
+                                             : options.validation_activations);
+  if (!validation.ok()) return validation.status();
+  const int64_t d = model_options->d_model;
+  if ((*train)->d_in() != d || (*train)->d_out() != d ||
+      (*train)->manifest().layer() != model_options->replacement.layer) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.train_activations, " caches block ",
+        (*train)->manifest().layer(), " at width ", (*train)->d_in(),
+        "; the replacement is at block ", model_options->replacement.layer,
+        " of a width-", d, " model"));
+  }
+  if (absl::StatusOr<std::string> parent = Sha256OfFile(options.init_from);
+      !parent.ok() || *parent != (*train)->manifest().checkpoint_sha256()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the activation cache was not made from ", options.init_from));
+  }
+
+  const int64_t batch_rows = config.data().batch_size();
+  if (batch_rows <= 0) {
+    return absl::InvalidArgumentError("data.batch_size must be positive");
+  }
+  const StepBudget budget = ComputeStepBudget(config.budget(), batch_rows,
+                                              layer->ForwardFlopsPerToken());
+  if (budget.steps <= 0) {
+    return absl::InvalidArgumentError("the budget is smaller than one step");
+  }
+
+  std::string config_text;
+  google::protobuf::TextFormat::PrintToString(config, &config_text);
+  CheckpointState state;
+  state.config_text = config_text;
+  state.log_csv = kCsvHeader;
+  for (const torch::Tensor& p : model.parameters()) p.requires_grad_(false);
+  std::vector<torch::Tensor> parameters = layer->parameters();
+  for (torch::Tensor& p : parameters) p.requires_grad_(true);
+  std::unique_ptr<torch::optim::AdamW> optimizer =
+      MakeOptimizer(parameters, config.optimizer());
+  const bool resuming =
+      options.resume && std::filesystem::exists(options.checkpoint_path);
+  if (resuming) {
+    auto restored =
+        LoadCheckpoint(options.checkpoint_path, model, optimizer.get());
+    if (!restored.ok()) return restored.status();
+    if (restored->config_text != config_text) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          options.checkpoint_path, " was written with a different config"));
+    }
+    state = *std::move(restored);
+  } else {
+    if (absl::Status s = InitializeFromCheckpoint(options.init_from, model, 0);
+        !s.ok()) {
+      return s;
+    }
+    const auto& mean = (*train)->manifest().output_mean();
+    layer->InitOutputBias(
+        torch::tensor(std::vector<float>(mean.begin(), mean.end())));
+  }
+
+  const int eval_every = config.eval().every_steps();
+  const int64_t eval_rows = std::max(1, config.eval().batches()) * batch_rows;
+  const double clip = config.optimizer().gradient_clip_norm();
+  const uint64_t seed = config.runtime().seed();
+  std::vector<double> recent;
+  Validation last_validation{std::nan(""), 0, 0};
+  const auto start = Clock::now();
+  auto last_progress = start;
+  const int64_t first_step = state.step;
+  model.eval();  // Only the replacement layer trains (dropout-free anyway).
+  layer->train();
+  for (int64_t step = state.step; step < budget.steps; ++step) {
+    const double lr =
+        LearningRate(config.schedule(), config.optimizer().learning_rate(),
+                     step, budget.steps);
+    for (auto& group : optimizer->param_groups()) {
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    }
+    auto [x, y] = (*train)->TrainBatch(step, batch_rows, seed);
+    optimizer->zero_grad();
+    layer->PrepareStep();
+    torch::Tensor loss = layers::NormalisedMse(
+        layer->Forward(on_output ? y : x, layers::HookPoint()), y);
+    const double loss_value = loss.item<double>();
+    if (!std::isfinite(loss_value)) {
+      return absl::InternalError(
+          absl::StrCat("normalised MSE is ", loss_value, " at step ", step));
+    }
+    loss.backward();
+    layer->AdjustGradients();
+    const double grad_norm =
+        clip > 0 ? torch::nn::utils::clip_grad_norm_(parameters, clip) : 0.0;
+    optimizer->step();
+    state.step = step + 1;
+    recent.push_back(loss_value);
+    const bool last = state.step == budget.steps;
+    std::string validation_field;
+    if (last || (eval_every > 0 && state.step % eval_every == 0)) {
+      last_validation =
+          Validate(*layer, **validation, on_output, eval_rows, batch_rows);
+      validation_field = absl::StrFormat("%.6f", last_validation.nmse);
+    }
+    absl::StrAppendFormat(&state.log_csv, "%d,%d,%.6e,%.6f,%.6f,%s\n",
+                          state.step, state.step * batch_rows, lr, loss_value,
+                          grad_norm, validation_field);
+    const auto now = Clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    if (last || !validation_field.empty() ||
+        std::chrono::duration<double>(now - last_progress).count() >=
+            options.progress_every_seconds) {
+      last_progress = now;
+      const double done = static_cast<double>(state.step - first_step);
+      std::fprintf(
+          stderr,
+          "train: fit step %lld/%lld nmse %.4f%s | %.0f rows/s | "
+          "ETA %s\n",
+          static_cast<long long>(state.step),
+          static_cast<long long>(budget.steps), loss_value,
+          validation_field.empty()
+              ? ""
+              : absl::StrCat(" val ", validation_field).c_str(),
+          done * batch_rows / elapsed,
+          FormatDuration(elapsed / done * (budget.steps - state.step)).c_str());
+    }
+    const int every = config.runtime().checkpoint_every_steps();
+    if (!last && every > 0 && state.step % every == 0) {
+      if (absl::Status s = SaveCheckpoint(options.checkpoint_path, model,
+                                          optimizer.get(), state);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  const double wall =
+      std::chrono::duration<double>(Clock::now() - start).count();
+  if (std::isnan(last_validation.nmse)) {
+    last_validation =
+        Validate(*layer, **validation, on_output, eval_rows, batch_rows);
+  }
+
+  TrainingSummary summary;
+  summary.set_name(config.name());
+  summary.set_objective("normalised_mse");
+  summary.set_steps(state.step);
+  summary.set_tokens(state.step * batch_rows);
+  summary.set_forward_flops_per_token(layer->ForwardFlopsPerToken());
+  summary.set_flops(3.0 * layer->ForwardFlopsPerToken() * summary.tokens());
+  int64_t layer_parameters = 0;
+  for (const torch::Tensor& p : parameters) layer_parameters += p.numel();
+  summary.set_parameters(layer_parameters);
+  summary.set_final_train_loss(TailMean(recent));
+  summary.set_validation_loss(last_validation.nmse);
+  summary.set_l0(last_validation.l0);
+  summary.set_dead_fraction(last_validation.dead_fraction);
+  summary.set_wall_seconds(wall);
+  summary.set_tokens_per_second((state.step - first_step) * batch_rows /
+                                std::max(wall, 1e-9));
+  summary.set_threads(torch::get_num_threads());
+  summary.set_stopped_by(budget.stopped_by);
+  summary.set_config_sha256(Sha256Hex(config_text));
+  summary.set_train_data_sha256(
+      Sha256Hex((*train)->manifest().SerializeAsString()));
+  if (absl::Status s =
+          WriteRunOutputs(options, model, optimizer.get(), state, summary);
+      !s.ok()) {
+    return s;
+  }
+  return summary;
+}
+
+}  // namespace sparse_layers::train

@@ -1,0 +1,49 @@
+// Pieces shared by the trainer's two modes (language-model training in
+// trainer.cc, replacement-layer fitting in replacement_fit.cc).
+#ifndef SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_INTERNAL_H_
+#define SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_INTERNAL_H_
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tools/config/experiment.pb.h"
+#include "tools/train/checkpoint.h"
+#include "tools/train/trainer.h"
+#include "tools/train/training.pb.h"
+
+namespace sparse_layers::train {
+
+using Clock = std::chrono::steady_clock;
+
+// "h:mm:ss".
+std::string FormatDuration(double seconds);
+
+// AdamW (Loshchilov & Hutter 2019); no weight decay on 1-D parameters (norm
+// gains, biases), as in GPT-2 / nanoGPT.
+std::unique_ptr<torch::optim::AdamW> MakeOptimizer(
+    const std::vector<torch::Tensor>& parameters,
+    const config::OptimizerConfig& config);
+
+// Mean of the last 10% of the training losses (the summary's final loss).
+double TailMean(const std::vector<double>& losses);
+
+// Saves the final checkpoint, records its digest in `summary`, and writes the
+// CSV log and the summary where `options` asks.
+absl::Status WriteRunOutputs(const TrainerOptions& options,
+                             const torch::nn::Module& model,
+                             torch::optim::AdamW* optimizer,
+                             const CheckpointState& state,
+                             TrainingSummary& summary);
+
+// The fitting mode: options.train_activations is set.
+absl::StatusOr<TrainingSummary> FitReplacement(
+    const config::ExperimentConfig& config, const TrainerOptions& options);
+
+}  // namespace sparse_layers::train
+
+#endif  // SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_INTERNAL_H_
