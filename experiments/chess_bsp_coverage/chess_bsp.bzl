@@ -37,7 +37,7 @@ def chess_model(name, init_from = None):
         tools = [":evaluate_bsp"],
         cmd = _SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % name +
               "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
-              "--bsp_train=$$train --bsp_test=$$test --out=$@ 2>/dev/null",
+              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
         message = "BSP coverage of " + name,
     )
 
@@ -48,6 +48,6 @@ def chess_control(name, model):
         outs = [name + ".bsp.csv"],
         tools = [":evaluate_bsp"],
         cmd = _SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (model, name) +
-              "--bsp_train=$$train --bsp_test=$$test --out=$@ 2>/dev/null",
+              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
         message = "BSP coverage of " + name,
     )

@@ -17,6 +17,7 @@
 #include "layers/backend/torch_runtime.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/models/gpt.h"
+#include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
 #include "tools/config/config_loader.h"
@@ -31,6 +32,8 @@ ABSL_FLAG(std::string, bsp_test, "", "BSP-test games (JSONL).");
 ABSL_FLAG(int, characters, 256,
           "Characters of each game run through the model.");
 ABSL_FLAG(std::string, out, "", "Output CSV, one row per (layer, BSP set).");
+ABSL_FLAG(std::string, cpu_slot_dir, "",
+          "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
 
 namespace sparse_layers::experiments {
 namespace {
@@ -107,6 +110,14 @@ double Pearson(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 absl::Status Run() {
+  // Evaluation is as heavy as training: share the cores through the slots.
+  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
+    if (absl::Status s = AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir),
+                                        absl::GetFlag(FLAGS_threads));
+        !s.ok()) {
+      return s;
+    }
+  }
   std::shared_ptr<layers::GptImpl> model;
   config::ExperimentConfig config;
   const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
