@@ -49,7 +49,6 @@ ABSL_FLAG(int, max_tokens, 127, "Tokens per text (seed-mxd.md 5.8)");
 ABSL_FLAG(int, candidates, 100, "Units fitted per class (top mean difference)");
 ABSL_FLAG(uint64_t, seed, 42, "Random-control seed");
 ABSL_FLAG(std::string, out, "", "CSV path");
-ABSL_FLAG(std::string, cpu_slot_dir, "", "CPU slot lock directory");
 
 namespace sparse_layers::analysis {
 namespace {
@@ -71,12 +70,9 @@ Part PartOf(const std::string& group) {
 }
 
 absl::Status Run(const std::vector<std::string>& fits) {
-  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
-    if (absl::Status s = AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir),
-                                        absl::GetFlag(FLAGS_threads));
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
+      !s.ok()) {
+    return s;
   }
   auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();

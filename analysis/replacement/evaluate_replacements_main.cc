@@ -39,39 +39,9 @@ ABSL_FLAG(int, batch_size, 16, "Windows per CE batch");
 ABSL_FLAG(int64_t, rows, 32768, "Activation rows for NMSE, l0 and dead units");
 ABSL_FLAG(int, rank_experts, 64, "MxD experts sampled for the rank");
 ABSL_FLAG(std::string, out, "", "CSV path");
-ABSL_FLAG(std::string, cpu_slot_dir, "", "CPU slot lock directory");
 
 namespace sparse_layers::analysis {
 namespace {
-
-struct CodeMetrics {
-  // nmse: the released code's normalised MSE (seed-mxd.md 4.1), which scales
-  // with ||y||; relative: sum ||y_hat - y||^2 / sum ||y||^2, scale-free.
-  double nmse = 0, relative = 0, l0 = 0, dead = 0;
-};
-
-CodeMetrics EvaluateCodes(layers::SparseReplacementImpl& layer,
-                          const datasets::ActivationSet& data, bool on_output,
-                          int64_t rows) {
-  torch::NoGradGuard no_grad;
-  FiringCounter firing(layer.units());
-  double weighted = 0, error = 0, energy = 0;
-  rows = std::min(rows, data.rows());
-  constexpr int64_t kChunk = 4096;
-  for (int64_t begin = 0; begin < rows; begin += kChunk) {
-    const int64_t end = std::min(rows, begin + kChunk);
-    auto [x, y] = data.Range(begin, end);
-    const torch::Tensor input = on_output ? y : x;
-    const layers::TopKCodes codes = layer.Encode(input, layer.options().k);
-    firing.Add(codes);
-    const torch::Tensor prediction = layer.DecodeSparse(input, codes);
-    weighted +=
-        layers::NormalisedMse(prediction, y).item<double>() * (end - begin);
-    error += (prediction - y).pow(2).sum().item<double>();
-    energy += y.pow(2).sum().item<double>();
-  }
-  return {weighted / rows, error / energy, firing.L0(), firing.DeadFraction()};
-}
 
 // Mean of rank(D diag(c_n)) / min(H, O) over evenly spaced experts (Eq. 23).
 double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
@@ -87,12 +57,9 @@ double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
 }
 
 absl::Status Run(const std::vector<std::string>& replacements) {
-  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
-    if (absl::Status s = AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir),
-                                        absl::GetFlag(FLAGS_threads));
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
+      !s.ok()) {
+    return s;
   }
   auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();
@@ -136,8 +103,9 @@ absl::Status Run(const std::vector<std::string>& replacements) {
                        ", the cache is of block ", layer));
     }
     const double ce = MeanCrossEntropy(*fitted->model, *sampler, batches);
-    const CodeMetrics codes = EvaluateCodes(
-        *sparse, **activations, spec.on_output(), absl::GetFlag(FLAGS_rows));
+    const ActivationFit codes =
+        EvaluateOnActivations(*sparse, **activations, spec.on_output(),
+                              absl::GetFlag(FLAGS_rows), /*chunk=*/4096);
     const auto* mxd = dynamic_cast<const layers::MxdImpl*>(sparse.get());
     const std::string rank =
         mxd ? absl::StrFormat(
@@ -152,7 +120,7 @@ absl::Status Run(const std::vector<std::string>& replacements) {
         absl::GetFlag(FLAGS_base_name), fitted->config.name(), spec.ffn(),
         sparse->options().k, spec.expansion(), sparse->units(), parameters, ce,
         ce_base, ce_zero, CeRecovered(ce_base, ce_zero, ce), codes.nmse,
-        codes.relative, codes.l0, codes.dead, rank);
+        codes.relative_mse, codes.l0, codes.dead_fraction, rank);
     std::fprintf(stderr,
                  "evaluate_replacements: %s: CE %.4f, NMSE %.4f, l0 %.1f\n",
                  fitted->config.name().c_str(), ce, codes.nmse, codes.l0);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "layers/replacement/nmse.h"
+
 namespace sparse_layers::analysis {
 
 FiringCounter::FiringCounter(int64_t units)
@@ -27,6 +29,29 @@ torch::Tensor FiringCounter::Frequencies() const {
 
 double FiringCounter::DeadFraction(double threshold) const {
   return (Frequencies() < threshold).to(torch::kDouble).mean().item<double>();
+}
+
+ActivationFit EvaluateOnActivations(layers::SparseReplacementImpl& layer,
+                                    const datasets::ActivationSet& data,
+                                    bool on_output, int64_t rows,
+                                    int64_t chunk) {
+  torch::NoGradGuard no_grad;
+  FiringCounter firing(layer.units());
+  double weighted = 0, error = 0, energy = 0;
+  rows = std::min(rows, data.rows());
+  for (int64_t begin = 0; begin < rows; begin += chunk) {
+    const int64_t end = std::min(rows, begin + chunk);
+    auto [x, y] = data.Range(begin, end);
+    const torch::Tensor input = on_output ? y : x;
+    const layers::TopKCodes codes = layer.Encode(input, layer.options().k);
+    firing.Add(codes);
+    const torch::Tensor prediction = layer.DecodeSparse(input, codes);
+    weighted +=
+        layers::NormalisedMse(prediction, y).item<double>() * (end - begin);
+    error += (prediction - y).pow(2).sum().item<double>();
+    energy += y.pow(2).sum().item<double>();
+  }
+  return {weighted / rows, error / energy, firing.L0(), firing.DeadFraction()};
 }
 
 double MeanCrossEntropy(layers::GptImpl& model,

@@ -8,9 +8,11 @@
 
 #include <cstdint>
 
+#include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
 #include "layers/core/topk.h"
 #include "layers/models/gpt.h"
+#include "layers/replacement/sparse_replacement.h"
 
 namespace sparse_layers::analysis {
 
@@ -34,6 +36,23 @@ class FiringCounter {
   int64_t rows_ = 0;
   int64_t active_ = 0;
 };
+
+// A replacement layer scored on cached activations (its fixed K).
+struct ActivationFit {
+  // The released code's normalised MSE (seed-mxd.md 4.1), which scales with
+  // ||y||, and the scale-free sum ||y_hat - y||^2 / sum ||y||^2.
+  double nmse = 0;
+  double relative_mse = 0;
+  double l0 = 0;
+  double dead_fraction = 0;
+};
+
+// On the first `rows` rows of `data`, `chunk` rows at a time; the layer reads
+// the cached FFN output instead of its input when `on_output` (an SAE).
+ActivationFit EvaluateOnActivations(layers::SparseReplacementImpl& layer,
+                                    const datasets::ActivationSet& data,
+                                    bool on_output, int64_t rows,
+                                    int64_t chunk);
 
 // Mean next-token cross-entropy over the sampler's first `batches` evaluation
 // batches (the trainer's validation loss and the frontier's CE; seed-mxd.md

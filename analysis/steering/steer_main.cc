@@ -51,7 +51,6 @@ ABSL_FLAG(double, frequency_penalty, 1.0, "Frequency penalty (paper: 1.0)");
 ABSL_FLAG(uint64_t, seed, 42, "Seed of each unit's samples");
 ABSL_FLAG(std::string, out, "", "CSV path");
 ABSL_FLAG(std::string, examples, "", "Text file with example generations");
-ABSL_FLAG(std::string, cpu_slot_dir, "", "CPU slot lock directory");
 
 namespace sparse_layers::analysis {
 namespace {
@@ -79,12 +78,9 @@ double MeanNll(layers::GptImpl& base, const std::vector<int64_t>& prompt,
 }
 
 absl::Status Run(const std::vector<std::string>& fits) {
-  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
-    if (absl::Status s = AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir),
-                                        absl::GetFlag(FLAGS_threads));
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
+      !s.ok()) {
+    return s;
   }
   auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();

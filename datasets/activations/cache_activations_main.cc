@@ -30,19 +30,14 @@ ABSL_FLAG(int, sequence_length, 0, "Window length (0: the model's context)");
 ABSL_FLAG(int, batch, 8, "Windows per forward pass");
 ABSL_FLAG(int64_t, shard_rows, 1 << 17, "Rows per shard file");
 ABSL_FLAG(std::string, out_dir, "", "Output directory");
-ABSL_FLAG(std::string, cpu_slot_dir, "",
-          "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
 
 namespace sparse_layers::datasets {
 namespace {
 
 absl::Status Run() {
-  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
-    if (absl::Status s = AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir),
-                                        absl::GetFlag(FLAGS_threads));
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
+      !s.ok()) {
+    return s;
   }
   const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
   auto loaded = train::LoadModel(checkpoint);

@@ -13,7 +13,6 @@
 #include "analysis/bsp/chess_board.h"
 #include "analysis/bsp/feature_classifiers.h"
 #include "datasets/chess/chess_games.h"
-#include "google/protobuf/text_format.h"
 #include "layers/backend/torch_runtime.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/models/gpt.h"
@@ -21,7 +20,7 @@
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
 #include "tools/config/config_loader.h"
-#include "tools/train/checkpoint.h"
+#include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "Trained model (lm_checkpoint .pt).");
 ABSL_FLAG(std::string, config, "",
@@ -32,8 +31,6 @@ ABSL_FLAG(std::string, bsp_test, "", "BSP-test games (JSONL).");
 ABSL_FLAG(int, characters, 256,
           "Characters of each game run through the model.");
 ABSL_FLAG(std::string, out, "", "Output CSV, one row per (layer, BSP set).");
-ABSL_FLAG(std::string, cpu_slot_dir, "",
-          "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
 
 namespace sparse_layers::experiments {
 namespace {
@@ -111,35 +108,25 @@ double Pearson(const torch::Tensor& a, const torch::Tensor& b) {
 
 absl::Status Run() {
   // Evaluation is as heavy as training: share the cores through the slots.
-  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
-    if (absl::Status s = AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir),
-                                        absl::GetFlag(FLAGS_threads));
-        !s.ok()) {
-      return s;
-    }
+  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
+      !s.ok()) {
+    return s;
   }
   std::shared_ptr<layers::GptImpl> model;
-  config::ExperimentConfig config;
-  const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
-  if (!checkpoint.empty()) {
-    auto text = train::ReadCheckpointConfig(checkpoint);
-    if (!text.ok()) return text.status();
-    google::protobuf::TextFormat::ParseFromString(*text, &config);
-  } else {
-    auto loaded = config::LoadExperimentConfig({absl::GetFlag(FLAGS_config)});
+  if (const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
+      !checkpoint.empty()) {
+    auto loaded = train::LoadModel(checkpoint);
     if (!loaded.ok()) return loaded.status();
-    config = *loaded;
-    torch::manual_seed(config.runtime().seed());
-  }
-  auto options = layers::GptOptionsFromConfig(config.model());
-  if (!options.ok()) return options.status();
-  auto created = layers::GptImpl::Create(*options);
-  if (!created.ok()) return created.status();
-  model = *created;
-  if (!checkpoint.empty()) {
-    if (auto s = train::LoadCheckpoint(checkpoint, *model, nullptr); !s.ok()) {
-      return s.status();
-    }
+    model = loaded->model;
+  } else {  // A random initialisation of the config's model (the controls).
+    auto config = config::LoadExperimentConfig({absl::GetFlag(FLAGS_config)});
+    if (!config.ok()) return config.status();
+    torch::manual_seed(config->runtime().seed());
+    auto options = layers::GptOptionsFromConfig(config->model());
+    if (!options.ok()) return options.status();
+    auto created = layers::GptImpl::Create(*options);
+    if (!created.ok()) return created.status();
+    model = *created;
   }
   model->eval();
 
@@ -213,7 +200,7 @@ absl::Status Run() {
           absl::StrFormat(
               "%s,%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.1f,%.1f,%d,%d,%.3f,%.4f,%.4f,"
               "%.4f\n",
-              absl::GetFlag(FLAGS_name), options->ffn, l,
+              absl::GetFlag(FLAGS_name), model->options().ffn, l,
               mask_initial ? "masked_blank_and_initial" : "masked_blank",
               coverage.coverage_code, coverage.coverage_paper,
               reconstruction.reconstruction_code,

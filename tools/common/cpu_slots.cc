@@ -11,9 +11,19 @@
 #include <filesystem>
 #include <thread>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 
+ABSL_FLAG(std::string, cpu_slot_dir, "",
+          "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
+
 namespace sparse_layers {
+
+absl::Status AcquireCpuSlotIfRequested(int threads) {
+  const std::string directory = absl::GetFlag(FLAGS_cpu_slot_dir);
+  if (directory.empty()) return absl::OkStatus();
+  return AcquireCpuSlot(directory, threads);
+}
 
 absl::Status AcquireCpuSlot(const std::string& directory, int threads) {
   std::error_code error;

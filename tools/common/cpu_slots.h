@@ -7,12 +7,20 @@
 
 #include <string>
 
+#include "absl/flags/declare.h"
 #include "absl/status/status.h"
+
+// --cpu_slot_dir: where build actions take their slot lock (empty: none).
+ABSL_DECLARE_FLAG(std::string, cpu_slot_dir);
 
 namespace sparse_layers {
 
 // Blocks until a slot in `directory` is free; prints one line while waiting.
 absl::Status AcquireCpuSlot(const std::string& directory, int threads);
+
+// AcquireCpuSlot(--cpu_slot_dir, threads) when the flag is set; otherwise
+// nothing (a binary run by hand does not queue).
+absl::Status AcquireCpuSlotIfRequested(int threads);
 
 }  // namespace sparse_layers
 

@@ -7,85 +7,50 @@ it exactly when one of them changes, and a remote cache shares the checkpoint. T
 (tools/common/cpu_slots.h) and the cpu:N requirement is declared for executors that honour it.
 """
 
-def _lm_checkpoint_impl(ctx):
+def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message):
+    """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
+    the mode's leading and trailing arguments."""
     checkpoint = ctx.actions.declare_file(ctx.label.name + ".pt")
     log = ctx.actions.declare_file(ctx.label.name + ".csv")
     summary = ctx.actions.declare_file(ctx.label.name + ".summary.textproto")
-    shards = {d.basename: d for d in ctx.files.data}
-    for split in ["train", "validation"]:
-        if split not in shards:
-            fail("%s: data %s has no %s shard directory" % (ctx.label, ctx.attr.data.label, split))
-    args = [
-        "--config=" + ctx.file.config.path,
-        "--train_data=%s/train.tokens.textproto" % shards["train"].path,
-        "--validation_data=%s/validation.tokens.textproto" % shards["validation"].path,
-        "--out=" + checkpoint.path,
-        "--log_csv=" + log.path,
-        "--summary=" + summary.path,
-        "--threads=%d" % ctx.attr.threads,
-        "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
-    ]
-    tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
-    if tokenizer:
-        args.append("--tokenizer=" + tokenizer[0].path)
-    parent = [f for f in ctx.files.init_from if f.extension == "pt"]
-    if parent:
-        args.append("--init_from=" + parent[0].path)
-    ctx.actions.run(
-        executable = ctx.executable._train,
-        arguments = args,
-        inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer + parent,
-        outputs = [checkpoint, log, summary],
-        mnemonic = "TrainLM",
-        progress_message = "Training %s" % ctx.label,
-        execution_requirements = {"cpu:%d" % ctx.attr.threads: ""},
-    )
     outputs = [checkpoint, log, summary]
-    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
-
-def _replacement_checkpoint_impl(ctx):
-    checkpoint = ctx.actions.declare_file(ctx.label.name + ".pt")
-    log = ctx.actions.declare_file(ctx.label.name + ".csv")
-    summary = ctx.actions.declare_file(ctx.label.name + ".summary.textproto")
-    base = [f for f in ctx.files.base if f.extension == "pt"][0]
-    caches = {d.basename: d for d in ctx.files.activations}
-    for split in ["train", "validation"]:
-        if split not in caches:
-            fail("%s: activations %s has no %s split" % (ctx.label, ctx.attr.activations.label, split))
     ctx.actions.run(
         executable = ctx.executable._train,
-        arguments = [
-            "--config=" + ctx.file.config.path,
-            "--init_from=" + base.path,
-            "--train_activations=%s/train.activations.textproto" % caches["train"].path,
-            "--validation_activations=%s/validation.activations.textproto" % caches["validation"].path,
+        arguments = leading_args + [
             "--out=" + checkpoint.path,
             "--log_csv=" + log.path,
             "--summary=" + summary.path,
             "--threads=%d" % ctx.attr.threads,
             "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
-        ],
-        inputs = [ctx.file.config, base, caches["train"], caches["validation"]],
-        outputs = [checkpoint, log, summary],
-        mnemonic = "FitReplacement",
-        progress_message = "Fitting %s" % ctx.label,
+        ] + trailing_args,
+        inputs = inputs,
+        outputs = outputs,
+        mnemonic = mnemonic,
+        progress_message = progress_message,
         execution_requirements = {"cpu:%d" % ctx.attr.threads: ""},
     )
-    outputs = [checkpoint, log, summary]
     return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
 
-replacement_checkpoint = rule(
-    implementation = _replacement_checkpoint_impl,
-    doc = "The trainer's fitting mode: model.replacement fitted to an activation_cache of `base`; the " +
-          "checkpoint is `base` with the layer spliced in. <name>.pt, <name>.csv, <name>.summary.textproto.",
-    attrs = {
-        "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
-        "base": attr.label(mandatory = True, doc = "The lm_checkpoint the cache was made from."),
-        "activations": attr.label(mandatory = True, doc = "An activation_cache with train and validation splits."),
-        "threads": attr.int(default = 2),
-        "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
-    },
-)
+def _lm_checkpoint_impl(ctx):
+    shards = {d.basename: d for d in ctx.files.data}
+    for split in ["train", "validation"]:
+        if split not in shards:
+            fail("%s: data %s has no %s shard directory" % (ctx.label, ctx.attr.data.label, split))
+    tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
+    parent = [f for f in ctx.files.init_from if f.extension == "pt"]
+    return _run_trainer(
+        ctx,
+        inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer + parent,
+        leading_args = [
+            "--config=" + ctx.file.config.path,
+            "--train_data=%s/train.tokens.textproto" % shards["train"].path,
+            "--validation_data=%s/validation.tokens.textproto" % shards["validation"].path,
+        ],
+        trailing_args = ["--tokenizer=" + f.path for f in tokenizer[:1]] +
+                        ["--init_from=" + f.path for f in parent[:1]],
+        mnemonic = "TrainLM",
+        progress_message = "Training %s" % ctx.label,
+    )
 
 lm_checkpoint = rule(
     implementation = _lm_checkpoint_impl,
@@ -96,6 +61,39 @@ lm_checkpoint = rule(
         "tokenizer": attr.label(default = "//datasets/text:bpe", allow_files = True),
         "threads": attr.int(default = 2),
         "init_from": attr.label(doc = "A parent lm_checkpoint to copy / upcycle from (config.init)."),
+        "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
+    },
+)
+
+def _replacement_checkpoint_impl(ctx):
+    base = [f for f in ctx.files.base if f.extension == "pt"][0]
+    caches = {d.basename: d for d in ctx.files.activations}
+    for split in ["train", "validation"]:
+        if split not in caches:
+            fail("%s: activations %s has no %s split" % (ctx.label, ctx.attr.activations.label, split))
+    return _run_trainer(
+        ctx,
+        inputs = [ctx.file.config, base, caches["train"], caches["validation"]],
+        leading_args = [
+            "--config=" + ctx.file.config.path,
+            "--init_from=" + base.path,
+            "--train_activations=%s/train.activations.textproto" % caches["train"].path,
+            "--validation_activations=%s/validation.activations.textproto" % caches["validation"].path,
+        ],
+        trailing_args = [],
+        mnemonic = "FitReplacement",
+        progress_message = "Fitting %s" % ctx.label,
+    )
+
+replacement_checkpoint = rule(
+    implementation = _replacement_checkpoint_impl,
+    doc = "The trainer's fitting mode: model.replacement fitted to an activation_cache of `base`; the " +
+          "checkpoint is `base` with the layer spliced in. <name>.pt, <name>.csv, <name>.summary.textproto.",
+    attrs = {
+        "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
+        "base": attr.label(mandatory = True, doc = "The lm_checkpoint the cache was made from."),
+        "activations": attr.label(mandatory = True, doc = "An activation_cache with train and validation splits."),
+        "threads": attr.int(default = 2),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
     },
 )

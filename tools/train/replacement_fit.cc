@@ -20,7 +20,6 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/train/checkpoint.h"
-#include "tools/train/lr_schedule.h"
 #include "tools/train/trainer_internal.h"
 
 namespace sparse_layers::train {
@@ -28,35 +27,6 @@ namespace {
 
 constexpr char kCsvHeader[] =
     "step,rows,learning_rate,train_nmse,grad_norm,validation_nmse\n";
-
-struct Validation {
-  double nmse = 0;
-  double l0 = 0;
-  double dead_fraction = 0;
-};
-
-// Normalised MSE over the first `rows` validation rows, in chunks.
-Validation Validate(layers::SparseReplacementImpl& layer,
-                    const datasets::ActivationSet& data, bool on_output,
-                    int64_t rows, int64_t chunk) {
-  torch::NoGradGuard no_grad;
-  layer.eval();
-  analysis::FiringCounter firing(layer.units());
-  double weighted = 0;
-  rows = std::min(rows, data.rows());
-  for (int64_t begin = 0; begin < rows; begin += chunk) {
-    const int64_t end = std::min(rows, begin + chunk);
-    auto [x, y] = data.Range(begin, end);
-    const torch::Tensor input = on_output ? y : x;
-    firing.Add(layer.Encode(input, layer.options().k));
-    weighted +=
-        layers::NormalisedMse(layer.Forward(input, layers::HookPoint()), y)
-            .item<double>() *
-        (end - begin);
-  }
-  layer.train();
-  return {weighted / rows, firing.L0(), firing.DeadFraction()};
-}
 
 }  // namespace
 
@@ -158,7 +128,7 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   const double clip = config.optimizer().gradient_clip_norm();
   const uint64_t seed = config.runtime().seed();
   std::vector<double> recent;
-  Validation last_validation{std::nan(""), 0, 0};
+  analysis::ActivationFit last_validation{std::nan(""), 0, 0, 0};
   const auto start = Clock::now();
   auto last_progress = start;
   const int64_t first_step = state.step;
@@ -166,11 +136,7 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   layer->train();
   for (int64_t step = state.step; step < budget.steps; ++step) {
     const double lr =
-        LearningRate(config.schedule(), config.optimizer().learning_rate(),
-                     step, budget.steps);
-    for (auto& group : optimizer->param_groups()) {
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    }
+        ScheduleLearningRate(config, step, budget.steps, *optimizer);
     auto [x, y] = (*train)->TrainBatch(step, batch_rows, seed);
     optimizer->zero_grad();
     layer->PrepareStep();
@@ -191,8 +157,8 @@ absl::StatusOr<TrainingSummary> FitReplacement(
     const bool last = state.step == budget.steps;
     std::string validation_field;
     if (last || (eval_every > 0 && state.step % eval_every == 0)) {
-      last_validation =
-          Validate(*layer, **validation, on_output, eval_rows, batch_rows);
+      last_validation = analysis::EvaluateOnActivations(
+          *layer, **validation, on_output, eval_rows, batch_rows);
       validation_field = absl::StrFormat("%.6f", last_validation.nmse);
     }
     absl::StrAppendFormat(&state.log_csv, "%d,%d,%.6e,%.6f,%.6f,%s\n",
@@ -229,32 +195,21 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   const double wall =
       std::chrono::duration<double>(Clock::now() - start).count();
   if (std::isnan(last_validation.nmse)) {
-    last_validation =
-        Validate(*layer, **validation, on_output, eval_rows, batch_rows);
+    last_validation = analysis::EvaluateOnActivations(
+        *layer, **validation, on_output, eval_rows, batch_rows);
   }
 
-  TrainingSummary summary;
-  summary.set_name(config.name());
+  TrainingSummary summary =
+      RunSummary(config, config_text, state.step, first_step, batch_rows,
+                 layer->ForwardFlopsPerToken(), wall, budget.stopped_by, recent,
+                 (*train)->manifest().SerializeAsString());
   summary.set_objective("normalised_mse");
-  summary.set_steps(state.step);
-  summary.set_tokens(state.step * batch_rows);
-  summary.set_forward_flops_per_token(layer->ForwardFlopsPerToken());
-  summary.set_flops(3.0 * layer->ForwardFlopsPerToken() * summary.tokens());
   int64_t layer_parameters = 0;
   for (const torch::Tensor& p : parameters) layer_parameters += p.numel();
   summary.set_parameters(layer_parameters);
-  summary.set_final_train_loss(TailMean(recent));
   summary.set_validation_loss(last_validation.nmse);
   summary.set_l0(last_validation.l0);
   summary.set_dead_fraction(last_validation.dead_fraction);
-  summary.set_wall_seconds(wall);
-  summary.set_tokens_per_second((state.step - first_step) * batch_rows /
-                                std::max(wall, 1e-9));
-  summary.set_threads(torch::get_num_threads());
-  summary.set_stopped_by(budget.stopped_by);
-  summary.set_config_sha256(Sha256Hex(config_text));
-  summary.set_train_data_sha256(
-      Sha256Hex((*train)->manifest().SerializeAsString()));
   if (absl::Status s =
           WriteRunOutputs(options, model, optimizer.get(), state, summary);
       !s.ok()) {

@@ -39,8 +39,6 @@ ABSL_FLAG(std::string, train_activations, "",
           "(model.replacement is fitted; --init_from is the base model)");
 ABSL_FLAG(std::string, validation_activations, "",
           "Fitting mode: activation-cache manifest of the validation rows");
-ABSL_FLAG(std::string, cpu_slot_dir, "",
-          "Take a CPU slot lock here first (build actions; see cpu_slots.h)");
 
 namespace sparse_layers::train {
 namespace {
@@ -51,15 +49,11 @@ absl::Status Run() {
   absl::StatusOr<config::ExperimentConfig> config =
       config::LoadExperimentConfig(absl::GetFlag(FLAGS_config));
   if (!config.ok()) return config.status();
-  if (!absl::GetFlag(FLAGS_cpu_slot_dir).empty()) {
-    const int threads = config->runtime().threads() > 0
-                            ? config->runtime().threads()
-                            : absl::GetFlag(FLAGS_threads);
-    if (absl::Status status =
-            AcquireCpuSlot(absl::GetFlag(FLAGS_cpu_slot_dir), threads);
-        !status.ok()) {
-      return status;
-    }
+  if (absl::Status status = AcquireCpuSlotIfRequested(
+          config->runtime().threads() > 0 ? config->runtime().threads()
+                                          : absl::GetFlag(FLAGS_threads));
+      !status.ok()) {
+    return status;
   }
   TrainerOptions options;
   options.train_manifest = absl::GetFlag(FLAGS_train_data);

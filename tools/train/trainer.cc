@@ -24,6 +24,7 @@
 #include "tools/common/file_io.h"
 #include "tools/train/checkpoint.h"
 #include "tools/train/lr_schedule.h"
+#include "tools/train/model_loader.h"
 #include "tools/train/trainer_internal.h"
 
 namespace sparse_layers::train {
@@ -48,6 +49,41 @@ double TailMean(const std::vector<double>& losses) {
     sum += losses[i];
   }
   return sum / tail;
+}
+
+double ScheduleLearningRate(const config::ExperimentConfig& config,
+                            int64_t step, int64_t steps,
+                            torch::optim::AdamW& optimizer) {
+  const double lr = LearningRate(
+      config.schedule(), config.optimizer().learning_rate(), step, steps);
+  for (auto& group : optimizer.param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+  return lr;
+}
+
+TrainingSummary RunSummary(const config::ExperimentConfig& config,
+                           const std::string& config_text, int64_t steps,
+                           int64_t first_step, int64_t units_per_step,
+                           int64_t forward_flops_per_unit, double wall,
+                           const std::string& stopped_by,
+                           const std::vector<double>& losses,
+                           const std::string& train_manifest) {
+  TrainingSummary summary;
+  summary.set_name(config.name());
+  summary.set_steps(steps);
+  summary.set_tokens(steps * units_per_step);
+  summary.set_forward_flops_per_token(forward_flops_per_unit);
+  summary.set_flops(3.0 * forward_flops_per_unit * summary.tokens());
+  summary.set_final_train_loss(TailMean(losses));
+  summary.set_wall_seconds(wall);
+  summary.set_tokens_per_second((steps - first_step) * units_per_step /
+                                std::max(wall, 1e-9));
+  summary.set_threads(torch::get_num_threads());
+  summary.set_stopped_by(stopped_by);
+  summary.set_config_sha256(Sha256Hex(config_text));
+  summary.set_train_data_sha256(Sha256Hex(train_manifest));
+  return summary;
 }
 
 absl::Status WriteRunOutputs(const TrainerOptions& options,
@@ -232,11 +268,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
 
   for (int64_t step = state.step; step < budget.steps; ++step) {
     const double lr =
-        LearningRate(config.schedule(), config.optimizer().learning_rate(),
-                     step, budget.steps);
-    for (auto& group : optimizer->param_groups()) {
-      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    }
+        ScheduleLearningRate(config, step, budget.steps, *optimizer);
     const datasets::TokenBatch batch = sampler->TrainBatch(step);
     optimizer->zero_grad();
     model.PrepareStep();
@@ -313,25 +345,14 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
         analysis::MeanCrossEntropy(model, *validation_sampler, eval_batches);
   }
 
-  TrainingSummary summary;
-  summary.set_name(config.name());
+  TrainingSummary summary =
+      RunSummary(config, config_text, state.step, first_step, tokens_per_step,
+                 forward_flops, wall, budget.stopped_by, recent_losses,
+                 (*train_shards)->manifest().SerializeAsString());
   summary.set_objective("next_token_cross_entropy");
-  summary.set_steps(state.step);
-  summary.set_tokens(state.step * tokens_per_step);
-  summary.set_flops(3.0 * forward_flops * summary.tokens());
   summary.set_parameters(model.ParameterCount());
-  summary.set_forward_flops_per_token(forward_flops);
-  summary.set_final_train_loss(TailMean(recent_losses));
   summary.set_validation_loss(validation_loss);
   summary.set_validation_perplexity(std::exp(validation_loss));
-  summary.set_wall_seconds(wall);
-  summary.set_tokens_per_second((state.step - first_step) * tokens_per_step /
-                                std::max(wall, 1e-9));
-  summary.set_threads(torch::get_num_threads());
-  summary.set_stopped_by(budget.stopped_by);
-  summary.set_config_sha256(Sha256Hex(config_text));
-  summary.set_train_data_sha256(
-      Sha256Hex((*train_shards)->manifest().SerializeAsString()));
 
   if (config.eval().sample_tokens() > 0) {
     const datasets::TokenBatch prompt_batch =
@@ -370,23 +391,10 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
 absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
                                       layers::GptImpl& model,
                                       double upcycle_noise) {
-  absl::StatusOr<std::string> text = ReadCheckpointConfig(parent_checkpoint);
-  if (!text.ok()) return text.status();
-  config::ExperimentConfig parent_config;
-  if (!google::protobuf::TextFormat::ParseFromString(*text, &parent_config)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(parent_checkpoint, ": unreadable config"));
-  }
-  auto parent_options = layers::GptOptionsFromConfig(parent_config.model());
-  if (!parent_options.ok()) return parent_options.status();
-  auto parent = layers::GptImpl::Create(*parent_options);
+  absl::StatusOr<LoadedModel> parent = LoadModel(parent_checkpoint);
   if (!parent.ok()) return parent.status();
-  if (auto loaded = LoadCheckpoint(parent_checkpoint, **parent, nullptr);
-      !loaded.ok()) {
-    return loaded.status();
-  }
   torch::NoGradGuard no_grad;
-  const auto parent_parameters = (*parent)->named_parameters();
+  const auto parent_parameters = parent->model->named_parameters();
   int64_t copied = 0, upcycled = 0;
   for (auto& item : model.named_parameters()) {
     const torch::Tensor* source = parent_parameters.find(item.key());
@@ -395,12 +403,12 @@ absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
       ++copied;
     }
   }
-  for (size_t i = 0; i < model.blocks.size() && i < (*parent)->blocks.size();
-       ++i) {
+  for (size_t i = 0;
+       i < model.blocks.size() && i < parent->model->blocks.size(); ++i) {
     auto mixture = std::dynamic_pointer_cast<layers::MixtureOfExpertsImpl>(
         model.blocks[i]->ffn);
     auto dense = std::dynamic_pointer_cast<layers::DenseMlpImpl>(
-        (*parent)->blocks[i]->ffn);
+        parent->model->blocks[i]->ffn);
     if (mixture && dense) {
       mixture->UpcycleFrom(*dense, upcycle_noise);
       ++upcycled;

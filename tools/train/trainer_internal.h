@@ -32,6 +32,25 @@ std::unique_ptr<torch::optim::AdamW> MakeOptimizer(
 // Mean of the last 10% of the training losses (the summary's final loss).
 double TailMean(const std::vector<double>& losses);
 
+// Sets the scheduled learning rate of `step` on every parameter group and
+// returns it.
+double ScheduleLearningRate(const config::ExperimentConfig& config,
+                            int64_t step, int64_t steps,
+                            torch::optim::AdamW& optimizer);
+
+// The summary fields both modes report. A step processes `units_per_step`
+// tokens (LM) or activation rows (fits), each costing
+// `forward_flops_per_unit`; wall time and throughput are this process's
+// (from `first_step`); `train_manifest` is the serialised training-data
+// manifest.
+TrainingSummary RunSummary(const config::ExperimentConfig& config,
+                           const std::string& config_text, int64_t steps,
+                           int64_t first_step, int64_t units_per_step,
+                           int64_t forward_flops_per_unit, double wall,
+                           const std::string& stopped_by,
+                           const std::vector<double>& losses,
+                           const std::string& train_manifest);
+
 // Saves the final checkpoint, records its digest in `summary`, and writes the
 // CSV log and the summary where `options` asks.
 absl::Status WriteRunOutputs(const TrainerOptions& options,
