@@ -21,6 +21,11 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(
   torch::nn::init::normal_(qkv->weight, 0.0, 0.02);
   torch::nn::init::normal_(out->weight, 0.0,
                            0.02 / std::sqrt(2.0 * options.n_layers));
+  if (options.qk_norm) {
+    const int64_t head_dim = options.d_model / options.n_heads;
+    query_norm = register_module("query_norm", RmsNorm(head_dim));
+    key_norm = register_module("key_norm", RmsNorm(head_dim));
+  }
   if (options.rotary) {
     rotary_ = RotaryEmbedding(options.d_model / options.n_heads,
                               options.context_length);
@@ -41,6 +46,10 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   torch::Tensor q = parts[0];
   torch::Tensor k = parts[1];
   const torch::Tensor& v = parts[2];
+  if (options_.qk_norm) {
+    q = query_norm->forward(q);
+    k = key_norm->forward(k);
+  }
   if (rotary_.defined()) {
     q = rotary_.Apply(q);
     k = rotary_.Apply(k);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "layers/core/causal_mask.h"
+#include "layers/core/rms_norm.h"
 #include "layers/core/rotary.h"
 #include "layers/hooks/hook_point.h"
 
@@ -20,6 +21,9 @@ struct CausalAttentionOptions {
   bool rotary = false;
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
+  // RMSNorm of q and k over the head dimension, one gain shared by all heads,
+  // before the rotary positions (sgatlin's backbone, seed-sgatlin.md 1).
+  bool qk_norm = false;
 };
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
@@ -37,6 +41,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
   const CausalAttentionOptions& options() const { return options_; }
   torch::nn::Linear qkv{nullptr};
   torch::nn::Linear out{nullptr};
+  RmsNorm query_norm{nullptr};  // qk_norm only.
+  RmsNorm key_norm{nullptr};
   // (B, H, T, T) softmax probabilities.
   HookPoint hook_pattern;
 

@@ -96,6 +96,10 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
         "model.norm '", model.norm(), "': use layernorm or rmsnorm"));
   }
   options.tie_embeddings = model.tie_embeddings();
+  options.qk_norm = model.qk_norm();
+  if (options.qk_norm && options.attention != "mha") {
+    return absl::InvalidArgumentError("model.qk_norm needs attention 'mha'");
+  }
   if (const config::FfnReplacement& r = model.replacement(); !r.ffn().empty()) {
     const bool mxd = absl::StartsWith(r.ffn(), "mxd");
     const int64_t width = int64_t{r.expansion()} * model.d_model();
@@ -147,6 +151,7 @@ BlockImpl::BlockImpl(const GptOptions& options, int index,
   attention_options.n_heads = options.n_heads;
   attention_options.context_length = options.context_length;
   attention_options.rotary = options.rotary;
+  attention_options.qk_norm = options.qk_norm;
   attention_options.n_layers = options.n_layers;
   if (options.attention == "mohd") {
     const int64_t inner =
@@ -371,7 +376,12 @@ std::shared_ptr<FeedForwardImpl> GptImpl::ReplacementLayer() const {
 int64_t GptImpl::ParameterCount() const { return CountParameters(*this); }
 
 int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
-  int64_t flops = 2 * options_.d_model * options_.vocab_size;  // Unembedding.
+  return 2 * options_.d_model * options_.vocab_size +  // Unembedding.
+         BlockFlopsPerToken(sequence_length);
+}
+
+int64_t GptImpl::BlockFlopsPerToken(int64_t sequence_length) const {
+  int64_t flops = 0;
   for (const Block& block : blocks) {
     flops +=
         (block->attention

@@ -54,6 +54,7 @@ struct GptOptions {
     bool on_output = false;
   } replacement;
   bool rotary = false;
+  bool qk_norm = false;
   bool rms_norm = false;
   bool tie_embeddings = true;
 };
@@ -137,6 +138,10 @@ class GptImpl : public torch::nn::Module {
   // Matrix-multiply FLOPs per token of a forward pass at length T, including
   // the unembedding (training costs 3x this).
   int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+  // The same inside the blocks only (attention and FFN; no embedding or
+  // unembedding): what the FLOP budget counts, as the sgatlin code does
+  // (seed-sgatlin.md 4.5).
+  int64_t BlockFlopsPerToken(int64_t sequence_length) const;
 
   const GptOptions& options() const { return options_; }
   torch::nn::Embedding token_embedding{nullptr};

@@ -215,7 +215,9 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
   if (!validation_sampler.ok()) return validation_sampler.status();
 
   const int64_t tokens_per_step = int64_t{batch_size} * length;
-  const int64_t forward_flops = model.ForwardFlopsPerToken(length);
+  // The budget counts block matrix multiplies only, as the sgatlin code does
+  // (seed-sgatlin.md 4.5); the unembedding is reported beside it.
+  const int64_t forward_flops = model.BlockFlopsPerToken(length);
   const StepBudget budget =
       ComputeStepBudget(config.budget(), tokens_per_step, forward_flops);
   if (budget.steps <= 0) {
@@ -351,6 +353,8 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
                  (*train_shards)->manifest().SerializeAsString());
   summary.set_objective("next_token_cross_entropy");
   summary.set_parameters(model.ParameterCount());
+  summary.set_unembedding_flops_per_token(model.ForwardFlopsPerToken(length) -
+                                          forward_flops);
   summary.set_validation_loss(validation_loss);
   summary.set_validation_perplexity(std::exp(validation_loss));
 

@@ -1,0 +1,48 @@
+// Prints the config overlay of one isoflop run: its name, the ladder model
+// (scaling_ladder.h) and the FLOP budget; vocabulary and context come from the
+// experiment's base config when experiment_config merges the two.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "experiments/slimpajama_isoflop/scaling_ladder.h"
+#include "google/protobuf/text_format.h"
+#include "tools/common/init.h"
+
+ABSL_FLAG(std::string, ladder, "tiny",
+          "paper or tiny (seed-sgatlin.md 4.3, 8.3).");
+ABSL_FLAG(std::string, type, "sgatlin", "FFN type (LadderFfnTypes()).");
+ABSL_FLAG(int, scale, 1, "Ladder scale s.");
+ABSL_FLAG(double, max_flops, 0,
+          "Training FLOP budget (counted as the sgatlin code does).");
+ABSL_FLAG(std::string, name, "", "Run name.");
+
+namespace sparse_layers::experiments {
+namespace {
+
+int Main() {
+  absl::StatusOr<Ladder> ladder = ParseLadder(absl::GetFlag(FLAGS_ladder));
+  if (!ladder.ok()) return ExitWithError(ladder.status());
+  config::ExperimentConfig overlay;
+  overlay.set_name(absl::GetFlag(FLAGS_name));
+  absl::StatusOr<config::ModelConfig> model = LadderModel(
+      *ladder, absl::GetFlag(FLAGS_type), absl::GetFlag(FLAGS_scale),
+      /*vocab_size=*/0, /*context_length=*/0);
+  if (!model.ok()) return ExitWithError(model.status());
+  *overlay.mutable_model() = *model;
+  overlay.mutable_budget()->set_max_flops(absl::GetFlag(FLAGS_max_flops));
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(overlay, &text);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace sparse_layers::experiments
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(argc, argv,
+                          "ladder_overlay --type=T --scale=S --max_flops=F: "
+                          "one isoflop run's config overlay");
+  return sparse_layers::experiments::Main();
+}

@@ -1,0 +1,78 @@
+#include "experiments/slimpajama_isoflop/scaling_ladder.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace sparse_layers::experiments {
+
+absl::StatusOr<Ladder> ParseLadder(absl::string_view name) {
+  if (name == "paper") return Ladder::kPaper;
+  if (name == "tiny") return Ladder::kTiny;
+  return absl::InvalidArgumentError(
+      absl::StrCat("ladder '", name, "': use paper or tiny"));
+}
+
+const std::vector<std::string>& LadderFfnTypes() {
+  static const auto* types = new std::vector<std::string>{
+      "mlp",          "swiglu",        "moe",
+      "peer",         "sgatlin",       "sgatlin_relu",
+      "sgatlin_gelu", "sgatlin_swish", "sgatlin_peer_router"};
+  return *types;
+}
+
+absl::StatusOr<config::ModelConfig> LadderModel(Ladder ladder,
+                                                absl::string_view ffn_type,
+                                                int scale, int vocab_size,
+                                                int context_length) {
+  if (scale < 1) return absl::InvalidArgumentError("scale must be >= 1");
+  const bool paper = ladder == Ladder::kPaper;
+  const int d = paper ? 128 * scale : 32 * (scale + 1);
+  const int head_dim = paper ? 64 : 32;
+  // Dense width int(8/3 d / unit) unit (Listing 2's rounding to 256; 32 tiny).
+  const int unit = paper ? 256 : 32;
+  const int dense_width = static_cast<int>(8.0 / 3.0 * d / unit) * unit;
+  const int channels = paper ? 16 : 8;
+  const int sgatlin_side = paper ? 16 + 12 * scale : 16 + 8 * scale;
+  const int peer_side = paper ? 32 + 24 * scale : 32 + 16 * scale;
+
+  config::ModelConfig model;
+  model.set_architecture("gpt");
+  model.set_vocab_size(vocab_size);
+  model.set_context_length(context_length);
+  model.set_d_model(d);
+  model.set_n_layers(paper ? 2 * scale : scale + 1);
+  model.set_n_heads(d / head_dim);
+  model.set_positions("rotary");
+  model.set_norm("rmsnorm");
+  model.set_tie_embeddings(true);
+  model.set_qk_norm(true);
+  if (ffn_type == "mlp" || ffn_type == "swiglu") {
+    model.set_ffn(ffn_type == "mlp" ? "gelu_mlp" : "gpt_oss_glu");
+    model.set_d_ffn(dense_width);
+  } else if (ffn_type == "moe") {
+    model.set_ffn("gpt_oss_moe");
+    model.set_d_ffn(d);  // "following GPT-OSS" (3.3).
+    model.set_n_experts(16);
+    model.set_top_k(2);
+  } else if (ffn_type == "peer" || absl::StartsWith(ffn_type, "sgatlin")) {
+    const bool peer = ffn_type == "peer";
+    if (!peer && ffn_type != "sgatlin" && ffn_type != "sgatlin_relu" &&
+        ffn_type != "sgatlin_gelu" && ffn_type != "sgatlin_swish" &&
+        ffn_type != "sgatlin_peer_router") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown ladder FFN type '", ffn_type, "'"));
+    }
+    const int side = peer ? peer_side : sgatlin_side;
+    model.set_ffn(std::string(ffn_type));
+    model.set_d_ffn(side * side);
+    model.set_n_experts(channels);
+    model.set_top_k(8);
+    model.set_d_key(paper ? 128 : 32);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown ladder FFN type '", ffn_type, "'"));
+  }
+  return model;
+}
+
+}  // namespace sparse_layers::experiments

@@ -1,0 +1,40 @@
+// The isoflop model-size ladders of sgatlin (seed-sgatlin.md 4.3, Listing 2)
+// and its CPU-sized version (8.3): one integer scale gives d_model, depth and
+// each FFN type's width, so every type grows along the same backbone.
+#ifndef SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_
+#define SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tools/config/experiment.pb.h"
+
+namespace sparse_layers::experiments {
+
+enum class Ladder {
+  // Listing 2: d = 128 s, 2 s layers, heads of 64, C = 16, d_key = 128.
+  kPaper,
+  // seed-sgatlin.md 8.3: d = 32 (s + 1), s + 1 layers, heads of 32, C = 8,
+  // d_key = 32; sgatlin (16 + 8 s)^2 and PEER (32 + 16 s)^2 neurons.
+  kTiny,
+};
+
+absl::StatusOr<Ladder> ParseLadder(absl::string_view name);
+
+// The FFN types of the isoflop study and Table 1: mlp, swiglu (GPT-OSS clamped
+// GLU), moe (GPT-OSS 16 experts, top-2), peer, sgatlin and its ablations
+// sgatlin_relu, sgatlin_gelu, sgatlin_swish, sgatlin_peer_router.
+const std::vector<std::string>& LadderFfnTypes();
+
+// The model section of one ladder point: pre-norm RMSNorm GPT, rotary
+// positions, QK-norm, tied embeddings (the sgatlin code's backbone, 1).
+absl::StatusOr<config::ModelConfig> LadderModel(Ladder ladder,
+                                                absl::string_view ffn_type,
+                                                int scale, int vocab_size,
+                                                int context_length);
+
+}  // namespace sparse_layers::experiments
+
+#endif  // SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_

@@ -1,0 +1,104 @@
+#include "experiments/slimpajama_isoflop/scaling_ladder.h"
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+#include "layers/models/gpt.h"
+#include "tools/train/trainer.h"
+
+namespace sparse_layers::experiments {
+namespace {
+
+struct Row {
+  const char* type;
+  int scale;
+  int64_t parameters;
+  double forward_flops_per_token;  // Counted: block matmuls only.
+};
+
+std::shared_ptr<layers::GptImpl> Build(Ladder ladder, const Row& row, int vocab,
+                                       int context) {
+  auto model = LadderModel(ladder, row.type, row.scale, vocab, context);
+  EXPECT_TRUE(model.ok()) << model.status();
+  auto options = layers::GptOptionsFromConfig(*model);
+  EXPECT_TRUE(options.ok()) << options.status();
+  auto gpt = layers::GptImpl::Create(*options);
+  EXPECT_TRUE(gpt.ok()) << gpt.status();
+  return *gpt;
+}
+
+// seed-sgatlin.md 4.7: the paper's ladder at V = 50,258, T = 2048 (exact
+// parameters as flax counts them; FLOPs printed to 5 significant figures).
+TEST(ScalingLadderTest, PaperLadderMatchesTheSpecTable) {
+  torch::NoGradGuard no_grad;
+  for (const Row& row :
+       {Row{"mlp", 2, 14966016, 1.2583e7}, Row{"swiglu", 2, 15495424, 1.3631e7},
+        Row{"moe", 2, 26565888, 1.3664e7}, Row{"peer", 2, 32529664, 2.2020e7},
+        Row{"sgatlin", 2, 67132672, 1.2583e7},
+        Row{"mlp", 3, 27562368, 3.5389e7},
+        Row{"swiglu", 3, 29936256, 4.0108e7}}) {
+    auto gpt = Build(Ladder::kPaper, row, 50258, 2048);
+    EXPECT_EQ(gpt->ParameterCount(), row.parameters) << row.type << row.scale;
+    EXPECT_NEAR(gpt->BlockFlopsPerToken(2048), row.forward_flops_per_token,
+                5e-5 * row.forward_flops_per_token)
+        << row.type << row.scale;
+  }
+}
+
+// seed-sgatlin.md 8.3: the CPU ladder at V = 1024, T = 128.
+TEST(ScalingLadderTest, TinyLadderMatchesTheSpecTable) {
+  torch::NoGradGuard no_grad;
+  for (const Row& row :
+       {Row{"mlp", 1, 139712, 2.130e5}, Row{"swiglu", 1, 160960, 2.540e5},
+        Row{"moe", 1, 500160, 2.335e5}, Row{"peer", 1, 803264, 3.932e5},
+        Row{"sgatlin", 1, 1307072, 2.212e5}, Row{"mlp", 2, 357216, 6.636e5},
+        Row{"sgatlin", 2, 4986720, 5.591e5}, Row{"mlp", 3, 722304, 1.442e6},
+        Row{"sgatlin", 3, 13600128, 1.114e6}, Row{"mlp", 4, 1343520, 2.765e6},
+        Row{"sgatlin", 4, 30317600, 1.935e6}}) {
+    auto gpt = Build(Ladder::kTiny, row, 1024, 128);
+    EXPECT_EQ(gpt->ParameterCount(), row.parameters) << row.type << row.scale;
+    EXPECT_NEAR(gpt->BlockFlopsPerToken(128), row.forward_flops_per_token,
+                5e-4 * row.forward_flops_per_token)
+        << row.type << row.scale;
+  }
+}
+
+// The ablations keep sgatlin's size: only the activation or the router moves.
+TEST(ScalingLadderTest, AblationsChangeOnlyTheirPiece) {
+  torch::NoGradGuard no_grad;
+  const Row sgatlin{"sgatlin", 1, 0, 0};
+  const int64_t base =
+      Build(Ladder::kTiny, sgatlin, 1024, 128)->ParameterCount();
+  for (const char* type : {"sgatlin_relu", "sgatlin_gelu", "sgatlin_swish"}) {
+    EXPECT_EQ(
+        Build(Ladder::kTiny, Row{type, 1, 0, 0}, 1024, 128)->ParameterCount(),
+        base)
+        << type;
+  }
+  EXPECT_GT(Build(Ladder::kTiny, Row{"sgatlin_peer_router", 1, 0, 0}, 1024, 128)
+                ->ParameterCount(),
+            base);
+  EXPECT_FALSE(LadderModel(Ladder::kTiny, "sgatlin_tanh", 1, 1024, 128).ok());
+  EXPECT_FALSE(ParseLadder("huge").ok());
+}
+
+// seed-sgatlin.md 4.7: steps = budget // (3 x counted FLOPs per step); the
+// 1e17 sweep at 64 x 1024 tokens gives MLP scale 2 60,632 steps and sgatlin
+// scale 3 24,405.
+TEST(ScalingLadderTest, FlopBudgetGivesThePaperStepCounts) {
+  torch::NoGradGuard no_grad;
+  config::BudgetConfig budget;
+  budget.set_max_flops(1e17);
+  const auto steps = [&](const Row& row) {
+    auto gpt = Build(Ladder::kPaper, row, 50258, 1024);
+    return train::ComputeStepBudget(budget, 64 * 1024,
+                                    gpt->BlockFlopsPerToken(1024))
+        .steps;
+  };
+  EXPECT_EQ(steps(Row{"mlp", 2, 0, 0}), 60632);
+  EXPECT_EQ(steps(Row{"swiglu", 2, 0, 0}), 53895);
+  EXPECT_EQ(steps(Row{"peer", 2, 0, 0}), 28533);
+}
+
+}  // namespace
+}  // namespace sparse_layers::experiments
