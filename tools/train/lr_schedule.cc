@@ -22,6 +22,17 @@ double LearningRate(const config::ScheduleConfig& schedule, double peak,
       return peak *
              std::sqrt(static_cast<double>(std::max<int64_t>(warmup, 1)) /
                        (step + 1));
+    case config::ScheduleConfig::WSD_SQRT: {
+      // Stable, then 1 - sqrt(t' / decay) over the last decay_fraction of the
+      // steps (sgatlin's warmup_stable_sqrt_decay, seed-sgatlin.md 4.4).
+      const double fraction = schedule.decay_fraction() > 0
+                                  ? schedule.decay_fraction()
+                                  : 0.2;
+      const int64_t decay = static_cast<int64_t>(fraction * total_steps);
+      const int64_t into_decay = step - (total_steps - decay);
+      if (decay <= 0 || into_decay < 0) return peak;
+      return peak * (1 - std::sqrt(static_cast<double>(into_decay) / decay));
+    }
     default:
       return peak;
   }

@@ -1,5 +1,6 @@
 // Learning-rate schedules: linear warm-up, then constant, cosine (Loshchilov
-// & Hutter 2017) or inverse square root (Vaswani et al. 2017).
+// & Hutter 2017), inverse square root (Vaswani et al. 2017) or
+// warm-up-stable-decay with a square-root cool-down (sgatlin's).
 #ifndef SPARSE_LAYERS_TOOLS_TRAIN_LR_SCHEDULE_H_
 #define SPARSE_LAYERS_TOOLS_TRAIN_LR_SCHEDULE_H_
 

@@ -40,5 +40,15 @@ TEST(LearningRateTest, InverseSqrtDecaysAsOneOverRootStep) {
               1e-12);
 }
 
+// seed-sgatlin.md 4.4: 100 steps, decay 0.2 -> stable to step 79, then
+// 1 - sqrt(t' / 20) for t' = step - 80.
+TEST(LearningRateTest, WarmupStableSqrtDecayCoolsDownOverTheLastFifth) {
+  const auto schedule = Schedule(config::ScheduleConfig::WSD_SQRT);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 79, 100), 1.0);
+  EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 80, 100), 1.0);
+  EXPECT_NEAR(LearningRate(schedule, 1.0, 85, 100), 1 - std::sqrt(0.25), 1e-12);
+  EXPECT_NEAR(LearningRate(schedule, 1.0, 99, 100), 1 - std::sqrt(0.95), 1e-12);
+}
+
 }  // namespace
 }  // namespace sparse_layers::train
