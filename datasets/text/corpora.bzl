@@ -57,6 +57,8 @@ filegroup(
     srcs = glob(["us-states-capitals/data/**"]),
 )
 
+exports_files(["us-states-capitals-names/data/data.csv"])
+
 exports_files(["npm_package.txt"])
 """,
     )

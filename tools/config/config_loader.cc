@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -188,7 +189,12 @@ absl::Status Validate(const ExperimentConfig& config,
       return v.Error({"model", model.n_experts() < 0 ? "n_experts" : "top_k"},
                      "must be >= 0");
     }
-    if (model.n_experts() > 0 && model.top_k() > model.n_experts()) {
+    // Product-key layers (sgatlin, PEER) read n_experts as the channel count
+    // C and top_k as the neurons per channel (seed-sgatlin.md 2.1).
+    const bool product_key =
+        absl::StartsWith(model.ffn(), "sgatlin") || model.ffn() == "peer";
+    if (!product_key && model.n_experts() > 0 &&
+        model.top_k() > model.n_experts()) {
       return v.Error({"model", "top_k"},
                      absl::StrFormat("top_k %d exceeds n_experts %d",
                                      model.top_k(), model.n_experts()));

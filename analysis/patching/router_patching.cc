@@ -1,0 +1,151 @@
+#include "analysis/patching/router_patching.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+
+namespace sparse_layers::analysis {
+namespace {
+
+std::string HiddenHookName(int block) {
+  return "blocks." + std::to_string(block) + ".ffn.hook_hidden";
+}
+
+// `into` with position `position` of every sequence copied from `from`;
+// both viewed as (B, T, ...) with the batch shape of `tokens`.
+torch::Tensor CopyPosition(const torch::Tensor& into, const torch::Tensor& from,
+                           const torch::Tensor& tokens, int position) {
+  const int64_t batch = tokens.size(0), length = tokens.size(1);
+  torch::Tensor out = into.clone();
+  out.view({batch, length, -1})
+      .select(1, position)
+      .copy_(from.reshape({batch, length, -1}).select(1, position));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<layers::ProductKeyFfnImpl>> ProductKeyLayers(
+    layers::GptImpl& model) {
+  std::vector<std::shared_ptr<layers::ProductKeyFfnImpl>> out;
+  for (const layers::Block& block : model.blocks) {
+    out.push_back(
+        std::dynamic_pointer_cast<layers::ProductKeyFfnImpl>(block->ffn));
+  }
+  return out;
+}
+
+RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens) {
+  torch::NoGradGuard no_grad;
+  const auto product_key = ProductKeyLayers(model);
+  const int blocks = static_cast<int>(product_key.size());
+  RecordedRun run;
+  run.routing.resize(blocks);
+  std::vector<std::vector<torch::Tensor>> hidden(blocks);
+  for (int b = 0; b < blocks; ++b) {
+    if (product_key[b]) {
+      product_key[b]->routing_hook = [&run, b](layers::ProductTopK& routing) {
+        run.routing[b] = routing;
+      };
+    }
+    model.FindHook(HiddenHookName(b))->Add(layers::CaptureHook(&hidden[b]));
+  }
+  run.last_logits = model.forward(tokens).select(1, tokens.size(1) - 1);
+  model.ClearHooks();
+  for (const auto& layer : product_key) {
+    if (layer) layer->routing_hook = nullptr;
+  }
+  for (int b = 0; b < blocks; ++b) run.ffn_hidden.push_back(hidden[b].at(0));
+  return run;
+}
+
+torch::Tensor RunPatched(layers::GptImpl& model, const torch::Tensor& tokens,
+                         const RecordedRun& source, PatchKind kind,
+                         const std::vector<int>& blocks, int position) {
+  torch::NoGradGuard no_grad;
+  const auto product_key = ProductKeyLayers(model);
+  for (int b : blocks) {
+    if (kind == PatchKind::kRouting) {
+      TORCH_CHECK(product_key.at(b), "block ", b, " has no product-key FFN");
+      const layers::ProductTopK& from = source.routing.at(b);
+      product_key[b]->routing_hook = [&from, &tokens,
+                                      position](layers::ProductTopK& routing) {
+        routing.scores =
+            CopyPosition(routing.scores, from.scores, tokens, position);
+        routing.indices =
+            CopyPosition(routing.indices, from.indices, tokens, position);
+      };
+    } else {
+      const torch::Tensor& from = source.ffn_hidden.at(b);
+      model.FindHook(HiddenHookName(b))
+          ->Add(layers::ReplaceHook(
+              [&from, &tokens, position](const torch::Tensor& hidden) {
+                return CopyPosition(hidden, from, tokens, position);
+              }));
+    }
+  }
+  const torch::Tensor logits =
+      model.forward(tokens).select(1, tokens.size(1) - 1);
+  model.ClearHooks();
+  for (const auto& layer : product_key) {
+    if (layer) layer->routing_hook = nullptr;
+  }
+  return logits;
+}
+
+torch::Tensor LogitDifference(const torch::Tensor& last_logits,
+                              const torch::Tensor& clean_answers,
+                              const torch::Tensor& counterfactual_answers) {
+  return last_logits.gather(1, clean_answers.view({-1, 1})).squeeze(1) -
+         last_logits.gather(1, counterfactual_answers.view({-1, 1})).squeeze(1);
+}
+
+PatchEffect SummariseEffect(const torch::Tensor& m_clean,
+                            const torch::Tensor& m_counterfactual,
+                            const torch::Tensor& m_patched) {
+  PatchEffect effect;
+  const torch::Tensor nie =
+      (m_clean - m_patched) / (m_clean - m_counterfactual + 1e-8);
+  effect.mean_nie = nie.mean().item<double>();
+  effect.rank_flip_rate =
+      (m_patched < 0).to(torch::kDouble).mean().item<double>();
+  effect.mean_logit_difference = m_patched.mean().item<double>();
+  return effect;
+}
+
+NeighbourAgreement GateNeighbourAgreement(const torch::Tensor& indices,
+                                          const torch::Tensor& scores,
+                                          int64_t width,
+                                          const std::vector<int>& category,
+                                          int neighbours, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = indices.size(0);
+  TORCH_CHECK(static_cast<int64_t>(category.size()) == n && n > neighbours,
+              "one category per vector and more vectors than neighbours");
+  torch::Tensor dense =
+      torch::zeros({n, width}, scores.options()).scatter_(1, indices, scores);
+  dense = dense / dense.norm(2, 1, true).clamp_min(1e-12);
+  torch::Tensor similarity = dense.mm(dense.t());
+  similarity.fill_diagonal_(-2.0);  // Below any cosine: self is excluded.
+  const torch::Tensor nearest =
+      std::get<1>(similarity.topk(neighbours, 1)).contiguous();
+  const int64_t* ids = nearest.data_ptr<int64_t>();
+  const auto agreement = [&](const std::vector<int>& labels) {
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int same = 0;
+      for (int j = 0; j < neighbours; ++j) {
+        same += labels[ids[i * neighbours + j]] == labels[i];
+      }
+      total += static_cast<double>(same) / neighbours;
+    }
+    return total / n;
+  };
+  std::vector<int> shuffled = category;
+  std::mt19937_64 rng(seed);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  return {agreement(category), agreement(shuffled)};
+}
+
+}  // namespace sparse_layers::analysis

@@ -1,0 +1,77 @@
+// Causal interventions on sparse routing (seed-sgatlin.md 6.6): record every
+// product-key layer's (scores, indices) on one prompt batch, rerun another
+// batch with them patched in at one position and a set of layers, and score
+// the effect on a logit difference (NIE, rank flips). The dense-FFN baseline
+// patches the FFN's hidden activations instead. Also the nearest-neighbour
+// agreement of sparse gating vectors against a shuffled-category control.
+#ifndef SPARSE_LAYERS_ANALYSIS_PATCHING_ROUTER_PATCHING_H_
+#define SPARSE_LAYERS_ANALYSIS_PATCHING_ROUTER_PATCHING_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "layers/ffn/sgatlin.h"
+#include "layers/models/gpt.h"
+
+namespace sparse_layers::analysis {
+
+// Per block: its product-key FFN, or null when the block's FFN is another
+// family.
+std::vector<std::shared_ptr<layers::ProductKeyFfnImpl>> ProductKeyLayers(
+    layers::GptImpl& model);
+
+// What one forward pass of a (B, T) batch leaves to patch from: the logits
+// at the last position (B, V), every product-key layer's routing (tokens
+// flattened, (B T, C, k)) and every block's FFN hidden activations.
+struct RecordedRun {
+  torch::Tensor last_logits;
+  std::vector<layers::ProductTopK> routing;  // Empty entries: dense blocks.
+  std::vector<torch::Tensor> ffn_hidden;     // Per block, (B, T, ...).
+};
+RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens);
+
+enum class PatchKind {
+  kRouting,    // Scores and indices of all channels (the paper's intervention).
+  kFfnHidden,  // The FFN's hidden activations (the dense baseline).
+};
+
+// Last-position logits of `tokens` with `kind` of every block in `blocks`
+// at `position` taken from `source` (recorded on a batch of the same shape).
+torch::Tensor RunPatched(layers::GptImpl& model, const torch::Tensor& tokens,
+                         const RecordedRun& source, PatchKind kind,
+                         const std::vector<int>& blocks, int position);
+
+// m = logit(clean answer) - logit(counterfactual answer) per pair.
+torch::Tensor LogitDifference(const torch::Tensor& last_logits,
+                              const torch::Tensor& clean_answers,
+                              const torch::Tensor& counterfactual_answers);
+
+struct PatchEffect {
+  // Mean over pairs of (m_clean - m_patched) / (m_clean - m_cf + 1e-8): 0 is
+  // no effect, 1 the full counterfactual effect (the code's NIE).
+  double mean_nie = 0;
+  // Share of pairs whose counterfactual answer outscores the clean one.
+  double rank_flip_rate = 0;
+  double mean_logit_difference = 0;  // Mean m_patched.
+};
+PatchEffect SummariseEffect(const torch::Tensor& m_clean,
+                            const torch::Tensor& m_counterfactual,
+                            const torch::Tensor& m_patched);
+
+struct NeighbourAgreement {
+  double agreement = 0;  // Mean share of a vector's neighbours in its category.
+  double shuffled = 0;   // The same with categories permuted (the null).
+};
+// Cosine nearest neighbours of sparse gating vectors (N, k) of `width` units
+// (self excluded); agreement@`neighbours` of `category` (N).
+NeighbourAgreement GateNeighbourAgreement(const torch::Tensor& indices,
+                                          const torch::Tensor& scores,
+                                          int64_t width,
+                                          const std::vector<int>& category,
+                                          int neighbours, uint64_t seed);
+
+}  // namespace sparse_layers::analysis
+
+#endif  // SPARSE_LAYERS_ANALYSIS_PATCHING_ROUTER_PATCHING_H_

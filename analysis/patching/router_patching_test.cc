@@ -1,0 +1,105 @@
+#include "analysis/patching/router_patching.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+
+namespace sparse_layers::analysis {
+namespace {
+
+std::shared_ptr<layers::GptImpl> TinyModel(const std::string& ffn) {
+  config::ModelConfig model;
+  model.set_vocab_size(50);
+  model.set_context_length(16);
+  model.set_d_model(16);
+  model.set_n_layers(2);
+  model.set_n_heads(2);
+  model.set_ffn(ffn);
+  model.set_d_ffn(ffn == "sgatlin" ? 64 : 32);
+  model.set_n_experts(ffn == "sgatlin" ? 2 : 0);
+  model.set_top_k(ffn == "sgatlin" ? 4 : 0);
+  model.set_d_key(8);
+  model.set_positions("rotary");
+  torch::manual_seed(7);
+  auto options = layers::GptOptionsFromConfig(model);
+  EXPECT_TRUE(options.ok()) << options.status();
+  auto gpt = layers::GptImpl::Create(*options);
+  EXPECT_TRUE(gpt.ok()) << gpt.status();
+  (*gpt)->eval();
+  return *gpt;
+}
+
+// A prompt patched with its own router state (or FFN activations) is
+// unchanged, at every position and block set; another prompt's state moves
+// the output (seed-sgatlin.md 6.6).
+TEST(RouterPatchingTest, OwnStateChangesNothingAnotherPromptsDoes) {
+  for (const std::string ffn : {"sgatlin", "gelu_mlp"}) {
+    auto model = TinyModel(ffn);
+    const PatchKind kind =
+        ffn == "sgatlin" ? PatchKind::kRouting : PatchKind::kFfnHidden;
+    const torch::Tensor clean = torch::randint(0, 50, {3, 6}, torch::kLong);
+    const torch::Tensor other = torch::randint(0, 50, {3, 6}, torch::kLong);
+    const RecordedRun own = RunAndRecord(*model, clean);
+    const RecordedRun counterfactual = RunAndRecord(*model, other);
+    if (ffn == "sgatlin") {
+      ASSERT_TRUE(own.routing[1].scores.defined());
+      EXPECT_EQ(own.routing[1].scores.size(0), 18);
+    }
+    for (int position : {0, 3, 5}) {
+      for (const std::vector<int>& blocks :
+           {std::vector<int>{0}, std::vector<int>{1}, std::vector<int>{0, 1}}) {
+        EXPECT_TRUE(
+            torch::equal(RunPatched(*model, clean, own, kind, blocks, position),
+                         own.last_logits))
+            << ffn << " position " << position;
+      }
+    }
+    const torch::Tensor patched =
+        RunPatched(*model, clean, counterfactual, kind, {0, 1}, 5);
+    EXPECT_FALSE(torch::allclose(patched, own.last_logits)) << ffn;
+    // At the last position, the final logits of a patched block 1 differ.
+    EXPECT_FALSE(
+        torch::allclose(RunPatched(*model, clean, counterfactual, kind, {1}, 5),
+                        own.last_logits))
+        << ffn;
+  }
+}
+
+TEST(RouterPatchingTest, EffectSummaryByHand) {
+  const auto t = [](std::vector<double> v) { return torch::tensor(v); };
+  const PatchEffect effect =
+      SummariseEffect(t({2, 4}), t({-2, -4}), t({0, -5}));
+  // NIE (2 - 0) / 4 = 0.5 and (4 + 5) / 8 = 1.125.
+  EXPECT_NEAR(effect.mean_nie, 0.8125, 1e-6);
+  EXPECT_DOUBLE_EQ(effect.rank_flip_rate, 0.5);
+  EXPECT_DOUBLE_EQ(effect.mean_logit_difference, -2.5);
+  const torch::Tensor logits = t({1, 5, 2, 0, 3, 9}).view({2, 3});
+  EXPECT_TRUE(torch::equal(
+      LogitDifference(logits, torch::tensor({1, 0}), torch::tensor({2, 2})),
+      t({3, -9})));
+}
+
+// Two categories on disjoint units: every neighbour agrees; shuffling the
+// categories brings agreement down to about the chance of 0.5.
+TEST(RouterPatchingTest, NeighbourAgreementOfPlantedClusters) {
+  torch::manual_seed(3);
+  const int64_t n = 60, k = 4;
+  std::vector<int> category(n);
+  torch::Tensor indices = torch::empty({n, k}, torch::kLong);
+  for (int64_t i = 0; i < n; ++i) {
+    category[i] = i % 2;
+    indices[i] = torch::randperm(6, torch::kLong).slice(0, 0, k) +
+                 (category[i] ? 10 : 0);
+  }
+  const torch::Tensor scores = torch::rand({n, k}) + 0.5;
+  const NeighbourAgreement result =
+      GateNeighbourAgreement(indices, scores, 16, category, 5, 1);
+  EXPECT_DOUBLE_EQ(result.agreement, 1.0);
+  EXPECT_LT(result.shuffled, 0.7);
+  EXPECT_GT(result.shuffled, 0.3);
+}
+
+}  // namespace
+}  // namespace sparse_layers::analysis

@@ -1,0 +1,85 @@
+// Fact documents for the factual-recall LM (seed-sgatlin.md 6.6 at our
+// scale): every document states every (subject, answer) fact of a pinned CSV
+// once, as "The capital of <state> is <capital>.", in a seeded order, with
+// distractor sentences that name the subject without the answer. Written as
+// the local-corpus JSONL that datasets/text:text_corpus mixes in.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "datasets/text/corpus_readers.h"
+#include "tools/common/file_io.h"
+#include "tools/common/init.h"
+
+ABSL_FLAG(std::string, facts, "", "CSV with a header line: answer,subject");
+ABSL_FLAG(int, documents, 2000, "Documents to write");
+ABSL_FLAG(double, distractor_fraction, 0.2,
+          "Per fact and document, the chance of a distractor sentence");
+ABSL_FLAG(uint64_t, seed, 1, "Order and distractor seed");
+ABSL_FLAG(std::string, out, "", "JSONL path");
+
+namespace sparse_layers::experiments {
+namespace {
+
+int Main() {
+  absl::StatusOr<std::string> csv =
+      ReadFileToString(absl::GetFlag(FLAGS_facts));
+  if (!csv.ok()) return ExitWithError(csv.status());
+  std::vector<std::pair<std::string, std::string>> facts;  // (subject, answer)
+  bool header = true;
+  for (absl::string_view line : absl::StrSplit(*csv, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    if (header) {
+      header = false;
+      continue;
+    }
+    std::vector<std::string> fields = absl::StrSplit(line, ',');
+    if (fields.size() != 2) {
+      return ExitWithError(absl::InvalidArgumentError(
+          absl::StrCat("expected answer,subject: ", line)));
+    }
+    facts.emplace_back(fields[1], fields[0]);
+  }
+  std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
+  std::bernoulli_distribution distractor(
+      absl::GetFlag(FLAGS_distractor_fraction));
+  std::ofstream out(absl::GetFlag(FLAGS_out), std::ios::binary);
+  for (int d = 0; d < absl::GetFlag(FLAGS_documents); ++d) {
+    std::shuffle(facts.begin(), facts.end(), rng);
+    std::string text;
+    for (const auto& [subject, answer] : facts) {
+      absl::StrAppend(&text, "The capital of ", subject, " is ", answer, ". ");
+      if (distractor(rng)) absl::StrAppend(&text, subject, " is a state. ");
+    }
+    datasets::Document document;
+    document.set_id(absl::StrCat("facts-", d));
+    document.set_source("facts");
+    document.set_text(text);
+    out << datasets::DocumentToJson(document) << "\n";
+  }
+  out.close();
+  if (!out) {
+    return ExitWithError(absl::UnavailableError("cannot write --out"));
+  }
+  std::printf("%zu facts x %d documents\n", facts.size(),
+              absl::GetFlag(FLAGS_documents));
+  return 0;
+}
+
+}  // namespace
+}  // namespace sparse_layers::experiments
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(argc, argv,
+                          "build_fact_documents --facts=F.csv --out=F.jsonl");
+  return sparse_layers::experiments::Main();
+}
