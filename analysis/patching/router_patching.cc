@@ -24,6 +24,20 @@ torch::Tensor CopyPosition(const torch::Tensor& into, const torch::Tensor& from,
   return out;
 }
 
+// The forward pass's last-position logits; then every hook and routing hook
+// the caller set is removed again.
+torch::Tensor LastLogitsThenUnhook(
+    layers::GptImpl& model, const torch::Tensor& tokens,
+    const std::vector<std::shared_ptr<layers::ProductKeyFfnImpl>>& layers) {
+  const torch::Tensor logits =
+      model.forward(tokens).select(1, tokens.size(1) - 1);
+  model.ClearHooks();
+  for (const auto& layer : layers) {
+    if (layer) layer->routing_hook = nullptr;
+  }
+  return logits;
+}
+
 }  // namespace
 
 std::vector<std::shared_ptr<layers::ProductKeyFfnImpl>> ProductKeyLayers(
@@ -51,11 +65,7 @@ RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens) {
     }
     model.FindHook(HiddenHookName(b))->Add(layers::CaptureHook(&hidden[b]));
   }
-  run.last_logits = model.forward(tokens).select(1, tokens.size(1) - 1);
-  model.ClearHooks();
-  for (const auto& layer : product_key) {
-    if (layer) layer->routing_hook = nullptr;
-  }
+  run.last_logits = LastLogitsThenUnhook(model, tokens, product_key);
   for (int b = 0; b < blocks; ++b) run.ffn_hidden.push_back(hidden[b].at(0));
   return run;
 }
@@ -85,13 +95,7 @@ torch::Tensor RunPatched(layers::GptImpl& model, const torch::Tensor& tokens,
               }));
     }
   }
-  const torch::Tensor logits =
-      model.forward(tokens).select(1, tokens.size(1) - 1);
-  model.ClearHooks();
-  for (const auto& layer : product_key) {
-    if (layer) layer->routing_hook = nullptr;
-  }
-  return logits;
+  return LastLogitsThenUnhook(model, tokens, product_key);
 }
 
 torch::Tensor LogitDifference(const torch::Tensor& last_logits,

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -84,17 +85,17 @@ int64_t Predict(layers::GptImpl& model, const std::vector<int64_t>& prompt) {
 }
 
 // Facts usable for patching: one-token subjects (every prompt the same
-// length, so positions align), unique answer tokens, recalled by `model`.
-std::vector<const Fact*> UsableFacts(layers::GptImpl& model,
-                                     const std::vector<Fact>& facts,
+// length, so positions align), unique answer tokens, recalled by the model.
+std::vector<const Fact*> UsableFacts(const std::vector<Fact>& facts,
+                                     const std::vector<bool>& recalled,
                                      size_t length) {
   std::map<int64_t, int> answer_count;
   for (const Fact& f : facts) ++answer_count[f.answer_id];
   std::vector<const Fact*> usable;
-  for (const Fact& f : facts) {
-    if (f.prompt.size() == length && f.answer_id >= 0 &&
-        answer_count[f.answer_id] == 1 &&
-        Predict(model, f.prompt) == f.answer_id) {
+  for (size_t i = 0; i < facts.size(); ++i) {
+    const Fact& f = facts[i];
+    if (f.prompt.size() == length && recalled[i] &&
+        answer_count[f.answer_id] == 1) {
       usable.push_back(&f);
     }
   }
@@ -150,12 +151,10 @@ absl::StatusOr<std::map<std::string, std::string>> BrownLexicon() {
   return lexicon;
 }
 
-const char* BlocksName(const std::vector<int>& blocks, int n_layers) {
-  static std::string name;
-  name = static_cast<int>(blocks.size()) == n_layers && n_layers > 1
+std::string BlocksName(const std::vector<int>& blocks, int n_layers) {
+  return static_cast<int>(blocks.size()) == n_layers && n_layers > 1
              ? "all"
              : absl::StrJoin(blocks, "+");
-  return name.c_str();
 }
 
 absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
@@ -163,15 +162,16 @@ absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
                       const datasets::Tokenizer& tok, size_t length,
                       std::string* recall_csv, std::string* patching_csv) {
   torch::NoGradGuard no_grad;
-  int correct = 0, answerable = 0;
+  int correct = 0;
+  std::vector<bool> recalled;
   for (const Fact& f : facts) {
     const bool ok = f.answer_id >= 0 && Predict(model, f.prompt) == f.answer_id;
     correct += ok;
-    answerable += f.answer_id >= 0;
+    recalled.push_back(ok);
     absl::StrAppend(recall_csv, model_name, ",", f.subject, ",", f.answer, ",",
                     f.prompt.size() == length ? 1 : 0, ",", ok ? 1 : 0, "\n");
   }
-  const std::vector<const Fact*> usable = UsableFacts(model, facts, length);
+  const std::vector<const Fact*> usable = UsableFacts(facts, recalled, length);
   std::fprintf(stderr,
                "%s: recalls %d of %zu facts; %zu one-token-subject facts "
                "recalled for patching\n",
@@ -281,9 +281,11 @@ absl::Status Neighbours(layers::GptImpl& model, const datasets::Tokenizer& tok,
              {"word_class", &word_class}, {"input_token", &token_id}}) {
       const analysis::NeighbourAgreement a = analysis::GateNeighbourAgreement(
           indices, scores, width, *labels, k, 1);
-      absl::StrAppend(
-          csv, b, ",", kind, ",", kept.size(), ",", class_ids.size(), ",",
-          absl::StrFormat("%.4f,%.4f", a.agreement, a.shuffled), "\n");
+      const size_t categories =
+          std::set<int>(labels->begin(), labels->end()).size();
+      absl::StrAppend(csv, b, ",", kind, ",", kept.size(), ",", categories, ",",
+                      absl::StrFormat("%.4f,%.4f", a.agreement, a.shuffled),
+                      "\n");
     }
   }
   return absl::OkStatus();

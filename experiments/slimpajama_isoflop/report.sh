@@ -10,7 +10,7 @@ out_dir=$1 plot=$2 paper=$3
 shift 3
 mkdir -p "$out_dir"
 csv="$out_dir/isoflop.csv"
-echo "name,ffn,budget,parameters,forward_flops_per_token,compute_sparsity,steps,tokens,flops,validation_loss,validation_perplexity,tokens_per_second,wall_seconds" > "$csv"
+echo "name,type,ffn,budget,parameters,forward_flops_per_token,compute_sparsity,steps,tokens,flops,validation_loss,validation_perplexity,tokens_per_second,wall_seconds" > "$csv"
 for f in "$@"; do
   case "$f" in *_config.textproto) configs+=("$f") ;; *.summary.textproto) summaries+=("$f") ;; esac
 done
@@ -21,7 +21,8 @@ for s in "${summaries[@]}"; do
     FNR == NR { if ($1 == "max_flops:") budget = $2; if ($1 == "ffn:" && !ffn) { ffn = $2; gsub(/"/, "", ffn) } next }
     { v[substr($1, 1, length($1) - 1)] = $2 }
     END {
-      printf "%s,%s,%s,%d,%d,%.4f,%d,%d,%.4g,%.4f,%.2f,%.0f,%.1f\n", name, ffn, budget, v["parameters"],
+      type = name; sub(/_b[0-9]+_s[0-9]+$/, "", type)  # The ladder type, e.g. swiglu for gpt_oss_glu.
+      printf "%s,%s,%s,%s,%d,%d,%.4f,%d,%d,%.4g,%.4f,%.2f,%.0f,%.1f\n", name, type, ffn, budget, v["parameters"],
         v["forward_flops_per_token"], v["parameters"] / (3 * v["forward_flops_per_token"]), v["steps"], v["tokens"],
         v["flops"], v["validation_loss"], v["validation_perplexity"], v["tokens_per_second"], v["wall_seconds"]
     }' "$config" "$s" >> "$csv"
@@ -36,8 +37,8 @@ echo "the tied embedding."
 echo
 awk -F, '
   NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
-  $c["name"] ~ /_b[0-9]_s[0-9]$/ && ($c["ffn"] == "sgatlin" || $c["ffn"] == "gpt_oss_glu" || $c["ffn"] == "gpt_oss_moe") {
-    t = $c["ffn"]; sub(/gpt_oss_glu/, "swiglu", t); sub(/gpt_oss_moe/, "moe", t)
+  $c["type"] == "sgatlin" || $c["type"] == "swiglu" || $c["type"] == "moe" {
+    t = $c["type"]
     b = $c["budget"] + 0; budgets[b] = 1; types[t] = 1; n[t, b]++
     p[t, b, n[t, b]] = $c["parameters"]; l[t, b, n[t, b]] = $c["validation_loss"]; st[t, b, n[t, b]] = $c["steps"]
     sp[t] += $c["compute_sparsity"]; ns[t]++
@@ -116,15 +117,15 @@ wall=$(awk -F, 'NR > 1 {s += $NF} END {printf "%.0f", s}' "$csv")
 echo "Training wall time of the $(($(wc -l < "$csv") - 1)) runs: ${wall} s."
 
 awk -F, 'NR == 1 { print "curve,parameters,validation_loss"; for (i = 1; i <= NF; ++i) c[$i] = i; next }
-  $c["ffn"] == "sgatlin" || $c["ffn"] == "gpt_oss_glu" || $c["ffn"] == "gpt_oss_moe" {
-    t = $c["ffn"]; sub(/gpt_oss_glu/, "swiglu", t); sub(/gpt_oss_moe/, "moe", t)
+  $c["type"] == "sgatlin" || $c["type"] == "swiglu" || $c["type"] == "moe" {
+    t = $c["type"]
     printf "%s@%.0e,%d,%s\n", t, $c["budget"], $c["parameters"], $c["validation_loss"] }' "$csv" > "$out_dir/curves.csv"
 "$plot" --csv="$out_dir/curves.csv" --x=parameters --y=validation_loss --group=curve --logx \
   --out="$out_dir/isoflop_curves.svg" --title="Isoflop curves: validation loss by model size (FFN@budget)" \
   --xlabel="parameters" --ylabel="validation loss (nats/token)"
 awk -F, 'NR == 1 { print "ffn,budget,best_validation_loss"; for (i = 1; i <= NF; ++i) c[$i] = i; next }
-  $c["ffn"] == "sgatlin" || $c["ffn"] == "gpt_oss_glu" || $c["ffn"] == "gpt_oss_moe" {
-    t = $c["ffn"]; sub(/gpt_oss_glu/, "swiglu", t); sub(/gpt_oss_moe/, "moe", t)
+  $c["type"] == "sgatlin" || $c["type"] == "swiglu" || $c["type"] == "moe" {
+    t = $c["type"]
     k = t "," $c["budget"]; if (!(k in b) || $c["validation_loss"] < b[k]) b[k] = $c["validation_loss"] }
   END { for (k in b) print k "," b[k] }' "$csv" > "$out_dir/frontier.csv"
 "$plot" --csv="$out_dir/frontier.csv" --x=budget --y=best_validation_loss --group=ffn --logx \

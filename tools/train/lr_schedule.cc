@@ -25,9 +25,8 @@ double LearningRate(const config::ScheduleConfig& schedule, double peak,
     case config::ScheduleConfig::WSD_SQRT: {
       // Stable, then 1 - sqrt(t' / decay) over the last decay_fraction of the
       // steps (sgatlin's warmup_stable_sqrt_decay, seed-sgatlin.md 4.4).
-      const double fraction = schedule.decay_fraction() > 0
-                                  ? schedule.decay_fraction()
-                                  : 0.2;
+      const double fraction =
+          schedule.decay_fraction() > 0 ? schedule.decay_fraction() : 0.2;
       const int64_t decay = static_cast<int64_t>(fraction * total_steps);
       const int64_t into_decay = step - (total_steps - decay);
       if (decay <= 0 || into_decay < 0) return peak;
