@@ -84,22 +84,21 @@ int64_t Predict(layers::GptImpl& model, const std::vector<int64_t>& prompt) {
   return model.forward(tokens)[0][-1].argmax().item<int64_t>();
 }
 
-// Facts usable for patching: one-token subjects (every prompt the same
-// length, so positions align), unique answer tokens, recalled by the model.
-std::vector<const Fact*> UsableFacts(const std::vector<Fact>& facts,
-                                     const std::vector<bool>& recalled,
-                                     size_t length) {
-  std::map<int64_t, int> answer_count;
-  for (const Fact& f : facts) ++answer_count[f.answer_id];
-  std::vector<const Fact*> usable;
+// Facts usable for patching, grouped by prompt length: recalled, with the
+// shared prefix tokenised alike, so that within a group every position aligns
+// (the same subject token count).
+std::map<size_t, std::vector<const Fact*>> UsableFactsByLength(
+    const std::vector<Fact>& facts, const std::vector<bool>& recalled,
+    const std::vector<int64_t>& prefix) {
+  std::map<size_t, std::vector<const Fact*>> groups;
   for (size_t i = 0; i < facts.size(); ++i) {
     const Fact& f = facts[i];
-    if (f.prompt.size() == length && recalled[i] &&
-        answer_count[f.answer_id] == 1) {
-      usable.push_back(&f);
+    if (recalled[i] && f.prompt.size() > prefix.size() + 1 &&
+        std::equal(prefix.begin(), prefix.end(), f.prompt.begin())) {
+      groups[f.prompt.size()].push_back(&f);
     }
   }
-  return usable;
+  return groups;
 }
 
 // Coarse word class of a Brown tag (Francis & Kucera 1979 tag set).
@@ -157,9 +156,30 @@ std::string BlocksName(const std::vector<int>& blocks, int n_layers) {
              : absl::StrJoin(blocks, "+");
 }
 
+// Pair-weighted sums of one (blocks, position label) cell over length groups.
+struct PooledEffect {
+  int64_t pairs = 0;
+  double nie = 0, flips = 0, patched = 0, clean = 0, counterfactual = 0;
+  void Add(const analysis::PatchEffect& e, const torch::Tensor& m_clean,
+           const torch::Tensor& m_cf) {
+    const int64_t n = m_clean.size(0);
+    pairs += n;
+    nie += n * e.mean_nie;
+    flips += n * e.rank_flip_rate;
+    patched += n * e.mean_logit_difference;
+    clean += m_clean.sum().item<double>();
+    counterfactual += m_cf.sum().item<double>();
+  }
+};
+
+// Every ordered pair of usable facts of equal prompt length with distinct
+// answer tokens, patched at each prefix position, the first and the last
+// subject token (<subject>: the paper's noun position, seed-sgatlin.md 6.6)
+// and the final token; effects pooled over the length groups by pair count.
 absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
                       analysis::PatchKind kind, const std::vector<Fact>& facts,
-                      const datasets::Tokenizer& tok, size_t length,
+                      const datasets::Tokenizer& tok,
+                      const std::vector<int64_t>& prefix,
                       std::string* recall_csv, std::string* patching_csv) {
   torch::NoGradGuard no_grad;
   int correct = 0;
@@ -168,65 +188,94 @@ absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
     const bool ok = f.answer_id >= 0 && Predict(model, f.prompt) == f.answer_id;
     correct += ok;
     recalled.push_back(ok);
+    // eos + prefix + subject + " is": the subject's token count.
     absl::StrAppend(recall_csv, model_name, ",", f.subject, ",", f.answer, ",",
-                    f.prompt.size() == length ? 1 : 0, ",", ok ? 1 : 0, "\n");
+                    static_cast<int64_t>(f.prompt.size()) -
+                        static_cast<int64_t>(prefix.size()) - 1,
+                    ",", ok ? 1 : 0, "\n");
   }
-  const std::vector<const Fact*> usable = UsableFacts(facts, recalled, length);
-  std::fprintf(stderr,
-               "%s: recalls %d of %zu facts; %zu one-token-subject facts "
-               "recalled for patching\n",
-               model_name.c_str(), correct, facts.size(), usable.size());
-  if (usable.size() < 2) return absl::OkStatus();
-  std::vector<int64_t> clean, counterfactual, clean_answer, cf_answer;
-  for (const Fact* a : usable) {
-    for (const Fact* b : usable) {
-      if (a == b) continue;
-      clean.insert(clean.end(), a->prompt.begin(), a->prompt.end());
-      counterfactual.insert(counterfactual.end(), b->prompt.begin(),
-                            b->prompt.end());
-      clean_answer.push_back(a->answer_id);
-      cf_answer.push_back(b->answer_id);
-    }
-  }
-  const int64_t pairs = static_cast<int64_t>(clean_answer.size());
-  const torch::Tensor clean_tokens = torch::tensor(clean).view({pairs, -1});
-  const torch::Tensor cf_tokens =
-      torch::tensor(counterfactual).view({pairs, -1});
-  const torch::Tensor ya = torch::tensor(clean_answer);
-  const torch::Tensor yb = torch::tensor(cf_answer);
-  const analysis::RecordedRun clean_run =
-      analysis::RunAndRecord(model, clean_tokens);
-  const analysis::RecordedRun cf_run = analysis::RunAndRecord(model, cf_tokens);
-  const torch::Tensor m_clean =
-      analysis::LogitDifference(clean_run.last_logits, ya, yb);
-  const torch::Tensor m_cf =
-      analysis::LogitDifference(cf_run.last_logits, ya, yb);
   const int n_layers = static_cast<int>(model.blocks.size());
   std::vector<std::vector<int>> block_sets;
   for (int b = 0; b < n_layers; ++b) block_sets.push_back({b});
   std::vector<int> all(n_layers);
   for (int b = 0; b < n_layers; ++b) all[b] = b;
   if (n_layers > 1) block_sets.push_back(all);
-  for (const auto& blocks : block_sets) {
-    for (int position = 0; position < static_cast<int>(length); ++position) {
-      const torch::Tensor patched = analysis::RunPatched(
-          model, clean_tokens, cf_run, kind, blocks, position);
-      const analysis::PatchEffect e = analysis::SummariseEffect(
-          m_clean, m_cf, analysis::LogitDifference(patched, ya, yb));
-      std::string piece = tok.Piece(usable[0]->prompt[position]);
-      if (position == static_cast<int>(length) - 2) piece = "<subject>";
-      if (position == static_cast<int>(length) - 1) piece = "<final>";
-      absl::StrAppend(
-          patching_csv, model_name, ",",
-          kind == analysis::PatchKind::kRouting ? "routing" : "ffn_hidden", ",",
-          BlocksName(blocks, n_layers), ",", position, ",",
-          absl::StrReplaceAll(piece, {{",", "<comma>"}}), ",", pairs, ",",
-          absl::StrFormat("%.4f,%.4f,%.4f,%.4f,%.4f", e.mean_nie,
-                          e.rank_flip_rate, e.mean_logit_difference,
-                          m_clean.mean().item<double>(),
-                          m_cf.mean().item<double>()),
-          "\n");
+  // Position labels: the prefix tokens, then the subject's first and last
+  // token, then the final token.
+  std::vector<std::string> labels;
+  for (int64_t id : prefix) labels.push_back(tok.Piece(id));
+  labels[0] = "<bos>";
+  const int first_label = static_cast<int>(labels.size());
+  labels.insert(labels.end(), {"<subject_first>", "<subject>", "<final>"});
+  std::map<std::pair<int, int>, PooledEffect> pooled;  // (block set, label)
+  std::string groups_log;
+  for (const auto& [length, group] :
+       UsableFactsByLength(facts, recalled, prefix)) {
+    std::vector<int64_t> clean, counterfactual, clean_answer, cf_answer;
+    for (const Fact* a : group) {
+      for (const Fact* b : group) {
+        if (a->answer_id == b->answer_id) continue;
+        clean.insert(clean.end(), a->prompt.begin(), a->prompt.end());
+        counterfactual.insert(counterfactual.end(), b->prompt.begin(),
+                              b->prompt.end());
+        clean_answer.push_back(a->answer_id);
+        cf_answer.push_back(b->answer_id);
+      }
     }
+    const int64_t pairs = static_cast<int64_t>(clean_answer.size());
+    if (pairs == 0) continue;
+    const int64_t subject_tokens =
+        static_cast<int64_t>(length) - static_cast<int64_t>(prefix.size()) - 1;
+    absl::StrAppend(&groups_log, " ", subject_tokens,
+                    "-token subjects: ", group.size(), " facts, ", pairs,
+                    " pairs;");
+    const torch::Tensor clean_tokens = torch::tensor(clean).view({pairs, -1});
+    const torch::Tensor cf_tokens =
+        torch::tensor(counterfactual).view({pairs, -1});
+    const torch::Tensor ya = torch::tensor(clean_answer);
+    const torch::Tensor yb = torch::tensor(cf_answer);
+    const analysis::RecordedRun clean_run =
+        analysis::RunAndRecord(model, clean_tokens);
+    const analysis::RecordedRun cf_run =
+        analysis::RunAndRecord(model, cf_tokens);
+    const torch::Tensor m_clean =
+        analysis::LogitDifference(clean_run.last_logits, ya, yb);
+    const torch::Tensor m_cf =
+        analysis::LogitDifference(cf_run.last_logits, ya, yb);
+    // Label index -> position in this group's prompts (-1: not present).
+    std::vector<int> position(labels.size());
+    for (int l = 0; l < first_label; ++l) position[l] = l;
+    position[first_label] = subject_tokens > 1 ? first_label : -1;
+    position[first_label + 1] = static_cast<int>(length) - 2;
+    position[first_label + 2] = static_cast<int>(length) - 1;
+    for (size_t s = 0; s < block_sets.size(); ++s) {
+      for (size_t l = 0; l < labels.size(); ++l) {
+        if (position[l] < 0) continue;
+        const torch::Tensor patched = analysis::RunPatched(
+            model, clean_tokens, cf_run, kind, block_sets[s], position[l]);
+        pooled[{static_cast<int>(s), static_cast<int>(l)}].Add(
+            analysis::SummariseEffect(
+                m_clean, m_cf, analysis::LogitDifference(patched, ya, yb)),
+            m_clean, m_cf);
+      }
+    }
+  }
+  std::fprintf(stderr,
+               "%s: recalls %d of %zu facts; patching pairs by prompt "
+               "length:%s\n",
+               model_name.c_str(), correct, facts.size(),
+               groups_log.empty() ? " none" : groups_log.c_str());
+  for (const auto& [cell, e] : pooled) {
+    const double n = static_cast<double>(e.pairs);
+    absl::StrAppend(
+        patching_csv, model_name, ",",
+        kind == analysis::PatchKind::kRouting ? "routing" : "ffn_hidden", ",",
+        BlocksName(block_sets[cell.first], n_layers), ",", cell.second, ",",
+        absl::StrReplaceAll(labels[cell.second], {{",", "<comma>"}}), ",",
+        e.pairs, ",",
+        absl::StrFormat("%.4f,%.4f,%.4f,%.4f,%.4f", e.nie / n, e.flips / n,
+                        e.patched / n, e.clean / n, e.counterfactual / n),
+        "\n");
   }
   return absl::OkStatus();
 }
@@ -301,10 +350,14 @@ absl::Status Run() {
   if (!tok) return absl::InvalidArgumentError(error);
   auto facts = LoadFacts(*tok);
   if (!facts.ok()) return facts.status();
-  // Prompt length with a one-token subject: eos + prefix + subject + suffix.
-  const size_t length =
-      1 + tok->Encode(absl::StrCat(kPrefix, "X", kSuffix)).size();
-  std::string recall = "model,subject,answer,one_token_subject,recalled\n";
+  // eos + the prefix's tokens, as they start every prompt.
+  std::vector<int64_t> prefix = {tok->eos_id()};
+  {
+    const std::vector<int> probe =
+        tok->Encode(absl::StrCat(kPrefix, "X", kSuffix));
+    prefix.insert(prefix.end(), probe.begin(), probe.end() - 2);
+  }
+  std::string recall = "model,subject,answer,subject_tokens,recalled\n";
   std::string patching =
       "model,patched,blocks,position,token,pairs,mean_nie,rank_flip_rate,"
       "mean_logit_difference,mean_logit_difference_clean,"
@@ -320,7 +373,7 @@ absl::Status Run() {
            {"sgatlin", &*sparse, analysis::PatchKind::kRouting},
            {"dense", &*dense, analysis::PatchKind::kFfnHidden}}) {
     if (absl::Status s = Patching(name, *loaded->model, kind, *facts, *tok,
-                                  length, &recall, &patching);
+                                  prefix, &recall, &patching);
         !s.ok()) {
       return s;
     }

