@@ -10,6 +10,7 @@
 
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
+#include "layers/attention/lorsa.h"
 #include "layers/core/topk.h"
 #include "layers/models/gpt.h"
 #include "layers/replacement/sparse_replacement.h"
@@ -37,6 +38,22 @@ class FiringCounter {
   int64_t active_ = 0;
 };
 
+// Pooled fraction of variance unexplained over streamed rows (seed-lorsa.md
+// 3.1): sum_i ||y_i - y_hat_i||^2 / sum_i ||y_i - y_bar||^2, y_bar the mean
+// row; float64 sums, so the rows can come in chunks.
+class FvuAccumulator {
+ public:
+  void Add(const torch::Tensor& target, const torch::Tensor& prediction);
+  double Value() const;
+  int64_t rows() const { return rows_; }
+
+ private:
+  double squared_error_ = 0;
+  double squared_norm_ = 0;
+  torch::Tensor sum_;  // (d) float64.
+  int64_t rows_ = 0;
+};
+
 // A replacement layer scored on cached activations (its fixed K).
 struct ActivationFit {
   // The released code's normalised MSE (seed-mxd.md 4.1), which scales with
@@ -45,6 +62,7 @@ struct ActivationFit {
   double relative_mse = 0;
   double l0 = 0;
   double dead_fraction = 0;
+  double fvu = 0;  // Pooled FVU (the Lorsa paper's reconstruction metric).
 };
 
 // On the first `rows` rows of `data`, `chunk` rows at a time; the layer reads
@@ -53,6 +71,18 @@ ActivationFit EvaluateOnActivations(layers::SparseReplacementImpl& layer,
                                     const datasets::ActivationSet& data,
                                     bool on_output, int64_t rows,
                                     int64_t chunk);
+
+// A Lorsa layer on the first `windows` whole windows of an attention cache
+// (`length` rows each), `chunk` windows at a time: nmse holds the pooled FVU
+// as well; l0 counts heads with z != 0; dead heads never have z != 0. A Lorsa
+// still in training on normalised activations reads x * input_scale and its
+// output is divided by output_scale.
+ActivationFit EvaluateLorsaOnActivations(layers::LorsaImpl& lorsa,
+                                         const datasets::ActivationSet& data,
+                                         int64_t length, int64_t windows,
+                                         int64_t chunk,
+                                         double input_scale = 1.0,
+                                         double output_scale = 1.0);
 
 // Mean next-token cross-entropy over the sampler's first `batches` evaluation
 // batches (the trainer's validation loss and the frontier's CE; seed-mxd.md

@@ -98,5 +98,25 @@ TEST(ReplacementSpliceTest, ExactMlpReplacementGivesTheBaseCrossEntropy) {
             1e-3);
 }
 
+TEST(ReplacementMetricsTest,
+     FvuIsZeroForExactOneForTheMeanAndPooledOverChunks) {
+  torch::manual_seed(1);
+  const torch::Tensor y = torch::randn({64, 8});
+  FvuAccumulator exact;
+  exact.Add(y, y);
+  EXPECT_NEAR(exact.Value(), 0.0, 1e-12);
+  FvuAccumulator mean;
+  mean.Add(y, y.mean(0, true).expand_as(y));
+  EXPECT_NEAR(mean.Value(), 1.0, 1e-9);
+  // Half the centred signal: FVU = 1/4; fed in two chunks.
+  const torch::Tensor y_bar = y.mean(0, true);
+  const torch::Tensor half = y_bar + 0.5 * (y - y_bar);
+  FvuAccumulator chunks;
+  chunks.Add(y.slice(0, 0, 20), half.slice(0, 0, 20));
+  chunks.Add(y.slice(0, 20), half.slice(0, 20));
+  EXPECT_NEAR(chunks.Value(), 0.25, 1e-6);  // float32 rows.
+  EXPECT_EQ(chunks.rows(), 64);
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis

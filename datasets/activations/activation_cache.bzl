@@ -1,6 +1,7 @@
-"""activation_cache: one block's (FFN input, FFN output) pairs of a trained model, per token split, as
-cached build outputs (<name>/<split>/<split>.activations.textproto + shards). The checkpoint's digest is in
-the manifest, and the checkpoint is an input, so retraining the model re-caches."""
+"""activation_cache: one block's (FFN input, FFN output) pairs, or with site = "attn" its (attention input,
+attention output) pairs in whole windows, of a trained model, per token split, as cached build outputs
+(<name>/<split>/<split>.activations.textproto + shards). The checkpoint's digest is in the manifest, and the
+checkpoint is an input, so retraining the model re-caches."""
 
 def _activation_cache_impl(ctx):
     checkpoint = [f for f in ctx.files.checkpoint if f.extension == "pt"][0]
@@ -16,6 +17,7 @@ def _activation_cache_impl(ctx):
                 "--checkpoint=" + checkpoint.path,
                 "--tokens=%s/%s.tokens.textproto" % (shards[split].path, split),
                 "--layer=%d" % ctx.attr.layer,
+                "--site=" + ctx.attr.site,
                 "--rows=%d" % int(rows),
                 "--out_dir=" + directory.path,
                 "--threads=2",
@@ -24,7 +26,7 @@ def _activation_cache_impl(ctx):
             inputs = [checkpoint, shards[split]],
             outputs = [directory],
             mnemonic = "CacheActivations",
-            progress_message = "Caching block %d activations of %s (%s)" % (ctx.attr.layer, ctx.attr.checkpoint.label, split),
+            progress_message = "Caching block %d %s activations of %s (%s)" % (ctx.attr.layer, ctx.attr.site, ctx.attr.checkpoint.label, split),
             execution_requirements = {"cpu:2": ""},
         )
         outputs.append(directory)
@@ -32,11 +34,12 @@ def _activation_cache_impl(ctx):
 
 activation_cache = rule(
     implementation = _activation_cache_impl,
-    doc = "FFN input/output pairs of block `layer`: rows per split, e.g. {\"train\": 262144, \"test\": 32768}.",
+    doc = "FFN (or attention) input/output pairs of block `layer`: rows per split, e.g. {\"train\": 262144, \"test\": 32768}.",
     attrs = {
         "checkpoint": attr.label(mandatory = True, doc = "An lm_checkpoint."),
         "data": attr.label(default = "//datasets/text:shards"),
         "layer": attr.int(mandatory = True),
+        "site": attr.string(default = "ffn", values = ["ffn", "attn"], doc = "ffn or attn (whole windows)."),
         "rows": attr.string_dict(mandatory = True),
         "_cache_activations": attr.label(
             default = "//datasets/activations:cache_activations",

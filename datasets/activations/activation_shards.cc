@@ -209,26 +209,31 @@ std::pair<torch::Tensor, torch::Tensor> ActivationSet::Range(
 }
 
 std::pair<torch::Tensor, torch::Tensor> ActivationSet::TrainBatch(
-    int64_t step, int64_t batch_size, uint64_t seed) const {
+    int64_t step, int64_t batch_size, uint64_t seed, int64_t unit_rows) const {
+  const int64_t units = rows() / unit_rows;
+  TORCH_CHECK(units > 0, "fewer rows than one unit");
   std::vector<int64_t> batch;
-  batch.reserve(batch_size);
+  batch.reserve(batch_size * unit_rows);
   int64_t position = step * batch_size;
-  while (static_cast<int64_t>(batch.size()) < batch_size) {
-    const int64_t epoch = position / rows();
-    if (epoch != permutation_epoch_ || seed != permutation_seed_) {
-      permutation_.resize(rows());
+  for (int64_t taken = 0; taken < batch_size; ++taken, ++position) {
+    const int64_t epoch = position / units;
+    if (epoch != permutation_epoch_ || seed != permutation_seed_ ||
+        static_cast<int64_t>(permutation_.size()) != units) {
+      permutation_.resize(units);
       std::iota(permutation_.begin(), permutation_.end(), 0);
       // Fisher-Yates with an explicit draw, so the order is the same under any
       // standard library.
       std::mt19937_64 generator(seed * 1000003u + epoch);
-      for (int64_t i = rows() - 1; i > 0; --i) {
+      for (int64_t i = units - 1; i > 0; --i) {
         std::swap(permutation_[i], permutation_[generator() % (i + 1)]);
       }
       permutation_epoch_ = epoch;
       permutation_seed_ = seed;
     }
-    batch.push_back(permutation_[position % rows()]);
-    ++position;
+    const int64_t unit = permutation_[position % units];
+    for (int64_t r = 0; r < unit_rows; ++r) {
+      batch.push_back(unit * unit_rows + r);
+    }
   }
   return Gather(batch);
 }

@@ -70,10 +70,12 @@ class ActivationSet {
       const std::vector<int64_t>& rows) const;
   // Training batch `step` of `batch_size` rows: epochs are permutations of
   // all rows drawn from (seed, epoch), so a batch depends on (seed, step)
-  // alone and every row is seen once per epoch.
-  std::pair<torch::Tensor, torch::Tensor> TrainBatch(int64_t step,
-                                                     int64_t batch_size,
-                                                     uint64_t seed) const;
+  // alone and every row is seen once per epoch. With unit_rows > 1 the
+  // permuted units are blocks of that many consecutive rows (whole windows,
+  // for attention replacements), batch_size of them, rows in order.
+  std::pair<torch::Tensor, torch::Tensor> TrainBatch(
+      int64_t step, int64_t batch_size, uint64_t seed,
+      int64_t unit_rows = 1) const;
 
  private:
   ActivationSet() = default;

@@ -70,6 +70,29 @@ TEST(ActivationShardsTest, TrainBatchesAreEpochPermutationsFixedBySeedAndStep) {
   EXPECT_FALSE(torch::equal(set->TrainBatch(6, 5, 8).first, a));
 }
 
+// Attention caches are whole windows: units of 4 consecutive rows keep their
+// order inside a batch, and an epoch visits each of the 5 windows once.
+TEST(ActivationShardsTest, WindowBatchesKeepWindowsWhole) {
+  const std::string dir = TempDir();
+  ActivationWriter writer(dir, Header(), 8);
+  const torch::Tensor x = torch::arange(60, torch::kFloat).reshape({20, 3});
+  ASSERT_TRUE(writer.Append(x, torch::zeros({20, 2})).ok());
+  ASSERT_TRUE(writer.Finish().ok());
+  auto set = *ActivationSet::Open(dir + "/train.activations.textproto");
+  std::set<int64_t> windows;
+  for (int step = 0; step < 5; ++step) {
+    const torch::Tensor rows =
+        set->TrainBatch(step, 1, /*seed=*/3, /*unit_rows=*/4)
+            .first.select(1, 0);
+    ASSERT_EQ(rows.size(0), 4);
+    const int64_t first = rows[0].item<int64_t>() / 3;  // Row index.
+    EXPECT_EQ(first % 4, 0);
+    EXPECT_TRUE(torch::equal(rows, x.slice(0, first, first + 4).select(1, 0)));
+    windows.insert(first / 4);
+  }
+  EXPECT_EQ(windows.size(), 5u);
+}
+
 TEST(ActivationShardsTest, TruncatedShardIsRejected) {
   const std::string dir = TempDir();
   ActivationWriter writer(dir, Header(), 8);

@@ -1,7 +1,8 @@
 // cache_activations: runs a trained model over a token split and stores the
-// (FFN input, FFN output) pair of every position at one block, so each
-// replacement layer trains on the same pairs without rerunning the model
-// (seed-mxd.md 7.3).
+// (FFN input, FFN output) pair, or the (attention input, attention output)
+// pair, of every position at one block, so each replacement layer trains on
+// the same pairs without rerunning the model (seed-mxd.md 7.3; Lorsa, seed-
+// lorsa.md 2: whole windows, so positions can be mixed again).
 //
 //   cache_activations --checkpoint=lm.pt --tokens=.../test.tokens.textproto
 //       --layer=2 --rows=65536 --out_dir=cache/
@@ -24,7 +25,10 @@
 
 ABSL_FLAG(std::string, checkpoint, "", "Trained model (.pt)");
 ABSL_FLAG(std::string, tokens, "", "Token shard manifest of one split");
-ABSL_FLAG(int, layer, 0, "Block whose FFN input and output are cached");
+ABSL_FLAG(int, layer, 0, "Block whose sub-layer input and output are cached");
+ABSL_FLAG(std::string, site, "ffn",
+          "Sub-layer: ffn (normalised FFN input -> FFN output) or attn "
+          "(normalised attention input -> attention output, whole windows)");
 ABSL_FLAG(int64_t, rows, 65536, "Rows (token positions) to cache");
 ABSL_FLAG(int, sequence_length, 0, "Window length (0: the model's context)");
 ABSL_FLAG(int, batch, 8, "Windows per forward pass");
@@ -68,8 +72,13 @@ absl::Status Run() {
   ActivationManifest header;
   header.set_split((*shards)->manifest().split());
   header.set_layer(layer);
-  header.set_hook_in(absl::StrCat("blocks.", layer, ".ffn.hook_in"));
-  header.set_hook_out(absl::StrCat("blocks.", layer, ".ffn.hook_out"));
+  const std::string site = absl::GetFlag(FLAGS_site);
+  if (site != "ffn" && site != "attn") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--site ", site, ": use ffn or attn"));
+  }
+  header.set_hook_in(absl::StrCat("blocks.", layer, ".", site, ".hook_in"));
+  header.set_hook_out(absl::StrCat("blocks.", layer, ".", site, ".hook_out"));
   header.set_d_in(model.options().d_model);
   header.set_d_out(model.options().d_model);
   header.set_sequence_length(length);
@@ -95,7 +104,10 @@ absl::Status Run() {
     outputs.clear();
     model.Hidden(torch::from_blob(const_cast<int64_t*>(tokens.inputs.data()),
                                   {batch, length}, torch::kLong));
-    const int64_t take = std::min<int64_t>(wanted - written, batch * length);
+    int64_t take = std::min<int64_t>(wanted - written, batch * length);
+    // Attention replacements read whole windows (Lorsa mixes positions).
+    if (site == "attn") take -= take % length;
+    if (take == 0) break;
     const int64_t d = model.options().d_model;
     if (absl::Status s =
             writer.Append(inputs.at(0).reshape({-1, d}).slice(0, 0, take),
@@ -108,9 +120,9 @@ absl::Status Run() {
   auto manifest = writer.Finish();
   if (!manifest.ok()) return manifest.status();
   std::fprintf(stderr,
-               "cache_activations: %lld rows of blocks.%d.ffn (%s split) in "
+               "cache_activations: %lld rows of blocks.%d.%s (%s split) in "
                "%d shards\n",
-               static_cast<long long>(manifest->rows()), layer,
+               static_cast<long long>(manifest->rows()), layer, site.c_str(),
                manifest->split().c_str(), manifest->shards_size());
   return absl::OkStatus();
 }

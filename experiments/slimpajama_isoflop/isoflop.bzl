@@ -47,8 +47,8 @@ def isoflop_run(name, ffn_type, budget_index, size_index):
     lm_checkpoint(
         name = name,
         config = ":%s_config" % name,
-        data = ":shards",
-        tokenizer = ":bpe",
+        data = "//datasets/text:shards_small",
+        tokenizer = "//datasets/text:bpe_small",
     )
 
 def isoflop_grid():

@@ -110,6 +110,15 @@ void LorsaImpl::FoldOutputNorms() {
   w_o.div_(norms.unsqueeze(1));
 }
 
+void LorsaImpl::FoldInputOutputScales(double input_scale, double output_scale) {
+  torch::NoGradGuard no_grad;
+  w_q.mul_(input_scale);
+  w_k.mul_(input_scale);
+  w_v.mul_(input_scale);
+  w_o.div_(output_scale);
+  b_o.div_(output_scale);
+}
+
 int64_t LorsaImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
   const auto& o = options_;
   return 2 * 2 * o.d_model * o.qk_heads * o.qk_dim +    // Q, K

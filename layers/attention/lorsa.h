@@ -55,6 +55,10 @@ class LorsaImpl : public torch::nn::Module {
   void CopyFromAttention(const CausalSelfAttentionImpl& attention);
   // Footnote 1: w_v <- w_v ||w_o||, b_v <- b_v ||w_o||, w_o <- w_o / ||w_o||.
   void FoldOutputNorms();
+  // Trained on normalised activations (x s_in -> y s_out, seed-lorsa.md 1.7),
+  // becomes the same layer on raw ones: w_q, w_k, w_v times s_in; w_o, b_o
+  // over s_out (the top-K ranking scales uniformly, so it is unchanged).
+  void FoldInputOutputScales(double input_scale, double output_scale);
 
   // Attention-side FLOPs per token at length T: QK projections, scores,
   // value projection, mixing of H values, output of the K active heads.

@@ -76,6 +76,22 @@ TEST(LorsaTest, EqualsTheAttentionLayerItCopiesAtKEqualsH) {
       torch::allclose(lorsa->forward(x), attention->forward(x), 1e-5, 1e-6));
 }
 
+TEST(LorsaTest, FoldedScalesEqualRunningOnScaledActivations) {
+  torch::manual_seed(4);
+  Lorsa lorsa(Small());
+  {
+    torch::NoGradGuard no_grad;
+    lorsa->b_q.normal_();
+    lorsa->b_v.normal_();
+    lorsa->b_o.normal_();
+  }
+  const torch::Tensor x = torch::randn({2, 8, 16});
+  const double input_scale = 2.5, output_scale = 40.0;
+  const torch::Tensor expected = lorsa->forward(x * input_scale) / output_scale;
+  lorsa->FoldInputOutputScales(input_scale, output_scale);
+  EXPECT_TRUE(torch::allclose(lorsa->forward(x), expected, 1e-5, 1e-6));
+}
+
 TEST(LorsaTest, FoldingOutputNormsChangesNothing) {
   torch::manual_seed(3);
   Lorsa lorsa(Small());

@@ -101,6 +101,20 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
     return absl::InvalidArgumentError("model.qk_norm needs attention 'mha'");
   }
   if (const config::FfnReplacement& r = model.replacement(); !r.ffn().empty()) {
+    if (!r.site().empty() && r.site() != "ffn" && r.site() != "attn") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model.replacement.site '", r.site(), "': use ffn or attn"));
+    }
+    const bool attention_site = r.site() == "attn";
+    if ((r.ffn() == "lorsa") != (attention_site && !r.on_output())) {
+      return absl::InvalidArgumentError(
+          "model.replacement: at site attn use ffn 'lorsa' or an on_output "
+          "SAE; 'lorsa' only there");
+    }
+    if (attention_site && options.attention != "mha") {
+      return absl::InvalidArgumentError(
+          "model.replacement at site attn needs attention 'mha'");
+    }
     const bool mxd = absl::StartsWith(r.ffn(), "mxd");
     const int64_t width = int64_t{r.expansion()} * model.d_model();
     int64_t d_ffn = r.d_ffn() > 0 ? r.d_ffn() : mxd ? options.d_ffn : width;
@@ -116,8 +130,14 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
           "model.replacement needs a block index below n_layers, a positive "
           "top_k, and d_ffn / n_experts or an expansion");
     }
-    options.replacement = {r.ffn(), r.layer(), d_ffn,
-                           experts, r.top_k(), r.on_output()};
+    const int64_t qk_heads = r.qk_heads() > 0 ? r.qk_heads() : model.n_heads();
+    if (r.ffn() == "lorsa" && (d_ffn % qk_heads != 0 || r.top_k() > d_ffn)) {
+      return absl::InvalidArgumentError(
+          "model.replacement lorsa: d_ffn (OV heads) must be a multiple of "
+          "qk_heads and at least top_k");
+    }
+    options.replacement = {r.ffn(),   r.layer(),     d_ffn,          experts,
+                           r.top_k(), r.on_output(), attention_site, qk_heads};
   }
   if (options.vocab_size <= 0 || options.context_length <= 0 ||
       options.d_model <= 0 || options.n_layers <= 0 || options.n_heads <= 0) {
@@ -192,6 +212,9 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
       : mohd_attention      ? mohd_attention->forward(attention_in)
       : lorsa               ? lorsa->forward(attention_in)
                             : attention->forward(attention_in);
+  if (attention_sae) {
+    attention_out = attention_sae->Forward(attention_out, hook_sae_codes);
+  }
   if (hook_attn_out.active()) attention_out = hook_attn_out(attention_out);
   residual = residual + attention_out;
   if (hook_resid_mid.active()) residual = hook_resid_mid(residual);
@@ -225,19 +248,38 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   replacement_options.top_k = replacement.top_k;
   for (int i = 0; i < options.n_layers; ++i) {
     const bool replaced = i == replacement.layer;
+    const bool ffn_replaced = replaced && !replacement.attention_site;
     absl::StatusOr<std::shared_ptr<FeedForwardImpl>> ffn =
-        replaced && !replacement.on_output
+        ffn_replaced && !replacement.on_output
             ? FeedForwardRegistry::Create(replacement.ffn, replacement_options)
             : FeedForwardRegistry::Create(options.ffn, ffn_options);
     if (!ffn.ok()) return ffn.status();
     model->blocks.push_back(model->register_module(
         absl::StrCat("block", i), Block(options, i, *std::move(ffn))));
-    if (replaced && replacement.on_output) {
+    Block& block = model->blocks.back();
+    if (replaced && replacement.attention_site && !replacement.on_output) {
+      // seed-lorsa.md 1.2: D_QK = the base model's head dimension.
+      LorsaOptions lorsa;
+      lorsa.d_model = options.d_model;
+      lorsa.qk_heads = replacement.qk_heads;
+      lorsa.qk_dim = options.d_model / options.n_heads;
+      lorsa.ov_heads = replacement.d_ffn;
+      lorsa.k = replacement.top_k;
+      lorsa.context_length = options.context_length;
+      lorsa.rotary = options.rotary;
+      lorsa.relu = options.lorsa_relu;
+      block->lorsa = block->register_module("lorsa_replacement", Lorsa(lorsa));
+    } else if (replaced && replacement.on_output) {
       auto sae =
           FeedForwardRegistry::Create(replacement.ffn, replacement_options);
       if (!sae.ok()) return sae.status();
-      model->blocks.back()->output_sae =
-          model->blocks.back()->register_module("output_sae", *std::move(sae));
+      if (replacement.attention_site) {
+        block->attention_sae =
+            block->register_module("attention_sae", *std::move(sae));
+      } else {
+        block->output_sae =
+            block->register_module("output_sae", *std::move(sae));
+      }
     }
   }
   model->final_norm = MakeNorm(options);
@@ -369,8 +411,17 @@ void GptImpl::AdjustGradients() {
 std::shared_ptr<FeedForwardImpl> GptImpl::ReplacementLayer() const {
   const int64_t layer = options_.replacement.layer;
   if (layer < 0) return nullptr;
+  if (options_.replacement.attention_site) {
+    return blocks.at(layer)->attention_sae;  // Null for a Lorsa.
+  }
   return options_.replacement.on_output ? blocks.at(layer)->output_sae
                                         : blocks.at(layer)->ffn;
+}
+
+Lorsa GptImpl::LorsaReplacement() const {
+  const int64_t layer = options_.replacement.layer;
+  if (layer < 0 || !options_.replacement.attention_site) return nullptr;
+  return blocks.at(layer)->attention ? blocks.at(layer)->lorsa : nullptr;
 }
 
 int64_t GptImpl::ParameterCount() const { return CountParameters(*this); }
@@ -384,13 +435,14 @@ int64_t GptImpl::BlockFlopsPerToken(int64_t sequence_length) const {
   int64_t flops = 0;
   for (const Block& block : blocks) {
     flops +=
-        (block->attention
+        (block->lorsa ? block->lorsa->ForwardFlopsPerToken(sequence_length)
+         : block->attention
              ? block->attention->ForwardFlopsPerToken(sequence_length)
-         : block->lorsa
-             ? block->lorsa->ForwardFlopsPerToken(sequence_length)
              : block->mohd_attention->ForwardFlopsPerToken(sequence_length)) +
         block->ffn->ForwardFlopsPerToken() +
-        (block->output_sae ? block->output_sae->ForwardFlopsPerToken() : 0);
+        (block->output_sae ? block->output_sae->ForwardFlopsPerToken() : 0) +
+        (block->attention_sae ? block->attention_sae->ForwardFlopsPerToken()
+                              : 0);
   }
   return flops;
 }

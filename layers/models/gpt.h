@@ -44,7 +44,9 @@ struct GptOptions {
   // Paper-versus-code switches of the FFN and MoHD attention.
   LayerVariants variants;
   // A registry-named layer in place of block `layer`'s FFN, or after it
-  // (on_output: an SAE on the FFN output); layer -1 means none.
+  // (on_output: an SAE on the FFN output); layer -1 means none. With
+  // attention_site, "lorsa" replaces the attention (d_ffn OV heads, qk_heads
+  // QK heads) and an on_output SAE reconstructs the attention output.
   struct Replacement {
     std::string ffn;
     int64_t layer = -1;
@@ -52,6 +54,8 @@ struct GptOptions {
     int64_t n_experts = 0;
     int64_t top_k = 0;
     bool on_output = false;
+    bool attention_site = false;
+    int64_t qk_heads = 0;
   } replacement;
   bool rotary = false;
   bool qk_norm = false;
@@ -75,11 +79,15 @@ class BlockImpl : public torch::nn::Module {
   torch::nn::AnyModule attention_norm;
   CausalSelfAttention attention{nullptr};  // "mha"
   MohdAttention mohd_attention{nullptr};   // "mohd"
-  Lorsa lorsa{nullptr};                    // "lorsa"
+  // "lorsa", or a Lorsa replacement of this block's attention (which then
+  // stays, unused, beside it).
+  Lorsa lorsa{nullptr};
   torch::nn::AnyModule ffn_norm;
   std::shared_ptr<FeedForwardImpl> ffn;
   // An SAE reconstructing the FFN's output (replacement.on_output), or null.
   std::shared_ptr<FeedForwardImpl> output_sae;
+  // An SAE reconstructing the attention output (attention-site on_output).
+  std::shared_ptr<FeedForwardImpl> attention_sae;
 
   HookPoint hook_resid_pre;
   HookPoint hook_attn_in;   // Normalised attention input.
@@ -88,7 +96,7 @@ class BlockImpl : public torch::nn::Module {
   HookPoint hook_ffn_in;  // Normalised FFN input.
   HookPoint hook_ffn_hidden;
   HookPoint hook_ffn_out;
-  HookPoint hook_sae_codes;  // The output SAE's codes, when there is one.
+  HookPoint hook_sae_codes;  // The output (or attention) SAE's codes.
   HookPoint hook_resid_post;
 
   // When set, used instead of the block's own attention / FFN.
@@ -106,6 +114,8 @@ class GptImpl : public torch::nn::Module {
   // The replacement layer of options().replacement (the block's FFN or its
   // output SAE), or null when there is none.
   std::shared_ptr<FeedForwardImpl> ReplacementLayer() const;
+  // The Lorsa replacing block replacement.layer's attention, or null.
+  Lorsa LorsaReplacement() const;
 
   // tokens: (B, T) int64 -> logits (B, T, vocab).
   torch::Tensor forward(const torch::Tensor& tokens);

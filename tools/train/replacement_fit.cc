@@ -1,14 +1,19 @@
 // The trainer's fitting mode: a sparse replacement layer trained on an
 // activation cache to reproduce a frozen FFN (seed-mxd.md 4: normalised MSE,
 // AdamW, warm-up then constant, output bias at the targets' mean, decoder rows
-// kept at unit norm). The checkpoint is the whole base model with the fitted
-// layer spliced in, so every LM tool (CE, sampling, hooks) reads it as is.
+// kept at unit norm), or a Lorsa trained on whole windows of an attention
+// cache to reproduce a frozen attention layer (seed-lorsa.md 2: squared error,
+// here divided by the batch's variance, i.e. the batch FVU, so the learning
+// rate does not depend on the activations' scale). The checkpoint is the whole
+// base model with the fitted layer spliced in, so every LM tool (CE,
+// sampling, hooks) reads it as is.
 #include <torch/torch.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/replacement/replacement_metrics.h"
@@ -54,7 +59,8 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   layers::GptImpl& model = **created;
   auto layer = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
       model.ReplacementLayer());
-  if (!layer) {
+  layers::Lorsa lorsa = model.LorsaReplacement();
+  if (!layer && !lorsa) {
     return absl::InvalidArgumentError(
         absl::StrCat("model.replacement.ffn '", model_options->replacement.ffn,
                      "' is not a sparse replacement layer"));
@@ -68,13 +74,16 @@ absl::StatusOr<TrainingSummary> FitReplacement(
                                              : options.validation_activations);
   if (!validation.ok()) return validation.status();
   const int64_t d = model_options->d_model;
+  const bool attention_cache =
+      absl::StrContains((*train)->manifest().hook_out(), ".attn.");
   if ((*train)->d_in() != d || (*train)->d_out() != d ||
-      (*train)->manifest().layer() != model_options->replacement.layer) {
+      (*train)->manifest().layer() != model_options->replacement.layer ||
+      attention_cache != model_options->replacement.attention_site) {
     return absl::InvalidArgumentError(absl::StrCat(
         options.train_activations, " caches block ",
-        (*train)->manifest().layer(), " at width ", (*train)->d_in(),
-        "; the replacement is at block ", model_options->replacement.layer,
-        " of a width-", d, " model"));
+        (*train)->manifest().layer(), " (", (*train)->manifest().hook_out(),
+        ") at width ", (*train)->d_in(), "; the replacement is at block ",
+        model_options->replacement.layer, " of a width-", d, " model"));
   }
   if (absl::StatusOr<std::string> parent = Sha256OfFile(options.init_from);
       !parent.ok() || *parent != (*train)->manifest().checkpoint_sha256()) {
@@ -82,12 +91,33 @@ absl::StatusOr<TrainingSummary> FitReplacement(
         "the activation cache was not made from ", options.init_from));
   }
 
-  const int64_t batch_rows = config.data().batch_size();
+  // A Lorsa trains on activations normalised to mean norm sqrt(d) (seed-
+  // lorsa.md 1.7: attention outputs can be tiny), then the scales are folded
+  // into its weights; they come from the data, so a resumed run agrees.
+  double input_scale = 1.0, output_scale = 1.0;
+  if (lorsa) {
+    auto [x, y] =
+        (*train)->Range(0, std::min<int64_t>((*train)->rows(), 16384));
+    input_scale = std::sqrt(static_cast<double>(d)) /
+                  x.norm(2, 1).mean().clamp_min(1e-12).item<double>();
+    output_scale = std::sqrt(static_cast<double>(d)) /
+                   y.norm(2, 1).mean().clamp_min(1e-12).item<double>();
+  }
+  // On an attention cache a step takes data.batch_size whole windows (Lorsa
+  // mixes positions; its SAE baseline sees the same tokens per step).
+  const int64_t window =
+      attention_cache
+          ? std::max<int64_t>(1, (*train)->manifest().sequence_length())
+          : 1;
+  const int64_t batch_units = config.data().batch_size();
+  const int64_t batch_rows = batch_units * window;
   if (batch_rows <= 0) {
     return absl::InvalidArgumentError("data.batch_size must be positive");
   }
-  const StepBudget budget = ComputeStepBudget(config.budget(), batch_rows,
-                                              layer->ForwardFlopsPerToken());
+  const int64_t layer_flops = lorsa ? lorsa->ForwardFlopsPerToken(window)
+                                    : layer->ForwardFlopsPerToken();
+  const StepBudget budget =
+      ComputeStepBudget(config.budget(), batch_rows, layer_flops);
   if (budget.steps <= 0) {
     return absl::InvalidArgumentError("the budget is smaller than one step");
   }
@@ -98,7 +128,8 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   state.config_text = config_text;
   state.log_csv = kCsvHeader;
   for (const torch::Tensor& p : model.parameters()) p.requires_grad_(false);
-  std::vector<torch::Tensor> parameters = layer->parameters();
+  std::vector<torch::Tensor> parameters =
+      lorsa ? lorsa->parameters() : layer->parameters();
   for (torch::Tensor& p : parameters) p.requires_grad_(true);
   std::unique_ptr<torch::optim::AdamW> optimizer =
       MakeOptimizer(parameters, config.optimizer());
@@ -119,9 +150,23 @@ absl::StatusOr<TrainingSummary> FitReplacement(
       return s;
     }
     const auto& mean = (*train)->manifest().output_mean();
-    layer->InitOutputBias(
-        torch::tensor(std::vector<float>(mean.begin(), mean.end())));
+    const torch::Tensor output_mean =
+        torch::tensor(std::vector<float>(mean.begin(), mean.end()));
+    if (lorsa) {
+      torch::NoGradGuard no_grad;
+      lorsa->b_o.copy_(output_mean * output_scale);
+    } else {
+      layer->InitOutputBias(output_mean);
+    }
   }
+  // Validation: FVU of whole windows for a Lorsa, the fit metrics otherwise.
+  const auto validate = [&](int64_t rows) {
+    return lorsa ? analysis::EvaluateLorsaOnActivations(
+                       *lorsa, **validation, window, rows / window, batch_units,
+                       input_scale, output_scale)
+                 : analysis::EvaluateOnActivations(*layer, **validation,
+                                                   on_output, rows, batch_rows);
+  };
 
   const int eval_every = config.eval().every_steps();
   const int64_t eval_rows = std::max(1, config.eval().batches()) * batch_rows;
@@ -133,22 +178,36 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   auto last_progress = start;
   const int64_t first_step = state.step;
   model.eval();  // Only the replacement layer trains (dropout-free anyway).
-  layer->train();
+  if (lorsa) {
+    lorsa->train();
+  } else {
+    layer->train();
+  }
   for (int64_t step = state.step; step < budget.steps; ++step) {
     const double lr =
         ScheduleLearningRate(config, step, budget.steps, *optimizer);
-    auto [x, y] = (*train)->TrainBatch(step, batch_rows, seed);
+    auto [x, y] = (*train)->TrainBatch(step, batch_units, seed, window);
     optimizer->zero_grad();
-    layer->PrepareStep();
-    torch::Tensor loss = layers::NormalisedMse(
-        layer->Forward(on_output ? y : x, layers::HookPoint()), y);
+    torch::Tensor loss;
+    if (lorsa) {
+      const torch::Tensor prediction =
+          lorsa->forward(x.view({batch_units, window, d}) * input_scale)
+              .reshape({-1, d});
+      const torch::Tensor target = y * output_scale;
+      loss = (prediction - target).square().sum() /
+             (target - target.mean(0, /*keepdim=*/true)).square().sum();
+    } else {
+      layer->PrepareStep();
+      loss = layers::NormalisedMse(
+          layer->Forward(on_output ? y : x, layers::HookPoint()), y);
+    }
     const double loss_value = loss.item<double>();
     if (!std::isfinite(loss_value)) {
       return absl::InternalError(
           absl::StrCat("normalised MSE is ", loss_value, " at step ", step));
     }
     loss.backward();
-    layer->AdjustGradients();
+    if (!lorsa) layer->AdjustGradients();
     const double grad_norm =
         clip > 0 ? torch::nn::utils::clip_grad_norm_(parameters, clip) : 0.0;
     optimizer->step();
@@ -157,8 +216,7 @@ absl::StatusOr<TrainingSummary> FitReplacement(
     const bool last = state.step == budget.steps;
     std::string validation_field;
     if (last || (eval_every > 0 && state.step % eval_every == 0)) {
-      last_validation = analysis::EvaluateOnActivations(
-          *layer, **validation, on_output, eval_rows, batch_rows);
+      last_validation = validate(eval_rows);
       validation_field = absl::StrFormat("%.6f", last_validation.nmse);
     }
     absl::StrAppendFormat(&state.log_csv, "%d,%d,%.6e,%.6f,%.6f,%s\n",
@@ -194,16 +252,17 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   }
   const double wall =
       std::chrono::duration<double>(Clock::now() - start).count();
-  if (std::isnan(last_validation.nmse)) {
-    last_validation = analysis::EvaluateOnActivations(
-        *layer, **validation, on_output, eval_rows, batch_rows);
+  if (lorsa) {
+    lorsa->FoldInputOutputScales(input_scale, output_scale);
+    input_scale = output_scale = 1.0;
   }
+  if (std::isnan(last_validation.nmse)) last_validation = validate(eval_rows);
 
   TrainingSummary summary =
       RunSummary(config, config_text, state.step, first_step, batch_rows,
-                 layer->ForwardFlopsPerToken(), wall, budget.stopped_by, recent,
+                 layer_flops, wall, budget.stopped_by, recent,
                  (*train)->manifest().SerializeAsString());
-  summary.set_objective("normalised_mse");
+  summary.set_objective(lorsa ? "fvu" : "normalised_mse");
   int64_t layer_parameters = 0;
   for (const torch::Tensor& p : parameters) layer_parameters += p.numel();
   summary.set_parameters(layer_parameters);

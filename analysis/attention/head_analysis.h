@@ -1,0 +1,84 @@
+// Measurements of attention layers and their Lorsa replacements
+// (seed-lorsa.md 3): induction and previous-token scores of attention
+// patterns, per-head outputs of an MHSA layer, and the oblique
+// projection that attributes each Lorsa head to the original heads (E.1, E.2).
+#ifndef SPARSE_LAYERS_ANALYSIS_ATTENTION_HEAD_ANALYSIS_H_
+#define SPARSE_LAYERS_ANALYSIS_ATTENTION_HEAD_ANALYSIS_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "layers/core/causal_attention.h"
+
+namespace sparse_layers::analysis {
+
+// Induction score per head: patterns (B, H, T, T) of sequences whose tokens
+// from `start` on repeat with period n (x_i = x_{i-n}); the mean over the
+// second copy's positions i of the attention to i - n + 1, the token after
+// the earlier occurrence of the current one (seed-lorsa.md 6.3). -> (H).
+torch::Tensor InductionScores(const torch::Tensor& pattern, int64_t start,
+                              int64_t period);
+
+// Previous-token score per head: mean over positions i >= 1 of the attention
+// to i - 1. -> (H).
+torch::Tensor PreviousTokenScores(const torch::Tensor& pattern);
+
+// Lorsa heads' z-pattern scores on the same kind of probe sequences
+// (seed-lorsa.md 3.5, 6.3): z_i = sum_{j <= i} A_ij v_j, so at each position
+// where a head is active, the share of sum_j |A_ij v_j| that comes from
+// j = i - n + 1 (induction; second copy only) or from j = i - 1 (previous
+// token), averaged over those positions. pattern: (B, H_QK, T, T) of the
+// consecutive QK groups; values, activations: (B, T, H). -> (H) each; the
+// counts are the active positions each mean is over.
+struct ZPatternScores {
+  torch::Tensor induction, previous_token;
+  torch::Tensor induction_count, previous_token_count;
+};
+ZPatternScores LorsaZPatternScores(const torch::Tensor& pattern,
+                                   const torch::Tensor& values,
+                                   const torch::Tensor& activations,
+                                   int64_t start, int64_t period);
+
+// Output of each head of an MHSA layer without the (absent) output bias:
+// (B, T, H, d), summing over H to the layer's output (seed-lorsa.md 3.11).
+// Also returns the pattern (B, H, T, T).
+struct HeadOutputs {
+  torch::Tensor outputs;
+  torch::Tensor pattern;
+};
+HeadOutputs MhsaHeadOutputs(layers::CausalSelfAttentionImpl& attention,
+                            const torch::Tensor& x);
+
+// Oblique projection of original-head outputs onto the active Lorsa heads'
+// outputs (seed-lorsa.md 3.11 E.1): per token, c^m = argmin ||o^m - B c||
+// with B the K active Lorsa head outputs; c^m_h, averaged over the tokens
+// where Lorsa head h is active, is MHSA head m's contribution to h.
+class HeadAttribution {
+ public:
+  HeadAttribution(int64_t lorsa_heads, int64_t mhsa_heads);
+  // lorsa_outputs: (N, K, d) outputs of the active heads, whose indices are
+  // active (N, K); mhsa_outputs: (N, M, d).
+  void Add(const torch::Tensor& lorsa_outputs, const torch::Tensor& active,
+           const torch::Tensor& mhsa_outputs);
+  // (H, M) mean coefficients per Lorsa head, negatives clipped to 0 and each
+  // row renormalised to sum 1 (E.2); rows of never-active heads are 0.
+  torch::Tensor Contributions() const;
+  // Raw mean coefficients (H, M) before clipping: rows sum to about 1 when
+  // the Lorsa layer reproduces the MHSA output.
+  torch::Tensor MeanCoefficients() const;
+  torch::Tensor ActiveCounts() const { return counts_; }
+
+ private:
+  torch::Tensor sums_;    // (H, M) float64.
+  torch::Tensor counts_;  // (H) int64.
+};
+
+// Per row of contributions (H, M): the fewest original heads whose sorted
+// contributions reach `mass` (E.2: 90%); 0 for all-zero rows. -> (H) int64.
+torch::Tensor EffectiveHeadCounts(const torch::Tensor& contributions,
+                                  double mass = 0.9);
+
+}  // namespace sparse_layers::analysis
+
+#endif  // SPARSE_LAYERS_ANALYSIS_ATTENTION_HEAD_ANALYSIS_H_

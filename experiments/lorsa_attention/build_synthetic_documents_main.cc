@@ -1,0 +1,163 @@
+// Synthetic documents with known attention behaviour for the Lorsa base LM
+// (seed-lorsa.md 6.2 in words of the pinned corpus): repeated spans of random
+// words (induction and previous-token heads), counting runs of numbers and
+// letters (successor heads) and small additions "a + b = c" (operand heads).
+// Written as the local-corpus JSONL that datasets/text:text_corpus mixes in.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "datasets/text/corpus_readers.h"
+#include "tools/common/file_io.h"
+#include "tools/common/init.h"
+
+ABSL_FLAG(std::string, corpus, "", "train.jsonl of the corpus (word source)");
+ABSL_FLAG(int, documents, 2000, "Documents to write");
+ABSL_FLAG(int, segments, 6, "Segments per document");
+ABSL_FLAG(uint64_t, seed, 1, "Generator seed");
+ABSL_FLAG(std::string, out, "", "JSONL path");
+
+namespace sparse_layers::experiments {
+namespace {
+
+// Lower-case alphabetic words of 3-10 letters seen at least 5 times, sorted.
+absl::StatusOr<std::vector<std::string>> CorpusWords() {
+  absl::StatusOr<std::string> jsonl =
+      ReadFileToString(absl::GetFlag(FLAGS_corpus));
+  if (!jsonl.ok()) return jsonl.status();
+  std::map<std::string, int> counts;
+  for (absl::string_view line : absl::StrSplit(*jsonl, '\n')) {
+    if (line.empty()) continue;
+    absl::StatusOr<datasets::Document> document =
+        datasets::ParseJsonDocument(line);
+    if (!document.ok()) return document.status();
+    for (absl::string_view word : absl::StrSplit(
+             document->text(), absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+      if (word.size() < 3 || word.size() > 10 ||
+          !std::all_of(word.begin(), word.end(),
+                       [](char c) { return absl::ascii_islower(c); })) {
+        continue;
+      }
+      ++counts[std::string(word)];
+    }
+  }
+  std::vector<std::string> words;
+  for (const auto& [word, count] : counts) {
+    if (count >= 5) words.push_back(word);
+  }
+  if (words.size() < 100) {
+    return absl::FailedPreconditionError("fewer than 100 corpus words");
+  }
+  return words;
+}
+
+class Generator {
+ public:
+  Generator(std::vector<std::string> words, uint64_t seed)
+      : words_(std::move(words)), rng_(seed) {}
+
+  // A span of 8-20 random words, 0-10 other words, then the span again
+  // (whole, or a prefix of at least 4 words).
+  std::string Induction() {
+    std::vector<std::string> span = Words(Uniform(8, 20));
+    std::vector<std::string> text = span;
+    for (const std::string& w : Words(Uniform(0, 10))) text.push_back(w);
+    const int repeat = Uniform(0, 1)
+                           ? static_cast<int>(span.size())
+                           : Uniform(4, static_cast<int>(span.size()));
+    text.insert(text.end(), span.begin(), span.begin() + repeat);
+    return absl::StrJoin(text, " ") + ".";
+  }
+
+  // 6-15 consecutive numbers from a random start below 90, or letters.
+  std::string Counting() {
+    std::vector<std::string> run;
+    const int length = Uniform(6, 15);
+    if (Uniform(0, 2) > 0) {
+      const int start = Uniform(0, 89);
+      for (int i = 0; i < length; ++i) run.push_back(absl::StrCat(start + i));
+    } else {
+      const int start = Uniform(0, 25 - std::min(length, 25));
+      for (int i = 0; i < length && start + i < 26; ++i) {
+        run.push_back(std::string(1, static_cast<char>('a' + start + i)));
+      }
+    }
+    return absl::StrJoin(run, " ") + ".";
+  }
+
+  // 3-6 sums "a + b = c." with a + b < 100.
+  std::string Additions() {
+    std::vector<std::string> sums;
+    for (int n = Uniform(3, 6); n > 0; --n) {
+      const int a = Uniform(0, 49), b = Uniform(0, 49);
+      sums.push_back(absl::StrCat(a, " + ", b, " = ", a + b, "."));
+    }
+    return absl::StrJoin(sums, " ");
+  }
+
+  std::string Document(int segments) {
+    std::vector<std::string> parts;
+    for (int s = 0; s < segments; ++s) {
+      const int kind = Uniform(0, 9);  // 50% induction, 20% counting, 30% sums.
+      parts.push_back(kind < 5   ? Induction()
+                      : kind < 7 ? Counting()
+                                 : Additions());
+    }
+    return absl::StrJoin(parts, "\n");
+  }
+
+ private:
+  int Uniform(int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng_);
+  }
+  std::vector<std::string> Words(int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) {
+      out.push_back(words_[Uniform(0, static_cast<int>(words_.size()) - 1)]);
+    }
+    return out;
+  }
+
+  std::vector<std::string> words_;
+  std::mt19937_64 rng_;
+};
+
+int Main() {
+  absl::StatusOr<std::vector<std::string>> words = CorpusWords();
+  if (!words.ok()) return ExitWithError(words.status());
+  const size_t vocabulary = words->size();
+  Generator generator(*std::move(words), absl::GetFlag(FLAGS_seed));
+  std::ofstream out(absl::GetFlag(FLAGS_out), std::ios::binary);
+  for (int d = 0; d < absl::GetFlag(FLAGS_documents); ++d) {
+    datasets::Document document;
+    document.set_id(absl::StrCat("synthetic-", d));
+    document.set_source("synthetic");
+    document.set_text(generator.Document(absl::GetFlag(FLAGS_segments)));
+    out << datasets::DocumentToJson(document) << "\n";
+  }
+  out.close();
+  if (!out) return ExitWithError(absl::UnavailableError("cannot write --out"));
+  std::printf("%d synthetic documents from %zu corpus words\n",
+              absl::GetFlag(FLAGS_documents), vocabulary);
+  return 0;
+}
+
+}  // namespace
+}  // namespace sparse_layers::experiments
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(
+      argc, argv,
+      "build_synthetic_documents --corpus=train.jsonl --out=F.jsonl");
+  return sparse_layers::experiments::Main();
+}

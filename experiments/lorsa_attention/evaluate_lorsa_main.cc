@@ -1,0 +1,371 @@
+// evaluate_lorsa: the Lorsa experiment's measurements (seed-lorsa.md 3, 6.3)
+// on fitted Lorsa layers and attention-output TopK SAEs of one base model.
+//   fits.csv:        per fit: pooled FVU, l0 and dead heads / latents on the
+//                    held-out attention cache of its block, CE of the base,
+//                    with that block's attention zero-ablated and with the
+//                    fit spliced in (the paper does not report the last).
+//   attribution.csv: per Lorsa fit and head active on >= --min_active held-
+//                    out tokens: the oblique-projection contributions of the
+//                    original heads (E.1) and the effective head count (E.2).
+//   heads.csv:       induction and previous-token scores on repeated random
+//                    token spans, for every MHSA head of the base model
+//                    (attention patterns) and every Lorsa head (z patterns).
+//   top_activations.txt: for the best-scoring Lorsa heads of each kind, the
+//                    held-out contexts where z is largest.
+//
+//   evaluate_lorsa --base=lm.pt --tokens=.../test.tokens.textproto
+//       --tokenizer=bpe.model --caches=1=.../test.activations.textproto,...
+//       --out_dir=DIR lorsa_l1_k8.pt sae_l1_k8.pt ...
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "analysis/attention/head_analysis.h"
+#include "analysis/replacement/replacement_metrics.h"
+#include "datasets/activations/activation_shards.h"
+#include "datasets/text/token_shards.h"
+#include "datasets/text/tokenizer.h"
+#include "layers/hooks/hook_point.h"
+#include "tools/common/cpu_slots.h"
+#include "tools/common/file_io.h"
+#include "tools/common/init.h"
+#include "tools/train/model_loader.h"
+
+ABSL_FLAG(std::string, base, "", "The base model (.pt)");
+ABSL_FLAG(std::string, tokens, "", "Held-out token split (manifest)");
+ABSL_FLAG(std::string, tokenizer, "", "SentencePiece model (listings)");
+ABSL_FLAG(std::vector<std::string>, caches, {},
+          "block=test attention-cache manifest, one per fitted block");
+ABSL_FLAG(int, batches, 16, "CE evaluation batches of 16 windows");
+ABSL_FLAG(int64_t, windows, 256, "Cache windows for FVU, l0 and dead heads");
+ABSL_FLAG(int64_t, attribution_windows, 32, "Cache windows for attribution");
+ABSL_FLAG(int64_t, min_active, 20, "Active tokens for a head's attribution");
+ABSL_FLAG(int, probe_sequences, 64, "Repeated-span probe sequences");
+ABSL_FLAG(int, probe_period, 16, "Length of the repeated random span");
+ABSL_FLAG(int, listing_windows, 64, "Held-out windows for top activations");
+ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
+
+namespace sparse_layers::experiments {
+namespace {
+
+using torch::indexing::Slice;
+
+// Probe tokens: BOS (eos id), then a random span of n tokens twice.
+torch::Tensor ProbeTokens(int64_t vocab, int64_t eos, int64_t n) {
+  const int64_t sequences = absl::GetFlag(FLAGS_probe_sequences);
+  torch::manual_seed(1);
+  // Avoid the lowest ids (special and byte-fallback pieces).
+  const torch::Tensor span = torch::randint(vocab / 8, vocab, {sequences, n});
+  return torch::cat(
+      {torch::full({sequences, 1}, eos, torch::kLong), span, span}, 1);
+}
+
+// Attention input of `block` on `tokens` (the cached quantity).
+torch::Tensor AttentionInput(layers::GptImpl& model, int block,
+                             const torch::Tensor& tokens) {
+  std::vector<torch::Tensor> captured;
+  model.FindHook(absl::StrCat("blocks.", block, ".attn.hook_in"))
+      ->Add(layers::CaptureHook(&captured));
+  model.Hidden(tokens);
+  model.ClearHooks();
+  return captured.at(0);
+}
+
+struct Fit {
+  std::string name, method;
+  config::FfnReplacement spec;
+  train::LoadedModel loaded;
+};
+
+absl::StatusOr<std::vector<Fit>> LoadFits(
+    const std::vector<std::string>& paths) {
+  std::vector<Fit> fits;
+  for (const std::string& path : paths) {
+    auto loaded = train::LoadModel(path);
+    if (!loaded.ok()) return loaded.status();
+    Fit fit;
+    fit.spec = loaded->config.model().replacement();
+    if (fit.spec.site() != "attn") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is not an attention-site fit"));
+    }
+    fit.name = loaded->config.name();
+    fit.method = fit.spec.ffn() == "lorsa" ? "lorsa" : "sae";
+    fit.loaded = *std::move(loaded);
+    fits.push_back(std::move(fit));
+  }
+  return fits;
+}
+
+absl::Status Run(const std::vector<std::string>& paths) {
+  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
+      !s.ok()) {
+    return s;
+  }
+  torch::NoGradGuard no_grad;
+  auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
+  if (!base.ok()) return base.status();
+  layers::GptImpl& model = *base->model;
+  std::string error;
+  auto tok = datasets::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
+  if (!tok) return absl::InvalidArgumentError(error);
+  auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
+  if (!tokens.ok()) return tokens.status();
+  const int length = model.options().context_length;
+  auto sampler = datasets::BatchSampler::Create(tokens->get(), 16, length,
+                                                base->config.runtime().seed());
+  if (!sampler.ok()) return sampler.status();
+  std::map<int, std::unique_ptr<datasets::ActivationSet>> caches;
+  for (const std::string& entry : absl::GetFlag(FLAGS_caches)) {
+    const std::vector<std::string> parts = absl::StrSplit(entry, '=');
+    int block = -1;
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &block)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--caches entry '", entry, "': expected block=path"));
+    }
+    auto set = datasets::ActivationSet::Open(parts[1]);
+    if (!set.ok()) return set.status();
+    caches[block] = *std::move(set);
+  }
+  auto fits = LoadFits(paths);
+  if (!fits.ok()) return fits.status();
+  const int batches = absl::GetFlag(FLAGS_batches);
+
+  // fits.csv
+  const double ce_base = analysis::MeanCrossEntropy(model, *sampler, batches);
+  std::map<int, double> ce_zero;
+  std::string fits_csv =
+      "name,method,block,k,units,qk_heads,parameters,fvu,l0,dead_fraction,"
+      "ce_base,ce_zero_ablated,ce_spliced,ce_recovered\n";
+  for (Fit& fit : *fits) {
+    const int block = fit.spec.layer();
+    if (!caches.count(block)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(fit.name, ": no --caches entry for block ", block));
+    }
+    const datasets::ActivationSet& cache = *caches[block];
+    const int64_t window = cache.manifest().sequence_length();
+    if (!ce_zero.count(block)) {
+      model.ReplaceAttention(
+          block, [](const torch::Tensor& x) { return torch::zeros_like(x); });
+      ce_zero[block] = analysis::MeanCrossEntropy(model, *sampler, batches);
+      model.ReplaceAttention(block, nullptr);
+    }
+    layers::GptImpl& spliced = *fit.loaded.model;
+    analysis::ActivationFit metrics;
+    int64_t parameters = 0, units = 0, qk_heads = 0;
+    if (layers::Lorsa lorsa = spliced.LorsaReplacement()) {
+      metrics = analysis::EvaluateLorsaOnActivations(
+          *lorsa, cache, window, absl::GetFlag(FLAGS_windows), 8);
+      for (const torch::Tensor& p : lorsa->parameters())
+        parameters += p.numel();
+      units = lorsa->options().ov_heads;
+      qk_heads = lorsa->options().qk_heads;
+    } else {
+      auto sae = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
+          spliced.ReplacementLayer());
+      if (!sae) return absl::InternalError(fit.name + " has no SAE");
+      metrics = analysis::EvaluateOnActivations(
+          *sae, cache, /*on_output=*/true,
+          absl::GetFlag(FLAGS_windows) * window, 4096);
+      for (const torch::Tensor& p : sae->parameters()) parameters += p.numel();
+      units = sae->units();
+    }
+    const double ce = analysis::MeanCrossEntropy(spliced, *sampler, batches);
+    absl::StrAppendFormat(
+        &fits_csv, "%s,%s,%d,%d,%d,%d,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f\n",
+        fit.name, fit.method, block, fit.spec.top_k(), units, qk_heads,
+        parameters, metrics.fvu, metrics.l0, metrics.dead_fraction, ce_base,
+        ce_zero[block], ce, analysis::CeRecovered(ce_base, ce_zero[block], ce));
+    std::fprintf(stderr, "evaluate_lorsa: %s FVU %.4f, CE %.4f (base %.4f)\n",
+                 fit.name.c_str(), metrics.fvu, ce, ce_base);
+  }
+
+  // attribution.csv: oblique projection on held-out cache windows.
+  const int64_t mhsa_heads = model.options().n_heads;
+  std::string attribution_csv =
+      "name,block,k,head,active_tokens,effective_heads";
+  for (int64_t m = 0; m < mhsa_heads; ++m) {
+    absl::StrAppend(&attribution_csv, ",mhsa_", m);
+  }
+  absl::StrAppend(&attribution_csv, ",coefficient_sum\n");
+  for (Fit& fit : *fits) {
+    layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
+    if (!lorsa) continue;
+    const int block = fit.spec.layer();
+    const datasets::ActivationSet& cache = *caches[block];
+    const int64_t window = cache.manifest().sequence_length();
+    const int64_t d = cache.d_in(), k = lorsa->options().k;
+    analysis::HeadAttribution attribution(lorsa->options().ov_heads,
+                                          mhsa_heads);
+    const int64_t windows = std::min(absl::GetFlag(FLAGS_attribution_windows),
+                                     cache.rows() / window);
+    for (int64_t w = 0; w < windows; w += 8) {
+      const int64_t end = std::min(windows, w + 8);
+      const torch::Tensor x =
+          cache.Range(w * window, end * window).first.view({-1, window, d});
+      const analysis::HeadOutputs heads =
+          analysis::MhsaHeadOutputs(*model.blocks[block]->attention, x);
+      const layers::LorsaOutput out = lorsa->Run(x, k);
+      const torch::Tensor active =
+          std::get<1>(out.activations.abs().topk(k, -1)).reshape({-1, k});
+      const torch::Tensor z =
+          out.activations.reshape({-1, out.activations.size(-1)})
+              .gather(1, active);  // (N, K)
+      const torch::Tensor outputs =
+          z.unsqueeze(-1) *
+          lorsa->w_o.index_select(0, active.reshape({-1})).view({-1, k, d});
+      attribution.Add(outputs, active,
+                      heads.outputs.reshape({-1, mhsa_heads, d}));
+    }
+    const torch::Tensor contributions = attribution.Contributions();
+    const torch::Tensor mean = attribution.MeanCoefficients();
+    const torch::Tensor counts = attribution.ActiveCounts();
+    const torch::Tensor effective =
+        analysis::EffectiveHeadCounts(contributions);
+    for (int64_t h = 0; h < contributions.size(0); ++h) {
+      if (counts[h].item<int64_t>() < absl::GetFlag(FLAGS_min_active)) continue;
+      absl::StrAppend(&attribution_csv, fit.name, ",", block, ",", k, ",", h,
+                      ",", counts[h].item<int64_t>(), ",",
+                      effective[h].item<int64_t>());
+      for (int64_t m = 0; m < mhsa_heads; ++m) {
+        absl::StrAppendFormat(&attribution_csv, ",%.4f",
+                              contributions[h][m].item<double>());
+      }
+      absl::StrAppendFormat(&attribution_csv, ",%.4f\n",
+                            mean[h].sum().item<double>());
+    }
+  }
+
+  // heads.csv: induction and previous-token scores on the probe sequences.
+  // The probe (BOS + the span twice) must fit in the context.
+  const int64_t period =
+      std::min<int64_t>(absl::GetFlag(FLAGS_probe_period), (length - 1) / 2);
+  const torch::Tensor probe =
+      ProbeTokens(model.options().vocab_size, tok->eos_id(), period);
+  std::string heads_csv =
+      "model,kind,block,head,induction,previous_token,induction_positions,"
+      "previous_token_positions\n";
+  std::vector<torch::Tensor> patterns(model.blocks.size());
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    model.blocks[b]->attention->hook_pattern.Add(
+        [&, b](const torch::Tensor& p) {
+          patterns[b] = p;
+          return p;
+        });
+  }
+  model.Hidden(probe);
+  model.ClearHooks();
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    const torch::Tensor induction =
+        analysis::InductionScores(patterns[b], 1, period);
+    const torch::Tensor previous = analysis::PreviousTokenScores(patterns[b]);
+    for (int64_t h = 0; h < induction.size(0); ++h) {
+      absl::StrAppendFormat(&heads_csv, "base,mhsa,%d,%d,%.4f,%.4f,,\n", b, h,
+                            induction[h].item<double>(),
+                            previous[h].item<double>());
+    }
+  }
+  std::string listing;
+  for (Fit& fit : *fits) {
+    layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
+    if (!lorsa) continue;
+    const int block = fit.spec.layer();
+    const layers::LorsaOutput out =
+        lorsa->Run(AttentionInput(model, block, probe), lorsa->options().k);
+    const analysis::ZPatternScores scores = analysis::LorsaZPatternScores(
+        out.pattern, out.values, out.activations, 1, period);
+    std::vector<std::pair<double, int64_t>> best_induction, best_previous;
+    for (int64_t h = 0; h < scores.induction.size(0); ++h) {
+      const int64_t n_ind = scores.induction_count[h].item<int64_t>();
+      const int64_t n_prev = scores.previous_token_count[h].item<int64_t>();
+      if (n_ind + n_prev == 0) continue;
+      const double ind = scores.induction[h].item<double>();
+      const double prev = scores.previous_token[h].item<double>();
+      absl::StrAppendFormat(&heads_csv, "%s,lorsa,%d,%d,%.4f,%.4f,%d,%d\n",
+                            fit.name, block, h, ind, prev, n_ind, n_prev);
+      if (n_ind >= 10) best_induction.push_back({ind, h});
+      if (n_prev >= 10) best_previous.push_back({prev, h});
+    }
+    // Top activations of the 3 best heads of each kind on held-out windows.
+    const int listing_windows = absl::GetFlag(FLAGS_listing_windows);
+    auto listing_sampler = datasets::BatchSampler::Create(
+        tokens->get(), listing_windows, length, 7);
+    if (!listing_sampler.ok()) return listing_sampler.status();
+    const datasets::TokenBatch batch = listing_sampler->EvalBatch(0, 1);
+    const torch::Tensor held_out =
+        torch::tensor(batch.inputs).view({listing_windows, length});
+    const torch::Tensor z =
+        lorsa->Run(AttentionInput(model, block, held_out), lorsa->options().k)
+            .activations;  // (W, T, H)
+    using Ranked = std::vector<std::pair<double, int64_t>>;
+    for (const auto& [kind, ranked] :
+         std::vector<std::pair<const char*, Ranked*>>{
+             {"induction", &best_induction},
+             {"previous-token", &best_previous}}) {
+      std::sort(ranked->rbegin(), ranked->rend());
+      for (size_t r = 0; r < std::min<size_t>(3, ranked->size()); ++r) {
+        const int64_t h = (*ranked)[r].second;
+        absl::StrAppendFormat(&listing, "## %s head %d (%s score %.3f)\n",
+                              fit.name, h, kind, (*ranked)[r].first);
+        const torch::Tensor head_z = z.select(2, h).reshape({-1});
+        const auto top = head_z.topk(std::min<int64_t>(8, head_z.size(0)));
+        for (int64_t i = 0; i < std::get<0>(top).size(0); ++i) {
+          const double value = std::get<0>(top)[i].item<double>();
+          if (value == 0) break;
+          const int64_t flat = std::get<1>(top)[i].item<int64_t>();
+          const int64_t w = flat / length, t = flat % length;
+          std::string context;
+          for (int64_t j = std::max<int64_t>(0, t - 12); j <= t; ++j) {
+            const std::string piece =
+                tok->Piece(static_cast<int>(held_out[w][j].item<int64_t>()));
+            absl::StrAppend(&context, j == t ? "[[" : "", piece,
+                            j == t ? "]]" : "");
+          }
+          absl::StrAppendFormat(
+              &listing, "  z = %.3f  %s\n", value,
+              absl::StrReplaceAll(context,
+                                  {{"\xe2\x96\x81", " "}, {"\n", " "}}));
+        }
+      }
+    }
+  }
+
+  const std::string dir = absl::GetFlag(FLAGS_out_dir);
+  for (const auto& [file, text] :
+       std::vector<std::pair<std::string, std::string*>>{
+           {"fits.csv", &fits_csv},
+           {"attribution.csv", &attribution_csv},
+           {"heads.csv", &heads_csv},
+           {"top_activations.txt", &listing}}) {
+    if (absl::Status s = WriteFileAtomically(dir + "/" + file, *text);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace sparse_layers::experiments
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> fits = sparse_layers::InitMain(
+      argc, argv,
+      "evaluate_lorsa --base=lm.pt --tokens=T --tokenizer=M --caches=L=C,... "
+      "--out_dir=DIR fit.pt...");
+  const absl::Status status = sparse_layers::experiments::Run(fits);
+  if (!status.ok()) return sparse_layers::ExitWithError(status);
+  return 0;
+}
