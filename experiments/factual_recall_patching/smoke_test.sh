@@ -3,8 +3,10 @@
 # neighbour agreements for every block and category, patching rows (when a smoke model recalls two facts)
 # with NIE finite and flip rates in [0, 1], every claim section printed and the figures drawn.
 set -euo pipefail
+# $1: the report section built at the test's scale (tools/report/experiment_report.bzl).
 out="$TEST_TMPDIR/report"
-experiments/factual_recall_patching/report.sh "$out" "$@" > "$out.txt"
+cp -r "$1" "$out"
+cp "$1/section.md" "$out.txt"
 cat "$out.txt"
 for m in sgatlin dense; do
   n=$(awk -F, -v m="$m" 'NR > 1 && $1 == m' "$out/recall.csv" | wc -l)

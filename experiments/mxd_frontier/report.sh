@@ -59,13 +59,13 @@ for base in $(awk -F, 'NR > 1 {print $1}' "$merged" | sort -u); do
       min_rank = 2; for (i = 1; i <= n; ++i) if (rank["mxd", order[i]] != "" && rank["mxd", order[i]] < min_rank) min_rank = rank["mxd", order[i]]
       print ""
       printf "- Claim 1/2 (Fig. 3): MxD has the lowest CE at every K -> %s (lowest at %d of %d K; below the Skip Transcoder, which has d^2 more parameters, at %d of %d).\n",
-        (best == n) ? "holds" : "does not hold", best, n, beats_stc, n
+        (best == n) ? "HOLDS" : "DOES NOT HOLD", best, n, beats_stc, n
       printf "- Claim 1 (Fig. 3): the Transcoder degrades more than MxD as K shrinks (CE rise from K=%d to K=%d: TC %+.4f, MxD %+.4f) -> %s.\n",
-        hi, lo, gap_tc, gap_mxd, (gap_tc > gap_mxd) ? "holds" : "does not hold"
+        hi, lo, gap_tc, gap_mxd, (gap_tc > gap_mxd) ? "HOLDS" : "DOES NOT HOLD"
       printf "- Claim 3 (Fig. 10): MxD NMSE below the Transcoder at the smallest K, up to 10x -> TC/MxD = %.2fx at K=%d: %s.\n",
-        ratio, lo, (ratio > 1) ? "lower" : "not lower"
+        ratio, lo, (ratio > 1) ? "HOLDS" : "DOES NOT HOLD"
       printf "- Claim 4 (Table 3): MxD experts full rank -> smallest mean normalised rank %.4f: %s.\n",
-        min_rank, (min_rank > 0.99) ? "holds" : "does not hold"
+        min_rank, (min_rank > 0.99) ? "HOLDS" : "DOES NOT HOLD"
     }' "$merged"
   echo
   "$plot" --csv="$merged" --x=k --y=ce --group=method --where=base="$base" --logx \

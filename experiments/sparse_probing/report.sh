@@ -43,7 +43,7 @@ for variant in best_f1 selected_f1; do
         for (i = 1; i <= 3; ++i) { x = all[b, base_kinds[i]] / alln[b, base_kinds[i]]; if (x > best) { best = x; who = base_kinds[i] } }
         rnd = all[b, "random"] / alln[b, "random"]
         printf "\n- %s: MxD mean F1 %.3f vs best baseline %s %.3f (random projection %.3f): claim \"MxD competitive\" (within 0.05) -> %s.\n",
-          b, mxd, who, best, rnd, (mxd >= best - 0.05) ? "holds" : "does not hold"
+          b, mxd, who, best, rnd, (mxd >= best - 0.05) ? "HOLDS" : "DOES NOT HOLD"
       }
     }' "$merged"
   echo

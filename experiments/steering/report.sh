@@ -41,7 +41,7 @@ awk -F, '
       split("transcoder skip_transcoder topk_sae", kinds, " ")
       for (i = 1; i <= 3; ++i) { if (s[b, kinds[i]] < lo) lo = s[b, kinds[i]]; if (s[b, kinds[i]] > hi) hi = s[b, kinds[i]] }
       printf "\n- %s: MxD concept strength %+.3f (baselines %+.3f to %+.3f), NLL %.3f: claim \"MxD steers comparably\" -> %s.\n",
-        b, s[b, "mxd"], lo, hi, f[b, "mxd"], (s[b, "mxd"] >= lo - 0.02) ? "holds" : "does not hold"
+        b, s[b, "mxd"], lo, hi, f[b, "mxd"], (s[b, "mxd"] >= lo - 0.02) ? "HOLDS" : "DOES NOT HOLD"
     }
   }' "$merged"
 echo

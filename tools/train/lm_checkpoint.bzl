@@ -1,8 +1,10 @@
 """lm_checkpoint: language-model training as a cacheable build action; replacement_checkpoint: the same
 trainer fitting a replacement layer to an activation cache.
 
-The action's inputs are the trainer binary, the merged config and the token shards, so Bazel reruns
-it exactly when one of them changes, and a remote cache shares the checkpoint. Training uses
+The action's inputs are the trainer binary, the merged config, the token shards and
+@build_identity//:identity.txt (LibTorch, BLAS, compiler: what Bazel cannot see outside the workspace), so
+Bazel reruns it exactly when one of them changes, and a remote cache shares the checkpoint only between
+machines whose libraries would produce the same bytes. Training uses
 `threads` cores: Bazel 4 cannot reserve them for an action, so the trainer takes a CPU slot lock
 (tools/common/cpu_slots.h) and the cpu:N requirement is declared for executors that honour it.
 """
@@ -22,8 +24,9 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
             "--summary=" + summary.path,
             "--threads=%d" % ctx.attr.threads,
             "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
+            "--build_identity=" + ctx.file._build_identity.path,
         ] + trailing_args,
-        inputs = inputs,
+        inputs = inputs + [ctx.file._build_identity],
         outputs = outputs,
         mnemonic = mnemonic,
         progress_message = progress_message,
@@ -62,6 +65,7 @@ lm_checkpoint = rule(
         "threads": attr.int(default = 2),
         "init_from": attr.label(doc = "A parent lm_checkpoint to copy / upcycle from (config.init)."),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
+        "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )
 
@@ -95,5 +99,6 @@ replacement_checkpoint = rule(
         "activations": attr.label(mandatory = True, doc = "An activation_cache with train and validation splits."),
         "threads": attr.int(default = 2),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
+        "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )

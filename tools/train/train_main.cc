@@ -40,6 +40,10 @@ ABSL_FLAG(std::string, train_activations, "",
 ABSL_FLAG(std::string, validation_activations, "",
           "Fitting mode: activation-cache manifest of the validation rows");
 
+ABSL_FLAG(std::string, build_identity, "",
+          "@build_identity//:identity.txt (LibTorch, BLAS, compiler), recorded "
+          "in the summary");
+
 namespace sparse_layers::train {
 namespace {
 
@@ -70,6 +74,7 @@ absl::Status Run() {
   options.init_from = absl::GetFlag(FLAGS_init_from);
   options.train_activations = absl::GetFlag(FLAGS_train_activations);
   options.validation_activations = absl::GetFlag(FLAGS_validation_activations);
+  options.build_identity_path = absl::GetFlag(FLAGS_build_identity);
   absl::StatusOr<TrainingSummary> summary = Train(*config, options);
   if (!summary.ok()) return summary.status();
   std::fprintf(stderr,

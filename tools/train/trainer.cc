@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "analysis/replacement/replacement_metrics.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
@@ -86,6 +87,27 @@ TrainingSummary RunSummary(const config::ExperimentConfig& config,
   return summary;
 }
 
+absl::Status RecordProvenance(const TrainerOptions& options,
+                              TrainingSummary& summary) {
+  absl::StatusOr<std::string> trainer = Sha256OfFile("/proc/self/exe");
+  if (!trainer.ok()) return trainer.status();
+  summary.set_trainer_sha256(*trainer);
+  if (!options.init_from.empty()) {
+    absl::StatusOr<std::string> parent = Sha256OfFile(options.init_from);
+    if (!parent.ok()) return parent.status();
+    summary.set_init_from_sha256(*parent);
+  }
+  if (options.build_identity_path.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> identity =
+      ReadFileToString(options.build_identity_path);
+  if (!identity.ok()) return identity.status();
+  for (absl::string_view line :
+       absl::StrSplit(*identity, '\n', absl::SkipEmpty())) {
+    summary.add_build_identity(std::string(line));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteRunOutputs(const TrainerOptions& options,
                              const torch::nn::Module& model,
                              torch::optim::AdamW* optimizer,
@@ -99,6 +121,7 @@ absl::Status WriteRunOutputs(const TrainerOptions& options,
   absl::StatusOr<std::string> digest = Sha256OfFile(options.checkpoint_path);
   if (!digest.ok()) return digest.status();
   summary.set_checkpoint_sha256(*digest);
+  if (absl::Status s = RecordProvenance(options, summary); !s.ok()) return s;
   if (!options.log_csv_path.empty()) {
     if (absl::Status s =
             WriteFileAtomically(options.log_csv_path, state.log_csv);

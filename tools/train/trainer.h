@@ -38,6 +38,8 @@ struct TrainerOptions {
   std::string train_activations;
   std::string validation_activations;
   double progress_every_seconds = 5;
+  // @build_identity//:identity.txt, copied into the summary (its manifest).
+  std::string build_identity_path;
 };
 
 // Steps the budget allows (the first limit reached wins) and which limit it is.

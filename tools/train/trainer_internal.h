@@ -51,6 +51,11 @@ TrainingSummary RunSummary(const config::ExperimentConfig& config,
                            const std::vector<double>& losses,
                            const std::string& train_manifest);
 
+// Fills the summary's provenance: trainer binary and parent digests, build
+// identity lines.
+absl::Status RecordProvenance(const TrainerOptions& options,
+                              TrainingSummary& summary);
+
 // Saves the final checkpoint, records its digest in `summary`, and writes the
 // CSV log and the summary where `options` asks.
 absl::Status WriteRunOutputs(const TrainerOptions& options,
