@@ -34,7 +34,7 @@ def chess_model(name, init_from = None):
         name = name + "_bsp",
         srcs = [":" + name, _GAMES],
         outs = [name + ".bsp.csv"],
-        tools = [":evaluate_bsp"],
+        exec_tools = [":evaluate_bsp"],
         cmd = _SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % name +
               "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
               "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
@@ -46,7 +46,7 @@ def chess_control(name, model):
         name = name + "_bsp",
         srcs = [":%s_config" % model, _GAMES],
         outs = [name + ".bsp.csv"],
-        tools = [":evaluate_bsp"],
+        exec_tools = [":evaluate_bsp"],
         cmd = _SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (model, name) +
               "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
         message = "BSP coverage of " + name,

@@ -52,7 +52,7 @@ def frontier_evaluation(name, base_name, base, activations, fits):
         name = name,
         srcs = [base, activations, "//datasets/text:shards"] + [":" + f for f in fits],
         outs = [name + ".csv"],
-        tools = ["//analysis/replacement:evaluate_replacements"],
+        exec_tools = ["//analysis/replacement:evaluate_replacements"],
         cmd = ("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
                "for d in $(locations %s); do case $$d in */test) cache=$$d;; esac; done; " % activations +
                "for d in $(locations //datasets/text:shards); do case $$d in */test) tokens=$$d;; esac; done; " +
@@ -91,7 +91,7 @@ def feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, exampl
         name = name,
         srcs = [base, "//datasets/text:bpe"] + fits + extra_srcs,
         outs = [name + ".csv", name + ".txt"],
-        tools = [tool],
+        exec_tools = [tool],
         cmd = (_pick(base, ".pt", "base") + _pick("//datasets/text:bpe", ".model", "tokenizer") +
                "fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " %
                " ".join(["$(locations %s)" % f for f in fits]) +

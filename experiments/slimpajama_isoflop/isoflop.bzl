@@ -26,7 +26,7 @@ def isoflop_run(name, ffn_type, budget_index, size_index):
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        tools = [":ladder_overlay"],
+        exec_tools = [":ladder_overlay"],
         cmd = by_scale({
             scale: "$(location :ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
                 GRID[scale].ladder,

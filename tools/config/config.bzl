@@ -16,7 +16,7 @@ def experiment_config(name, base, scales, overlays = [], visibility = None):
         name = name,
         srcs = [base] + by_scale({scale: [overlay] for scale, overlay in scales.items()}) + overlays,
         outs = [name + ".textproto"],
-        tools = ["//tools/config:check_config"],
+        exec_tools = ["//tools/config:check_config"],
         cmd = "$(location //tools/config:check_config) --out=$@ $(SRCS) >/dev/null",
         visibility = visibility,
     )
