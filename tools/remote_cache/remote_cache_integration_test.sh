@@ -11,7 +11,8 @@ set -euo pipefail
 nginx_cache=$(readlink -f "$1")
 workspace="$(dirname "$(readlink -f "$2")")"
 shift 2
-outer_results=("$@")
+outer_results=()
+for f in "$@"; do outer_results+=("$(readlink -f "$f")"); done  # absolute: the test changes directory
 target=//experiments/mohd_hidden_dims:results
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
