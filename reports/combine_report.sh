@@ -21,8 +21,9 @@ while (($# >= 2)); do
   names+=("$name") titles+=("$title")
 done
 
-# Verdict lines: the claims checks every report prints ("... HOLDS", "DOES NOT HOLD", "NOT TESTABLE").
-verdicts() { grep -E 'HOLDS|DOES NOT HOLD|NOT TESTABLE' "$out/$1/section.md" || true; }
+# Verdict lines: the claims checks every report prints ("... HOLDS", "DOES NOT HOLD", and "NOT TESTABLE" or
+# "UNRESOLVED" where our data cannot decide).
+verdicts() { grep -E 'HOLDS|DOES NOT HOLD|NOT TESTABLE|UNRESOLVED' "$out/$1/section.md" || true; }
 count() { verdicts "$1" | grep -c "$2" || true; }
 
 {
@@ -39,12 +40,12 @@ count() { verdicts "$1" | grep -c "$2" || true; }
   echo
   echo "## Summary: the papers' claims on our rows"
   echo
-  echo "| experiment | regenerates | holds | does not hold | not testable |"
+  echo "| experiment | regenerates | holds | does not hold | not testable or unresolved |"
   echo "|---|---|---|---|---|"
   for i in "${!names[@]}"; do
     n=${names[$i]}
     printf '| [%s](#%s) | %s | %d | %d | %d |\n' "$n" "$n" "${titles[$i]}" \
-      "$(count "$n" HOLDS)" "$(count "$n" 'DOES NOT HOLD')" "$(count "$n" 'NOT TESTABLE')"
+      "$(count "$n" HOLDS)" "$(count "$n" 'DOES NOT HOLD')" "$(verdicts "$n" | grep -cE 'NOT TESTABLE|UNRESOLVED' || true)"
   done
   echo
   echo "A claim that does not hold at our scale is a result, not an error: the sections say what we ran."
