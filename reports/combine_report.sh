@@ -24,7 +24,7 @@ done
 # Verdict lines: the claims checks every report prints ("... HOLDS", "DOES NOT HOLD", and "NOT TESTABLE" or
 # "UNRESOLVED" where our data cannot decide).
 verdicts() { grep -E 'HOLDS|DOES NOT HOLD|NOT TESTABLE|UNRESOLVED' "$out/$1/section.md" || true; }
-count() { verdicts "$1" | grep -c "$2" || true; }
+count() { verdicts "$1" | grep -cE "$2" || true; }
 
 {
   echo "# Sparse layers: what reproduces"
@@ -45,7 +45,7 @@ count() { verdicts "$1" | grep -c "$2" || true; }
   for i in "${!names[@]}"; do
     n=${names[$i]}
     printf '| [%s](#%s) | %s | %d | %d | %d |\n' "$n" "$n" "${titles[$i]}" \
-      "$(count "$n" HOLDS)" "$(count "$n" 'DOES NOT HOLD')" "$(verdicts "$n" | grep -cE 'NOT TESTABLE|UNRESOLVED' || true)"
+      "$(count "$n" HOLDS)" "$(count "$n" 'DOES NOT HOLD')" "$(count "$n" 'NOT TESTABLE|UNRESOLVED')"
   done
   echo
   echo "A claim that does not hold at our scale is a result, not an error: the sections say what we ran."

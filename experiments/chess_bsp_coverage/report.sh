@@ -2,11 +2,9 @@
 # Prints our MoE-X Table 1 / Table 3 analogue beside the paper's (headline layer: block 3 of 4, the 6-of-8
 # depth of seed-moex.md 3.3; masked-blank BSPs; coverage and reconstruction in the evaluation code's
 # variant, the paper's formula in brackets) and writes the merged CSV and a per-layer figure (gnuplot).
-# Usage: report.sh <out_dir | -> <plot_lines.sh> <paper_table1.csv> <summary and .bsp.csv files...>
+# Usage: report.sh <out_dir> <plot_lines.sh> <paper_table1.csv> <summary and .bsp.csv files...>
 set -euo pipefail
 out_dir=$1 plot=$2 paper=$3
-# "-": chess_bsp_coverage_report/ where `bazel run` was started.
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/chess_bsp_coverage_report"
 shift 3
 mkdir -p "$out_dir"
 summaries=() csvs=()

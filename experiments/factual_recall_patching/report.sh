@@ -4,10 +4,9 @@
 # the FFN activations (dense baseline) per block and position, gating-vector neighbours against a shuffled
 # control (6.3-6.4), and the paper's claims checked on our rows; writes the CSVs and heat maps. Figure 7 is
 # an image without numbers in the paper's text, so its claims stand beside ours.
-# Usage: report.sh <out_dir | -> <plot_lines.sh> <plot_heatmap.sh> <checkpoints, summaries and CSVs...>
+# Usage: report.sh <out_dir> <plot_lines.sh> <plot_heatmap.sh> <checkpoints, summaries and CSVs...>
 set -euo pipefail
 out_dir=$1 plot=$2 heatmap=$3
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/factual_recall_patching_report"
 shift 3
 mkdir -p "$out_dir"
 for f in "$@"; do

@@ -4,10 +4,9 @@
 # attribution of Lorsa heads to the original heads (oblique projection), and the induction /
 # previous-token heads found in the base model and in Lorsa, beside the paper's claims; writes CSVs and
 # figures. The paper's figures carry no numbers in its text; its few numbers are quoted where they apply.
-# Usage: report.sh <out_dir | -> <plot_lines.sh> <evaluation files and checkpoints...>
+# Usage: report.sh <out_dir> <plot_lines.sh> <evaluation files and checkpoints...>
 set -euo pipefail
 out_dir=$1 plot=$2
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/lorsa_attention_report"
 shift 2
 mkdir -p "$out_dir"
 summary=""

@@ -3,10 +3,9 @@
 # MoHD variants at matched activated parameters beside Tables 2 and 4 of the paper, the ablations, and the
 # activation-flow observations (M1-M5 of 4.3) of the dense model against the paper's numbers and a
 # shuffled-token null; checks the paper's claims on our rows and writes CSVs and figures.
-# Usage: report.sh <out_dir | -> <plot_lines.sh> <paper_tables.csv> <configs, summaries, flow.csv, sharing.csv...>
+# Usage: report.sh <out_dir> <plot_lines.sh> <paper_tables.csv> <configs, summaries, flow.csv, sharing.csv...>
 set -euo pipefail
 out_dir=$1 plot=$2 paper=$3
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/mohd_hidden_dims_report"
 shift 3
 mkdir -p "$out_dir"
 configs=() summaries=()

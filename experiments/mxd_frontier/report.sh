@@ -3,10 +3,9 @@
 # Transcoder and MxD, with the base and zero-ablated CE), checks the paper's claims on our numbers, and writes
 # the merged CSV and figures (analysis/plot). The paper's plotted numbers were lost from its text dump
 # (seed-mxd.md 6), so its claims, not numbers, stand beside ours.
-# Usage: report.sh <out_dir | -> <plot_lines.sh> <*_frontier.csv and fit outputs...>
+# Usage: report.sh <out_dir> <plot_lines.sh> <*_frontier.csv and fit outputs...>
 set -euo pipefail
 out_dir=$1 plot=$2
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/mxd_frontier_report"
 shift 2
 mkdir -p "$out_dir"
 frontiers=() summaries=()

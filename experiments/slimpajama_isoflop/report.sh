@@ -3,10 +3,9 @@
 # per FLOP budget and FFN type, the best size per budget, and the ablations beside the paper's Table 1;
 # checks the paper's claims (seed-sgatlin.md 9) on our rows and writes the CSV and figures (analysis/plot).
 # Figures 1 and 3 are images without numbers in the paper's text, so its claims stand beside ours.
-# Usage: report.sh <out_dir | -> <plot_lines.sh> <paper_table1.csv> <run configs and outputs...>
+# Usage: report.sh <out_dir> <plot_lines.sh> <paper_table1.csv> <run configs and outputs...>
 set -euo pipefail
 out_dir=$1 plot=$2 paper=$3
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/slimpajama_isoflop_report"
 shift 3
 mkdir -p "$out_dir"
 csv="$out_dir/isoflop.csv"

@@ -3,10 +3,9 @@
 # single-unit probe F1, for FFN neurons, Transcoder, Skip Transcoder, MxD, TopK SAE and a random projection;
 # the paper's protocol (unit chosen on test, as its script) and the leakage-free one (chosen on validation).
 # The paper's bar heights were lost from its text dump (seed-mxd.md 6): its claim is checked instead.
-# Usage: report.sh <out_dir | -> <*_probe.csv ...>
+# Usage: report.sh <out_dir> <*_probe.csv ...>
 set -euo pipefail
 out_dir=$1
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/sparse_probing_report"
 shift
 mkdir -p "$out_dir"
 merged="$out_dir/sparse_probing.csv"

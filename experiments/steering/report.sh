@@ -3,10 +3,9 @@
 # tokens among the steered unit's top-activating tokens, steered minus unsteered) and fluency (the base
 # model's NLL of the generations, lower is more fluent) over the steered units, plus example generations.
 # The paper scored with LLM judges (unavailable offline), so only its qualitative claim is compared.
-# Usage: report.sh <out_dir | -> <*_steering.csv and *_steering.txt ...>
+# Usage: report.sh <out_dir> <*_steering.csv and *_steering.txt ...>
 set -euo pipefail
 out_dir=$1
-[[ "$out_dir" == "-" ]] && out_dir="${BUILD_WORKING_DIRECTORY:-.}/steering_report"
 shift
 mkdir -p "$out_dir"
 merged="$out_dir/steering.csv"
