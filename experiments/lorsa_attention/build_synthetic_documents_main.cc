@@ -25,6 +25,9 @@ ABSL_FLAG(std::string, corpus, "", "train.jsonl of the corpus (word source)");
 ABSL_FLAG(int, documents, 2000, "Documents to write");
 ABSL_FLAG(int, segments, 6, "Segments per document");
 ABSL_FLAG(uint64_t, seed, 1, "Generator seed");
+ABSL_FLAG(double, induction_share, 0.5,
+          "Share of segments that are repeated spans (the rest: 40% counting, "
+          "60% sums)");
 ABSL_FLAG(std::string, out, "", "JSONL path");
 
 namespace sparse_layers::experiments {
@@ -66,16 +69,18 @@ class Generator {
   Generator(std::vector<std::string> words, uint64_t seed)
       : words_(std::move(words)), rng_(seed) {}
 
-  // A span of 8-20 random words, 0-10 other words, then the span again
-  // (whole, or a prefix of at least 4 words).
+  // A span of 8-20 random words, then once or twice: 0-10 other words and the
+  // span again (whole, or a prefix of at least 4 words).
   std::string Induction() {
     std::vector<std::string> span = Words(Uniform(8, 20));
     std::vector<std::string> text = span;
-    for (const std::string& w : Words(Uniform(0, 10))) text.push_back(w);
-    const int repeat = Uniform(0, 1)
-                           ? static_cast<int>(span.size())
-                           : Uniform(4, static_cast<int>(span.size()));
-    text.insert(text.end(), span.begin(), span.begin() + repeat);
+    for (int copies = Uniform(1, 2); copies > 0; --copies) {
+      for (const std::string& w : Words(Uniform(0, 10))) text.push_back(w);
+      const int repeat = Uniform(0, 1)
+                             ? static_cast<int>(span.size())
+                             : Uniform(4, static_cast<int>(span.size()));
+      text.insert(text.end(), span.begin(), span.begin() + repeat);
+    }
     return absl::StrJoin(text, " ") + ".";
   }
 
@@ -105,13 +110,14 @@ class Generator {
     return absl::StrJoin(sums, " ");
   }
 
-  std::string Document(int segments) {
+  std::string Document(int segments, double induction_share) {
     std::vector<std::string> parts;
     for (int s = 0; s < segments; ++s) {
-      const int kind = Uniform(0, 9);  // 50% induction, 20% counting, 30% sums.
-      parts.push_back(kind < 5   ? Induction()
-                      : kind < 7 ? Counting()
-                                 : Additions());
+      const double u = std::uniform_real_distribution<double>(0, 1)(rng_);
+      const double rest = (u - induction_share) / (1 - induction_share);
+      parts.push_back(u < induction_share ? Induction()
+                      : rest < 0.4        ? Counting()
+                                          : Additions());
     }
     return absl::StrJoin(parts, "\n");
   }
@@ -133,6 +139,11 @@ class Generator {
 };
 
 int Main() {
+  const double induction_share = absl::GetFlag(FLAGS_induction_share);
+  if (!(induction_share >= 0 && induction_share < 1)) {
+    return ExitWithError(
+        absl::InvalidArgumentError("--induction_share must be in [0, 1)"));
+  }
   absl::StatusOr<std::vector<std::string>> words = CorpusWords();
   if (!words.ok()) return ExitWithError(words.status());
   const size_t vocabulary = words->size();
@@ -142,7 +153,8 @@ int Main() {
     datasets::Document document;
     document.set_id(absl::StrCat("synthetic-", d));
     document.set_source("synthetic");
-    document.set_text(generator.Document(absl::GetFlag(FLAGS_segments)));
+    document.set_text(
+        generator.Document(absl::GetFlag(FLAGS_segments), induction_share));
     out << datasets::DocumentToJson(document) << "\n";
   }
   out.close();

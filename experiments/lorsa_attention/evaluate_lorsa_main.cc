@@ -8,8 +8,10 @@
 //                    out tokens: the oblique-projection contributions of the
 //                    original heads (E.1) and the effective head count (E.2).
 //   heads.csv:       induction and previous-token scores on repeated random
-//                    token spans, for every MHSA head of the base model
+//                    word-piece spans, for every MHSA head of the base model
 //                    (attention patterns) and every Lorsa head (z patterns).
+//   probe.csv:       the base model's next-token loss inside the first and
+//                    the second copy of those spans (in-context copying).
 //   top_activations.txt: for the best-scoring Lorsa heads of each kind, the
 //                    held-out contexts where z is largest.
 //
@@ -26,6 +28,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,14 +64,27 @@ namespace {
 
 using torch::indexing::Slice;
 
-// Probe tokens: BOS (eos id), then a random span of n tokens twice.
-torch::Tensor ProbeTokens(int64_t vocab, int64_t eos, int64_t n) {
+// Probe tokens: BOS (eos id), then a random span of n word-initial pieces
+// twice. Word-initial pieces ("\u2581..."), because the synthetic spans that
+// plant induction are random words (seed-lorsa.md 6.2); random pieces of any
+// kind make sequences the base LM never saw.
+torch::Tensor ProbeTokens(const datasets::Tokenizer& tokenizer, int64_t n) {
+  std::vector<int64_t> word_initial;
+  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+    const std::string piece = tokenizer.Piece(id);
+    if (piece.size() > 3 && absl::StartsWith(piece, "\u2581")) {
+      word_initial.push_back(id);
+    }
+  }
   const int64_t sequences = absl::GetFlag(FLAGS_probe_sequences);
   torch::manual_seed(1);
-  // Avoid the lowest ids (special and byte-fallback pieces).
-  const torch::Tensor span = torch::randint(vocab / 8, vocab, {sequences, n});
+  const torch::Tensor pieces = torch::tensor(word_initial, torch::kLong);
+  const torch::Tensor span = pieces.index({torch::randint(
+      static_cast<int64_t>(word_initial.size()), {sequences, n})});
   return torch::cat(
-      {torch::full({sequences, 1}, eos, torch::kLong), span, span}, 1);
+      {torch::full({sequences, 1}, tokenizer.eos_id(), torch::kLong), span,
+       span},
+      1);
 }
 
 // Attention input of `block` on `tokens` (the cached quantity).
@@ -252,8 +268,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   // The probe (BOS + the span twice) must fit in the context.
   const int64_t period =
       std::min<int64_t>(absl::GetFlag(FLAGS_probe_period), (length - 1) / 2);
-  const torch::Tensor probe =
-      ProbeTokens(model.options().vocab_size, tok->eos_id(), period);
+  const torch::Tensor probe = ProbeTokens(*tok, period);
   std::string heads_csv =
       "model,kind,block,head,induction,previous_token,induction_positions,"
       "previous_token_positions\n";
@@ -265,8 +280,23 @@ absl::Status Run(const std::vector<std::string>& paths) {
           return p;
         });
   }
-  model.Hidden(probe);
+  const torch::Tensor probe_logits = model.forward(probe);
   model.ClearHooks();
+  std::string probe_csv = "first_copy_loss,second_copy_loss\n";
+  {
+    // In-context copying: next-token loss inside the first copy of the span
+    // against inside the second (the induction behaviour, Olsson et al.).
+    const torch::Tensor nll =
+        torch::nn::functional::cross_entropy(
+            probe_logits.slice(1, 0, -1).flatten(0, 1),
+            probe.slice(1, 1).flatten(),
+            torch::nn::functional::CrossEntropyFuncOptions().reduction(
+                torch::kNone))
+            .view({probe.size(0), -1});
+    absl::StrAppendFormat(&probe_csv, "%.4f,%.4f\n",
+                          nll.slice(1, 1, period).mean().item<double>(),
+                          nll.slice(1, period + 1).mean().item<double>());
+  }
   for (size_t b = 0; b < model.blocks.size(); ++b) {
     const torch::Tensor induction =
         analysis::InductionScores(patterns[b], 1, period);
@@ -348,6 +378,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
            {"fits.csv", &fits_csv},
            {"attribution.csv", &attribution_csv},
            {"heads.csv", &heads_csv},
+           {"probe.csv", &probe_csv},
            {"top_activations.txt", &listing}}) {
     if (absl::Status s = WriteFileAtomically(dir + "/" + file, *text);
         !s.ok()) {

@@ -21,8 +21,9 @@ fits="$out_dir/fits.csv" heads="$out_dir/heads.csv" attribution="$out_dir/attrib
 [[ -n "$summary" ]] && awk '$1 == "validation_loss:" { l = $2 } $1 == "parameters:" { p = $2 } $1 == "steps:" { s = $2 }
   END { printf "Base LM: %d parameters, %d steps, validation loss %.4f (pinned corpus + synthetic attention tasks)\n\n", p, s, l }' "$summary"
 
-echo "## Attention heads of the base model on repeated random spans (64 sequences; span 16, or half the context)"
+echo "## Attention heads of the base model on repeated random spans (64 sequences of word-initial pieces; span 16, or half the context)"
 echo "Induction: attention from the second copy to the token after the earlier copy; previous-token: to i - 1."
+awk -F, 'NR == 2 { printf "In-context copying: next-token loss %.3f inside the first copy, %.3f inside the second (an induction circuit drives the second towards 0).\n", $1, $2 }' "$out_dir/probe.csv"
 echo "| block | head | induction | previous token |"
 echo "|---|---|---|---|"
 awk -F, 'NR > 1 && $2 == "mhsa" { printf "| %d | %d | %.3f | %.3f |\n", $3, $4, $5, $6 }' "$heads"
@@ -103,7 +104,7 @@ awk -F, -v b="$grid_block" -v k0="$k0" '
       printf "- Claim 9, about half the heads come from one original head, a sizeable share from 2-3: %s (%.0f%% / %.0f%% / %.0f%% from 1 / 2 / 3 heads over %d heads; paper 50 / 25 / 10).\n", v, 100 * one / tot, 100 * two / tot, 100 * three / tot, tot }
     found = 0; with = 0
     for (bb in mi) if (mi[bb] >= 0.3) { with++; found += (li[bb] >= 0.5) }
-    v = (with == 0) ? "NOT TESTABLE (no MHSA head scores >= 0.3)" : ((found == with) ? "HOLDS" : "DOES NOT HOLD")
+    v = (with == 0) ? "NOT TESTABLE (no MHSA head scores >= 0.3: the base LM has no induction head)" : ((found == with) ? "HOLDS" : "DOES NOT HOLD")
     printf "- Claim 8, Lorsa has induction heads where the model does (an MHSA head scoring >= 0.3): %s (%d of %d such blocks have a Lorsa head scoring >= 0.5).\n", v, found, with
   }' "$fits" "$attribution" "$heads"
 echo "Not measured here: autointerp (no GPT-4o offline), QK-rank spectra, arithmetic operand plots, App. F/G/H."
@@ -111,4 +112,4 @@ echo
 echo "## Top activations of the best-scoring Lorsa heads (held-out windows; [[current token]])"
 head -60 "$out_dir/top_activations.txt"
 echo
-echo "CSV and figures: $out_dir/{fits,attribution,heads,fvu_vs_k,fvu_by_block}.csv, fvu_vs_k.svg, fvu_by_block.svg, top_activations.txt"
+echo "CSV and figures: $out_dir/{fits,attribution,heads,probe,fvu_vs_k,fvu_by_block}.csv, fvu_vs_k.svg, fvu_by_block.svg, top_activations.txt"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The Lorsa report runs on the smoke-scale LM and fits: 14 fits (Lorsa and SAE on 4 blocks at one K, and at
 # 3 more K on one block) with FVU finite and non-negative, parameter-matched SAEs, CE spliced finite, MHSA
-# scores for every head of the 4 blocks within [0, 1], every claim line printed and both figures drawn.
+# scores for every head of the 4 blocks within [0, 1], positive copy losses on the probe, every claim line printed and both figures drawn.
 set -euo pipefail
 # $1: the report section built at the test's scale (tools/report/experiment_report.bzl).
 out="$TEST_TMPDIR/report"
@@ -17,6 +17,9 @@ awk -F, 'NR > 1 { if ($8 !~ /^[0-9.]+$/ || $13 !~ /^[0-9.]+$/) { print "bad fit 
         exit bad }' "$out/fits.csv"
 mhsa=$(awk -F, 'NR > 1 && $2 == "mhsa" { if ($5 < 0 || $5 > 1 || $6 < 0 || $6 > 1) bad = 1; n++ } END { print bad ? -1 : n }' "$out/heads.csv")
 [[ "$mhsa" -eq 8 ]] || { echo "expected 4 blocks x 2 heads of scores in [0, 1], got $mhsa"; exit 1; }
+awk -F, 'NR == 2 && $1 ~ /^[0-9.]+$/ && $1 > 0 && $2 ~ /^[0-9.]+$/ && $2 > 0 { ok = 1 } END { exit !ok }' "$out/probe.csv" ||
+  { echo "probe.csv: expected two positive copy losses"; exit 1; }
+grep -q "In-context copying" "$out.txt" || { echo "missing: copy losses"; exit 1; }
 for claim in "Claim 1" "Claim 2" "Claim 3" "Claim 7" "Claim 8"; do
   grep -q "$claim" "$out.txt" || { echo "missing: $claim"; exit 1; }
 done
