@@ -27,6 +27,13 @@ class Tokenizer {
   virtual int eos_id() const = 0;
 };
 
+// SentencePiece's word-start marker U+2581 ("\u2581"), in UTF-8.
+inline constexpr char kWordStart[] = "\xe2\x96\x81";
+
+// The word of a word-initial piece ("\u2581the" -> "the"); "" for any other
+// piece and for the bare marker.
+std::string WordOfPiece(const std::string& piece);
+
 // Runs SentencePieceTrainer with command-line style arguments; false and
 // *error on failure.
 bool TrainSentencePiece(const std::string& arguments, std::string* error);

@@ -17,6 +17,14 @@ std::string Runfile(const std::string& path) {
   return std::string(std::getenv("TEST_SRCDIR")) + "/sparse_layers/" + path;
 }
 
+TEST(TokenizerTest, WordOfPieceStripsOnlyTheWordStartMarker) {
+  EXPECT_EQ(WordOfPiece("\xe2\x96\x81the"), "the");
+  EXPECT_EQ(WordOfPiece(std::string(kWordStart) + "New"), "New");
+  EXPECT_EQ(WordOfPiece("ital"), "");
+  EXPECT_EQ(WordOfPiece("<0x0A>"), "");
+  EXPECT_EQ(WordOfPiece(kWordStart), "");
+}
+
 TEST(TokenizerTest, RoundTripsHeldOutDocumentsExactly) {
   std::string error;
   auto tokenizer = Tokenizer::Load(Runfile("datasets/text/bpe.model"), &error);

@@ -306,8 +306,9 @@ absl::Status Neighbours(layers::GptImpl& model, const datasets::Tokenizer& tok,
     if (piece == "." || piece == "," || piece == ";" || piece == ":" ||
         piece == "!" || piece == "?") {
       cls = "punctuation";
-    } else if (absl::StartsWith(piece, "\xe2\x96\x81")) {
-      auto it = lexicon->find(absl::AsciiStrToLower(piece.substr(3)));
+    } else if (const std::string word = datasets::WordOfPiece(piece);
+               !word.empty()) {
+      auto it = lexicon->find(absl::AsciiStrToLower(word));
       if (it != lexicon->end()) cls = it->second;
     }
     if (cls.empty()) continue;

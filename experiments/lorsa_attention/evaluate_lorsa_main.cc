@@ -28,7 +28,6 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -71,8 +70,7 @@ using torch::indexing::Slice;
 torch::Tensor ProbeTokens(const datasets::Tokenizer& tokenizer, int64_t n) {
   std::vector<int64_t> word_initial;
   for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    const std::string piece = tokenizer.Piece(id);
-    if (piece.size() > 3 && absl::StartsWith(piece, "\u2581")) {
+    if (!datasets::WordOfPiece(tokenizer.Piece(id)).empty()) {
       word_initial.push_back(id);
     }
   }
@@ -366,7 +364,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
           absl::StrAppendFormat(
               &listing, "  z = %.3f  %s\n", value,
               absl::StrReplaceAll(context,
-                                  {{"\xe2\x96\x81", " "}, {"\n", " "}}));
+                                  {{datasets::kWordStart, " "}, {"\n", " "}}));
         }
       }
     }
