@@ -6,6 +6,7 @@
 #include "layers/core/causal_attention.h"
 #include "layers/core/rms_norm.h"
 #include "layers/core/rotary.h"
+#include "layers/core/topk.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -89,6 +90,38 @@ TEST(CausalAttentionTest, FlopCountFollowsKaplan) {
   // 2 * 4 d^2 (projections) + 2 * 2 T d (scores and mixing).
   EXPECT_EQ(attention->ForwardFlopsPerToken(256),
             2 * 4 * 128 * 128 + 2 * 2 * 256 * 128);
+}
+
+// The fused kernel against index_select-multiply-sum, values and both
+// gradients, with rows repeated within and across tokens (so the scatter
+// accumulates) and enough tokens and columns to split over threads.
+TEST(SparseDotTest, MatchesTheGatheredReferenceAndItsGradients) {
+  torch::manual_seed(0);
+  at::set_num_threads(2);
+  const torch::Tensor x = torch::randn({300, 40}, torch::requires_grad());
+  const torch::Tensor rows = torch::randn({17, 40}, torch::requires_grad());
+  const torch::Tensor indices = torch::randint(17, {300, 6}, torch::kLong);
+  const torch::Tensor upstream = torch::randn({300, 6});
+  const torch::Tensor fused = SparseDot(x, rows, indices);
+  const auto fused_grads =
+      torch::autograd::grad({fused}, {x, rows}, {upstream});
+  const torch::Tensor reference = SparseDotReference(x, rows, indices);
+  const auto reference_grads =
+      torch::autograd::grad({reference}, {x, rows}, {upstream});
+  EXPECT_TRUE(torch::allclose(fused, reference, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(fused_grads[0], reference_grads[0], 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(fused_grads[1], reference_grads[1], 1e-4, 1e-5));
+  // One entry by hand: rows[indices[b, j]] . x[b].
+  EXPECT_NEAR(
+      fused[7][3].item<float>(),
+      torch::dot(rows[indices[7][3].item<int64_t>()], x[7]).item<float>(),
+      1e-5);
+  // A row no token selects gets no gradient.
+  const torch::Tensor unused = torch::ones({17}, torch::kBool)
+                                   .index_put_({indices.reshape({-1})}, false);
+  if (unused.any().item<bool>()) {
+    EXPECT_EQ(fused_grads[1].index({unused}).abs().sum().item<float>(), 0);
+  }
 }
 
 }  // namespace

@@ -24,6 +24,19 @@ torch::Tensor Densify(const TopKCodes& codes, int64_t width);
 // through embedding_bag (gathers k rows per token, never all of them).
 torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows);
 
+// rows[indices[b, j]] . x[b]: (B, I) x (width, I) x (B, k) -> (B, k), the
+// transpose of SparseDecode (a per-token gathered encoder, sgatlin Eq. 1). On
+// CPU a fused kernel that never materialises the (B, k, I) gathered rows; it
+// is differentiable once (x, rows), not twice.
+torch::Tensor SparseDot(const torch::Tensor& x, const torch::Tensor& rows,
+                        const torch::Tensor& indices);
+
+// The same by index_select, multiply and sum: SparseDot's reference, and its
+// path on other devices.
+torch::Tensor SparseDotReference(const torch::Tensor& x,
+                                 const torch::Tensor& rows,
+                                 const torch::Tensor& indices);
+
 }  // namespace sparse_layers::layers
 
 #endif  // SPARSE_LAYERS_LAYERS_CORE_TOPK_H_

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "layers/core/topk.h"
+
 namespace sparse_layers::layers {
 namespace {
 
@@ -134,13 +136,10 @@ torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,
     rows = rows +
            torch::arange(c, rows.options()).view({1, c, 1}) * options_.d_ffw;
   }
-  const torch::Tensor flat = rows.reshape({-1});
-  // Only the C*k selected neurons are gathered (seed-sgatlin.md 2.8).
-  const torch::Tensor w_in =
-      experts_in.index_select(0, flat).view({tokens, c * k, -1});
-  const torch::Tensor w_out =
-      experts_out.index_select(0, flat).view({tokens, c * k, -1});
-  torch::Tensor h = torch::bmm(w_in, z.unsqueeze(-1)).squeeze(-1);  // (N, C*k)
+  rows = rows.reshape({tokens, c * k});
+  // Only the C*k selected neurons are read (seed-sgatlin.md 2.8), without
+  // materialising them per token.
+  torch::Tensor h = SparseDot(z, experts_in, rows);  // (N, C*k)
   const torch::Tensor gates = routing.scores.reshape({tokens, c * k});
   if (options_.peer) {
     h = torch::gelu(h) *
@@ -162,8 +161,7 @@ torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,
     }
   }
   if (hidden.active()) h = hidden(h);
-  const torch::Tensor y = torch::bmm(h.unsqueeze(1), w_out).squeeze(1);
-  return y.view(input.sizes());
+  return SparseDecode({h, rows}, experts_out).view(input.sizes());
 }
 
 int64_t ProductKeyFfnImpl::ForwardFlopsPerToken() const {
