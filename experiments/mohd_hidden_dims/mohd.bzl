@@ -56,7 +56,6 @@ def mohd_run(name, variant):
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
-        tokenizer = "//datasets/text:bpe_small",
     )
 
 def mohd_runs():

@@ -50,7 +50,6 @@ def isoflop_run(name, ffn_type, budget_index, size_index):
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
-        tokenizer = "//datasets/text:bpe_small",
     )
 
 def isoflop_grid():

@@ -9,6 +9,8 @@ machines whose libraries would produce the same bytes. Training uses
 (tools/common/cpu_slots.h) and the cpu:N requirement is declared for executors that honour it.
 """
 
+load("//datasets/text:text_data.bzl", "TokenShardsInfo")
+
 def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message):
     """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
     the mode's leading and trailing arguments."""
@@ -39,7 +41,13 @@ def _lm_checkpoint_impl(ctx):
     for split in ["train", "validation"]:
         if split not in shards:
             fail("%s: data %s has no %s shard directory" % (ctx.label, ctx.attr.data.label, split))
-    tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
+    # Token shards name their own tokenizer; other data (chess characters) passes it explicitly.
+    if ctx.attr.tokenizer:
+        tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
+    elif TokenShardsInfo in ctx.attr.data:
+        tokenizer = [ctx.attr.data[TokenShardsInfo].tokenizer]
+    else:
+        tokenizer = []
     parent = [f for f in ctx.files.init_from if f.extension == "pt"]
     return _run_trainer(
         ctx,
@@ -61,7 +69,10 @@ lm_checkpoint = rule(
     attrs = {
         "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
         "data": attr.label(default = "//datasets/text:shards"),
-        "tokenizer": attr.label(default = "//datasets/text:bpe", allow_files = True),
+        "tokenizer": attr.label(
+            allow_files = True,
+            doc = "Decodes the training sample; defaults to the tokenizer `data` (a token_shards) was encoded with.",
+        ),
         "threads": attr.int(default = 2),
         "init_from": attr.label(doc = "A parent lm_checkpoint to copy / upcycle from (config.init)."),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
