@@ -1,0 +1,688 @@
+#include "analysis/claims/claims_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace sparse_layers::claims {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string SeedColumn(const std::string& column) {
+  return column.empty() ? "seed" : column;
+}
+
+absl::StatusOr<const TidyTable*> FindTable(const Tables& tables,
+                                           const std::string& name,
+                                           const std::string& who) {
+  auto it = tables.find(name);
+  if (it == tables.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, t] : tables) names.push_back(n);
+    return absl::NotFoundError(
+        absl::StrCat(who, ": no table '", name,
+                     "' (tables: ", absl::StrJoin(names, ","), ")"));
+  }
+  return &it->second;
+}
+
+// Per-seed effect of a against b under `effect`.
+double EffectOf(double a, double b, Effect effect) {
+  return effect == RELATIVE_DIFFERENCE ? a / b - 1.0 : a - b;
+}
+
+bool IsNumber(const std::string& text) {
+  double unused;
+  return absl::SimpleAtod(text, &unused);
+}
+
+// The two sides of a comparison at one level: seed -> value.
+struct Sides {
+  std::map<std::string, double> a;
+  std::map<std::string, double>
+      b;  // Empty when comparing against the reference value.
+  bool against_reference = false;
+};
+
+absl::StatusOr<Sides> CollectSides(const Claim& claim, const TidyTable& table,
+                                   const std::string& level) {
+  const std::string seed = SeedColumn(claim.seed_column());
+  Sides sides;
+  auto a = SeedMeans(table, claim.where(), seed, claim.arm_column(), claim.a(),
+                     claim.over(), level, claim.metric(), claim.average_over());
+  if (!a.ok()) return a.status();
+  sides.a = *std::move(a);
+  if (!claim.b_metric().empty() || !claim.b().empty()) {
+    const std::string& arm = claim.b().empty() ? claim.a() : claim.b();
+    const std::string& metric =
+        claim.b_metric().empty() ? claim.metric() : claim.b_metric();
+    auto b = SeedMeans(table, claim.where(), seed, claim.arm_column(), arm,
+                       claim.over(), level, metric, claim.average_over());
+    if (!b.ok()) return b.status();
+    sides.b = *std::move(b);
+  } else {
+    sides.against_reference = true;
+  }
+  return sides;
+}
+
+// Mean and interval of the A-against-B effect: one-sample, paired or Welch.
+LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
+  LevelResult out;
+  const Effect effect =
+      claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
+  std::vector<double> a_values, b_values, paired;
+  for (const auto& [seed, value] : sides.a) a_values.push_back(value);
+  for (const auto& [seed, value] : sides.b) b_values.push_back(value);
+  if (sides.against_reference) {
+    for (double a : a_values)
+      paired.push_back(EffectOf(a, claim.reference_value(), effect));
+    out.effect = MeanInterval(paired, kConfidence);
+    out.method = IntervalMethod::kOneSampleT;
+    return out;
+  }
+  bool same_seeds = sides.a.size() == sides.b.size();
+  for (const auto& [seed, value] : sides.a) {
+    auto it = sides.b.find(seed);
+    if (it == sides.b.end()) {
+      same_seeds = false;
+      break;
+    }
+    paired.push_back(EffectOf(value, it->second, effect));
+  }
+  if (same_seeds) {
+    out.effect = MeanInterval(paired, kConfidence);
+    out.method = IntervalMethod::kPairedT;
+    return out;
+  }
+  // Unpaired: Welch's interval of the difference; relative effects divide it by
+  // B's mean.
+  out.method = IntervalMethod::kWelchT;
+  out.effect = WelchInterval(a_values, b_values, kConfidence);
+  if (effect == RELATIVE_DIFFERENCE && !b_values.empty()) {
+    double mean_b = 0.0;
+    for (double b : b_values) mean_b += b / b_values.size();
+    out.effect.estimate /= mean_b;
+    out.effect.low /= mean_b;
+    out.effect.high /= mean_b;
+    if (mean_b < 0) std::swap(out.effect.low, out.effect.high);
+  }
+  return out;
+}
+
+// BETTER: the interval against zero (and the claimed magnitude) on the side
+// `better` names.
+Verdict BetterVerdict(const Claim& claim, const Interval& e) {
+  const bool lower = claim.better() == LOWER_IS_BETTER;
+  // Orient so that "better" is positive.
+  const double low = lower ? -e.high : e.low;
+  const double high = lower ? -e.low : e.high;
+  if (claim.magnitude_claimed() && claim.has_paper_effect()) {
+    const double m = lower ? -claim.paper_effect() : claim.paper_effect();
+    if (high < m)
+      return Verdict::kDoesNotHold;  // Wholly short of the claimed magnitude.
+  }
+  if (low > 0) return Verdict::kHolds;
+  if (high < 0) return Verdict::kDoesNotHold;
+  return Verdict::kUnresolved;
+}
+
+Verdict WithinVerdict(const Claim& claim, const Interval& e) {
+  const double tolerance = std::fabs(claim.tolerance());
+  if (e.low >= -tolerance && e.high <= tolerance) return Verdict::kHolds;
+  if (e.low > tolerance || e.high < -tolerance) return Verdict::kDoesNotHold;
+  return Verdict::kUnresolved;
+}
+
+// Summary of per-level verdicts: every level holds, any level fails, or
+// unresolved.
+Verdict Every(const std::vector<LevelResult>& levels) {
+  bool all_hold = !levels.empty();
+  for (const LevelResult& level : levels) {
+    if (level.verdict == Verdict::kDoesNotHold) return Verdict::kDoesNotHold;
+    if (level.verdict != Verdict::kHolds) all_hold = false;
+  }
+  return all_hold ? Verdict::kHolds : Verdict::kUnresolved;
+}
+
+absl::StatusOr<std::vector<double>> NumericLevels(
+    const std::vector<std::string>& levels, const Claim& claim) {
+  std::vector<double> out;
+  for (const std::string& level : levels) {
+    double value;
+    if (!absl::SimpleAtod(level, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("claim ", claim.id(), ": level '", level, "' of '",
+                       claim.over(), "' is not a number"));
+    }
+    out.push_back(value);
+  }
+  return out;
+}
+
+absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
+                                            const TidyTable& table,
+                                            ClaimResult result) {
+  std::vector<std::string> levels = {""};
+  if (!claim.over().empty()) {
+    auto found = Levels(table, claim.where(), claim.over());
+    if (!found.ok()) return found.status();
+    if (found->empty())
+      return absl::InvalidArgumentError(
+          absl::StrCat("claim ", claim.id(), ": no rows"));
+    levels = *std::move(found);
+  }
+  auto judge = [&](const Interval& e) {
+    return claim.comparison() == WITHIN ? WithinVerdict(claim, e)
+                                        : BetterVerdict(claim, e);
+  };
+  const bool pooled = claim.quantifier() == POOLED && !claim.over().empty();
+  if (!pooled) {
+    for (const std::string& level : levels) {
+      auto sides = CollectSides(claim, table, level);
+      if (!sides.ok()) return sides.status();
+      LevelResult level_result = EffectInterval(claim, *sides);
+      level_result.level = level;
+      level_result.verdict = judge(level_result.effect);
+      result.levels.push_back(level_result);
+    }
+    result.verdict = Every(result.levels);
+    return result;
+  }
+  // POOLED: per seed, the mean over levels of each side, then one interval.
+  Sides pooled_sides;
+  std::map<std::string, int> a_count, b_count;
+  for (const std::string& level : levels) {
+    auto sides = CollectSides(claim, table, level);
+    if (!sides.ok()) return sides.status();
+    pooled_sides.against_reference = sides->against_reference;
+    for (const auto& [seed, v] : sides->a)
+      pooled_sides.a[seed] += v, ++a_count[seed];
+    for (const auto& [seed, v] : sides->b)
+      pooled_sides.b[seed] += v, ++b_count[seed];
+  }
+  for (auto& [seed, v] : pooled_sides.a) v /= a_count[seed];
+  for (auto& [seed, v] : pooled_sides.b) v /= b_count[seed];
+  LevelResult level_result = EffectInterval(claim, pooled_sides);
+  level_result.verdict = judge(level_result.effect);
+  result.levels.push_back(level_result);
+  result.verdict = level_result.verdict;
+  return result;
+}
+
+absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
+                                          const TidyTable& table,
+                                          ClaimResult result) {
+  auto levels = Levels(table, claim.where(), claim.over());
+  if (!levels.ok()) return levels.status();
+  auto x = NumericLevels(*levels, claim);
+  if (!x.ok()) return x.status();
+  const Effect effect =
+      claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
+  // seed -> effect at each level; only seeds present at every level (and on
+  // both sides) count.
+  std::map<std::string, std::vector<double>> curves;
+  std::map<std::string, int> present;
+  for (const std::string& level : *levels) {
+    auto sides = CollectSides(claim, table, level);
+    if (!sides.ok()) return sides.status();
+    for (const auto& [seed, a] : sides->a) {
+      double value;
+      if (sides->against_reference) {
+        value = EffectOf(a, claim.reference_value(), effect);
+      } else {
+        auto it = sides->b.find(seed);
+        if (it == sides->b.end()) continue;
+        value = EffectOf(a, it->second, effect);
+      }
+      curves[seed].push_back(value);
+      ++present[seed];
+    }
+  }
+  std::vector<double> slopes;
+  for (const auto& [seed, curve] : curves) {
+    if (present[seed] == static_cast<int>(levels->size()))
+      slopes.push_back(Slope(*x, curve));
+  }
+  if (slopes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "claim ", claim.id(), ": no seed has both sides at every level of ",
+        claim.over()));
+  }
+  LevelResult level_result;
+  level_result.effect = MeanInterval(slopes, kConfidence);
+  level_result.method = IntervalMethod::kSlopeT;
+  // The advantage grows: a rising effect, or a falling one when lower is
+  // better.
+  level_result.verdict = BetterVerdict(claim, level_result.effect);
+  result.levels.push_back(level_result);
+  result.verdict = level_result.verdict;
+  return result;
+}
+
+absl::StatusOr<ClaimResult> JudgeCorrelation(const Claim& claim,
+                                             const TidyTable& table,
+                                             ClaimResult result) {
+  auto levels = Levels(table, claim.where(), claim.over());
+  if (!levels.ok()) return levels.status();
+  std::vector<double> xs, ys;
+  for (const std::string& level : *levels) {
+    auto sides = CollectSides(claim, table, level);
+    if (!sides.ok()) return sides.status();
+    if (sides->against_reference) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "claim ", claim.id(), ": CORRELATION needs b or b_metric"));
+    }
+    if (sides->a.empty() || sides->b.empty()) continue;
+    double mean_a = 0.0, mean_b = 0.0;
+    for (const auto& [seed, v] : sides->a) mean_a += v / sides->a.size();
+    for (const auto& [seed, v] : sides->b) mean_b += v / sides->b.size();
+    xs.push_back(mean_a);
+    ys.push_back(mean_b);
+  }
+  LevelResult level_result;
+  level_result.effect = CorrelationInterval(xs, ys, kConfidence);
+  level_result.method = IntervalMethod::kFisherZ;
+  const Interval& r = level_result.effect;
+  const bool negative = claim.negative_correlation();
+  if (std::isnan(r.estimate)) {
+    level_result.verdict = Verdict::kUnresolved;
+  } else if (negative ? r.high < 0 : r.low > 0) {
+    level_result.verdict = Verdict::kHolds;
+  } else if (negative ? r.low > 0 : r.high < 0) {
+    level_result.verdict = Verdict::kDoesNotHold;
+  } else {
+    level_result.verdict = Verdict::kUnresolved;
+  }
+  result.levels.push_back(level_result);
+  result.verdict = level_result.verdict;
+  return result;
+}
+
+// "" when the precondition holds, else why not.
+absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
+                                              const Claim& claim,
+                                              const Tables& tables) {
+  const std::string table_name =
+      precondition.table().empty() ? claim.table() : precondition.table();
+  auto table = FindTable(tables, table_name,
+                         absl::StrCat("claim ", claim.id(), " precondition"));
+  if (!table.ok()) return table.status();
+  const std::string seed = SeedColumn(claim.seed_column());
+  switch (precondition.kind()) {
+    case Precondition::INTERIOR_OPTIMUM: {
+      // Groups: distinct combinations of group_by among the filtered rows.
+      std::vector<int> group_columns;
+      for (const std::string& column : precondition.group_by()) {
+        auto index = (*table)->Column(column);
+        if (!index.ok()) return index.status();
+        group_columns.push_back(*index);
+      }
+      std::vector<std::vector<std::string>> groups;
+      for (const auto& row : (*table)->rows()) {
+        if (!PassesFilters(**table, row, precondition.where())) continue;
+        std::vector<std::string> key;
+        for (int c : group_columns) key.push_back(row[c]);
+        if (std::find(groups.begin(), groups.end(), key) == groups.end())
+          groups.push_back(key);
+      }
+      std::vector<std::string> at_edge;
+      for (const auto& key : groups) {
+        google::protobuf::RepeatedPtrField<Filter> where = precondition.where();
+        for (size_t i = 0; i < key.size(); ++i) {
+          Filter* filter = where.Add();
+          filter->set_column(precondition.group_by(i));
+          filter->set_value(key[i]);
+        }
+        auto levels = Levels(**table, where, precondition.over());
+        if (!levels.ok()) return levels.status();
+        std::vector<double> means;
+        for (const std::string& level : *levels) {
+          auto by_seed =
+              SeedMeans(**table, where, seed, "", "", precondition.over(),
+                        level, precondition.metric(), {});
+          if (!by_seed.ok()) return by_seed.status();
+          double mean = 0.0;
+          for (const auto& [s, v] : *by_seed) mean += v / by_seed->size();
+          means.push_back(mean);
+        }
+        const bool lower = precondition.better() != HIGHER_IS_BETTER;
+        const size_t best =
+            lower
+                ? std::min_element(means.begin(), means.end()) - means.begin()
+                : std::max_element(means.begin(), means.end()) - means.begin();
+        if (means.size() < 3 || best == 0 || best + 1 == means.size()) {
+          at_edge.push_back(
+              absl::StrCat(absl::StrJoin(key, "/"), " (best ",
+                           precondition.over(), " ", (*levels)[best], " of ",
+                           (*levels).front(), "..", (*levels).back(), ")"));
+        }
+      }
+      if (at_edge.empty()) return std::string();
+      return absl::StrCat("optimum at the edge of the sweep in ",
+                          at_edge.size(), " of ", groups.size(),
+                          " curves: ", absl::StrJoin(at_edge, "; "),
+                          precondition.why().empty()
+                              ? ""
+                              : absl::StrCat(" (", precondition.why(), ")"));
+    }
+    case Precondition::MIN_SEEDS: {
+      // Distinct seeds among arm A's rows (every level counted together).
+      std::set<std::string> seeds;
+      const bool has_seed = (*table)->HasColumn(seed);
+      const int seed_index = has_seed ? *(*table)->Column(seed) : -1;
+      int arm_index = -1;
+      if (!claim.arm_column().empty()) {
+        auto index = (*table)->Column(claim.arm_column());
+        if (!index.ok()) return index.status();
+        arm_index = *index;
+      }
+      for (const auto& row : (*table)->rows()) {
+        if (!PassesFilters(**table, row, claim.where())) continue;
+        if (arm_index >= 0 && row[arm_index] != claim.a()) continue;
+        seeds.insert(has_seed ? row[seed_index] : "1");
+      }
+      if (static_cast<int>(seeds.size()) >= precondition.min_seeds())
+        return std::string();
+      return absl::StrCat("n = ", seeds.size(), " seeds, fewer than ",
+                          precondition.min_seeds(),
+                          precondition.why().empty()
+                              ? ""
+                              : absl::StrCat(" (", precondition.why(), ")"));
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("claim ", claim.id(), ": precondition without a kind"));
+  }
+}
+
+}  // namespace
+
+const char* VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kHolds:
+      return "HOLDS";
+    case Verdict::kDoesNotHold:
+      return "DOES NOT HOLD";
+    case Verdict::kUnresolved:
+      return "UNRESOLVED";
+    case Verdict::kNotTestable:
+      return "NOT TESTABLE";
+  }
+  return "?";
+}
+
+const char* IntervalMethodName(IntervalMethod method) {
+  switch (method) {
+    case IntervalMethod::kPairedT:
+      return "paired t";
+    case IntervalMethod::kWelchT:
+      return "Welch t";
+    case IntervalMethod::kOneSampleT:
+      return "one-sample t";
+    case IntervalMethod::kSlopeT:
+      return "t over per-seed slopes";
+    case IntervalMethod::kFisherZ:
+      return "Fisher z";
+  }
+  return "?";
+}
+
+bool PassesFilters(const TidyTable& table, const std::vector<std::string>& row,
+                   const google::protobuf::RepeatedPtrField<Filter>& where) {
+  for (const Filter& filter : where) {
+    auto column = table.Column(filter.column());
+    if (!column.ok()) return false;
+    const std::string& value = row[*column];
+    if (filter.values_size() > 0) {
+      if (std::find(filter.values().begin(), filter.values().end(), value) ==
+          filter.values().end()) {
+        return false;
+      }
+    } else if (value != filter.value()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<std::map<std::string, double>> SeedMeans(
+    const TidyTable& table,
+    const google::protobuf::RepeatedPtrField<Filter>& where,
+    const std::string& seed_column, const std::string& arm_column,
+    const std::string& arm, const std::string& level_column,
+    const std::string& level, const std::string& metric,
+    const google::protobuf::RepeatedPtrField<std::string>& average_over) {
+  for (const Filter& filter : where) {
+    if (auto c = table.Column(filter.column()); !c.ok()) return c.status();
+  }
+  auto metric_index = table.Column(metric);
+  if (!metric_index.ok()) return metric_index.status();
+  int seed_index = -1, arm_index = -1, level_index = -1;
+  if (table.HasColumn(seed_column)) seed_index = *table.Column(seed_column);
+  if (!arm_column.empty()) {
+    auto index = table.Column(arm_column);
+    if (!index.ok()) return index.status();
+    arm_index = *index;
+  }
+  if (!level_column.empty() && !level.empty()) {
+    auto index = table.Column(level_column);
+    if (!index.ok()) return index.status();
+    level_index = *index;
+  }
+  std::vector<int> average_indices;
+  for (const std::string& column : average_over) {
+    auto index = table.Column(column);
+    if (!index.ok()) return index.status();
+    average_indices.push_back(*index);
+  }
+  std::map<std::string, double> sum;
+  std::map<std::string, int> count;
+  std::map<std::string, std::set<std::vector<std::string>>> observations;
+  for (size_t r = 0; r < table.rows().size(); ++r) {
+    const auto& row = table.rows()[r];
+    if (!PassesFilters(table, row, where)) continue;
+    if (arm_index >= 0 && row[arm_index] != arm) continue;
+    if (level_index >= 0 && row[level_index] != level) continue;
+    const std::string seed = seed_index >= 0 ? row[seed_index] : "1";
+    std::vector<std::string> key;
+    for (int c : average_indices) key.push_back(row[c]);
+    if (!observations[seed].insert(key).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", table.name(), ": several rows for ",
+          arm_column.empty() ? "" : arm_column + "=" + arm + ", ",
+          level_index >= 0 ? level_column + "=" + level + ", " : "", "seed ",
+          seed,
+          average_indices.empty() ? " (filter with where, or name the columns "
+                                    "to average in average_over)"
+                                  : " with the same average_over values"));
+    }
+    auto value = ParseNumber(
+        row[*metric_index],
+        absl::StrCat(table.name(), " row ", r + 2, " column ", metric));
+    if (!value.ok()) return value.status();
+    sum[seed] += *value;
+    ++count[seed];
+  }
+  if (sum.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "table ", table.name(), ": no rows",
+        arm_column.empty() ? "" : " for " + arm_column + "=" + arm,
+        level_index >= 0 ? " at " + level_column + "=" + level : "",
+        " after the filters"));
+  }
+  for (auto& [seed, total] : sum) total /= count[seed];
+  return sum;
+}
+
+absl::StatusOr<std::vector<std::string>> Levels(
+    const TidyTable& table,
+    const google::protobuf::RepeatedPtrField<Filter>& where,
+    const std::string& column) {
+  auto index = table.Column(column);
+  if (!index.ok()) return index.status();
+  std::vector<std::string> levels;
+  for (const auto& row : table.rows()) {
+    if (!PassesFilters(table, row, where)) continue;
+    if (std::find(levels.begin(), levels.end(), row[*index]) == levels.end())
+      levels.push_back(row[*index]);
+  }
+  if (std::all_of(levels.begin(), levels.end(), IsNumber)) {
+    std::stable_sort(levels.begin(), levels.end(),
+                     [](const std::string& a, const std::string& b) {
+                       double x, y;
+                       absl::SimpleAtod(a, &x);
+                       absl::SimpleAtod(b, &y);
+                       return x < y;
+                     });
+  }
+  return levels;
+}
+
+absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
+  std::set<std::string> ids;
+  std::set<std::string> control_ids;
+  auto check = [&](const Claim& claim, bool is_control) -> absl::Status {
+    const std::string who =
+        absl::StrCat(is_control ? "control " : "claim ", claim.id());
+    if (claim.id().empty())
+      return absl::InvalidArgumentError("a claim without an id");
+    if (!ids.insert(claim.id()).second)
+      return absl::InvalidArgumentError(absl::StrCat(who, ": duplicate id"));
+    if (claim.comparison() == COMPARISON_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": no comparison"));
+    }
+    if (claim.better() == DIRECTION_UNSPECIFIED &&
+        claim.comparison() != CORRELATION && claim.comparison() != WITHIN) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": no direction (better)"));
+    }
+    if (claim.metric().empty())
+      return absl::InvalidArgumentError(absl::StrCat(who, ": no metric"));
+    if (!claim.arm_column().empty() && claim.a().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": arm_column without arm a"));
+    }
+    if ((claim.comparison() == MONOTONE || claim.comparison() == CORRELATION) &&
+        claim.over().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": MONOTONE and CORRELATION need `over`"));
+    }
+    if (claim.comparison() == WITHIN && claim.tolerance() <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": WITHIN needs a positive tolerance"));
+    }
+    if (claim.magnitude_claimed() && !claim.has_paper_effect()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": magnitude_claimed without paper_effect"));
+    }
+    for (const std::string& control : claim.controls()) {
+      if (!control_ids.count(control)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who, ": control '", control,
+                         "' is not a control listed before it"));
+      }
+    }
+    auto table = FindTable(tables, claim.table(), who);
+    if (!table.ok()) return table.status();
+    for (const std::string& column :
+         {claim.arm_column(), claim.metric(), claim.over(), claim.b_metric()}) {
+      if (column.empty()) continue;
+      if (auto c = (*table)->Column(column); !c.ok())
+        return absl::NotFoundError(
+            absl::StrCat(who, ": ", c.status().message()));
+    }
+    if (is_control) control_ids.insert(claim.id());
+    return absl::OkStatus();
+  };
+  for (const Claim& control : claims.controls()) {
+    if (auto status = check(control, true); !status.ok()) return status;
+  }
+  for (const Claim& claim : claims.claims()) {
+    if (auto status = check(claim, false); !status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ClaimResult> JudgeClaim(
+    const Claim& claim, bool is_control, const Tables& tables,
+    const std::map<std::string, Verdict>& control_verdicts) {
+  auto table =
+      FindTable(tables, claim.table(), absl::StrCat("claim ", claim.id()));
+  if (!table.ok()) return table.status();
+  ClaimResult result;
+  result.claim = &claim;
+  result.is_control = is_control;
+  absl::StatusOr<ClaimResult> judged;
+  switch (claim.comparison()) {
+    case BETTER:
+    case WITHIN:
+      judged = JudgeComparison(claim, **table, result);
+      break;
+    case MONOTONE:
+      judged = JudgeMonotone(claim, **table, result);
+      break;
+    case CORRELATION:
+      judged = JudgeCorrelation(claim, **table, result);
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("claim ", claim.id(), ": no comparison"));
+  }
+  if (!judged.ok()) {
+    return absl::Status(
+        judged.status().code(),
+        absl::StrCat("claim ", claim.id(), ": ", judged.status().message()));
+  }
+  // Controls first, then preconditions: either makes the claim NOT TESTABLE,
+  // the effect still shown.
+  std::vector<std::string> reasons;
+  for (const std::string& control : claim.controls()) {
+    auto it = control_verdicts.find(control);
+    const Verdict verdict =
+        it == control_verdicts.end() ? Verdict::kUnresolved : it->second;
+    if (verdict != Verdict::kHolds) {
+      reasons.push_back(
+          absl::StrCat("control ", control, " is ", VerdictName(verdict)));
+    }
+  }
+  for (const Precondition& precondition : claim.preconditions()) {
+    auto why = CheckPrecondition(precondition, claim, tables);
+    if (!why.ok()) return why.status();
+    if (!why->empty()) reasons.push_back(*why);
+  }
+  if (!reasons.empty()) {
+    judged->verdict = Verdict::kNotTestable;
+    judged->reason = absl::StrJoin(reasons, "; ");
+  }
+  return judged;
+}
+
+absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(const ClaimSet& claims,
+                                                       const Tables& tables) {
+  if (auto status = ValidateClaimSet(claims, tables); !status.ok())
+    return status;
+  std::vector<ClaimResult> results;
+  std::map<std::string, Verdict> control_verdicts;
+  for (const Claim& control : claims.controls()) {
+    auto result = JudgeClaim(control, true, tables, control_verdicts);
+    if (!result.ok()) return result.status();
+    control_verdicts[control.id()] = result->verdict;
+    results.push_back(*std::move(result));
+  }
+  for (const Claim& claim : claims.claims()) {
+    auto result = JudgeClaim(claim, false, tables, control_verdicts);
+    if (!result.ok()) return result.status();
+    results.push_back(*std::move(result));
+  }
+  return results;
+}
+
+}  // namespace sparse_layers::claims

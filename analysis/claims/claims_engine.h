@@ -1,0 +1,94 @@
+// The one claims engine (ARCHITECTURE.md, "Evidence"): judges every claim of an
+// experiment's claims file (claims.proto) on its tidy CSV tables. Each effect
+// gets its mean and 95% Student-t interval over seeds (paired where both arms
+// have the same seeds, Welch otherwise; Fisher z for correlations), and one
+// verdict: HOLDS, DOES NOT HOLD, UNRESOLVED or NOT TESTABLE. Controls are
+// judged first; a claim whose control does not hold, or whose precondition
+// fails, is NOT TESTABLE.
+#ifndef SPARSE_LAYERS_ANALYSIS_CLAIMS_CLAIMS_ENGINE_H_
+#define SPARSE_LAYERS_ANALYSIS_CLAIMS_CLAIMS_ENGINE_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/claims/claims.pb.h"
+#include "analysis/claims/statistics.h"
+#include "analysis/claims/tidy_table.h"
+
+namespace sparse_layers::claims {
+
+inline constexpr double kConfidence = 0.95;
+
+enum class Verdict { kHolds, kDoesNotHold, kUnresolved, kNotTestable };
+
+// "HOLDS", "DOES NOT HOLD", "UNRESOLVED", "NOT TESTABLE".
+const char* VerdictName(Verdict verdict);
+
+// How an interval was computed, for the verdict line.
+enum class IntervalMethod { kPairedT, kWelchT, kOneSampleT, kSlopeT, kFisherZ };
+const char* IntervalMethodName(IntervalMethod method);
+
+// The effect at one level of the claim's `over` column (level "" when the claim
+// has one comparison).
+struct LevelResult {
+  std::string level;
+  Interval effect;
+  IntervalMethod method = IntervalMethod::kPairedT;
+  Verdict verdict = Verdict::kUnresolved;
+};
+
+struct ClaimResult {
+  const Claim* claim = nullptr;
+  bool is_control = false;
+  Verdict verdict = Verdict::kUnresolved;
+  // One entry per level for EVERY; a single entry (level "") otherwise.
+  std::vector<LevelResult> levels;
+  // Why a claim is NOT TESTABLE (controls or preconditions), empty otherwise.
+  std::string reason;
+};
+
+using Tables = std::map<std::string, TidyTable>;
+
+// Checks the claims file against itself (ids unique, controls defined,
+// comparison fields present) and the tables (named tables and columns exist).
+absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables);
+
+// Judges the controls, then the claims, in file order.
+absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(const ClaimSet& claims,
+                                                       const Tables& tables);
+
+// Judges one claim; `control_verdicts` holds the verdicts of the controls
+// judged before it.
+absl::StatusOr<ClaimResult> JudgeClaim(
+    const Claim& claim, bool is_control, const Tables& tables,
+    const std::map<std::string, Verdict>& control_verdicts);
+
+// Seed -> mean of `metric` over the rows of `table` that pass `where`, have
+// `arm_column` == arm (unless arm_column is empty) and `level_column` == level
+// (unless level_column is empty). Rows of one seed must differ only in
+// `average_over` columns (else an error: the claim would silently average other
+// arms).
+absl::StatusOr<std::map<std::string, double>> SeedMeans(
+    const TidyTable& table,
+    const google::protobuf::RepeatedPtrField<Filter>& where,
+    const std::string& seed_column, const std::string& arm_column,
+    const std::string& arm, const std::string& level_column,
+    const std::string& level, const std::string& metric,
+    const google::protobuf::RepeatedPtrField<std::string>& average_over);
+
+// Distinct values of `column` among rows passing `where`, numerically sorted
+// when all are numbers.
+absl::StatusOr<std::vector<std::string>> Levels(
+    const TidyTable& table,
+    const google::protobuf::RepeatedPtrField<Filter>& where,
+    const std::string& column);
+
+// Whether a row passes every filter.
+bool PassesFilters(const TidyTable& table, const std::vector<std::string>& row,
+                   const google::protobuf::RepeatedPtrField<Filter>& where);
+
+}  // namespace sparse_layers::claims
+
+#endif  // SPARSE_LAYERS_ANALYSIS_CLAIMS_CLAIMS_ENGINE_H_

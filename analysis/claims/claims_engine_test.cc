@@ -1,0 +1,358 @@
+#include "analysis/claims/claims_engine.h"
+
+#include <cmath>
+#include <string>
+
+#include "analysis/claims/section_renderer.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace sparse_layers::claims {
+namespace {
+
+Claim ParseClaim(const std::string& text) {
+  Claim claim;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &claim))
+      << text;
+  return claim;
+}
+
+Tables OneTable(const std::string& csv) {
+  Tables tables;
+  auto table = TidyTable::Parse(csv, "t.csv");
+  EXPECT_TRUE(table.ok()) << table.status();
+  tables.emplace("t.csv", *table);
+  return tables;
+}
+
+ClaimResult Judge(const std::string& claim_text, const std::string& csv,
+                  const std::map<std::string, Verdict>& controls = {}) {
+  static Claim* claim = nullptr;
+  delete claim;
+  claim = new Claim(ParseClaim(claim_text));
+  auto result = JudgeClaim(*claim, false, OneTable(csv), controls);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : ClaimResult{};
+}
+
+constexpr char kArms[] =
+    "id: 'c' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' metric: 'loss' "
+    "better: LOWER_IS_BETTER ";
+const std::string kBetter = std::string(kArms) + "comparison: BETTER";
+
+TEST(ClaimsEngine, PairedEffectHoldsWithHandComputedInterval) {
+  // Paired differences -0.5, -0.6, -0.55: mean -0.55, s 0.05, half-width
+  // t_{.975,2} 0.05 / sqrt(3).
+  const ClaimResult r = Judge(kBetter,
+                              "arm,seed,loss\n"
+                              "new,1,1.0\nnew,2,1.4\nnew,3,0.95\n"
+                              "old,1,1.5\nold,2,2.0\nold,3,1.5\n");
+  ASSERT_EQ(r.levels.size(), 1u);
+  EXPECT_EQ(r.levels[0].method, IntervalMethod::kPairedT);
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.55, 1e-12);
+  const double half = 4.302653 * 0.05 / std::sqrt(3.0);
+  EXPECT_NEAR(r.levels[0].effect.low, -0.55 - half, 1e-5);
+  EXPECT_NEAR(r.levels[0].effect.high, -0.55 + half, 1e-5);
+  EXPECT_EQ(r.levels[0].effect.n, 3);
+  EXPECT_EQ(r.verdict, Verdict::kHolds);
+}
+
+TEST(ClaimsEngine, NullEffectIsUnresolved) {
+  // Differences -0.05, +0.1, -0.1: the mean favours "new" but the interval
+  // contains zero.
+  const ClaimResult r = Judge(kBetter,
+                              "arm,seed,loss\n"
+                              "new,1,0.95\nnew,2,1.1\nnew,3,0.9\n"
+                              "old,1,1.0\nold,2,1.0\nold,3,1.0\n");
+  EXPECT_LT(r.levels[0].effect.estimate, 0.0);
+  EXPECT_EQ(r.verdict, Verdict::kUnresolved);
+}
+
+TEST(ClaimsEngine, EffectTheOtherWayDoesNotHold) {
+  const ClaimResult r = Judge(kBetter,
+                              "arm,seed,loss\n"
+                              "new,1,2.0\nnew,2,2.1\nnew,3,2.05\n"
+                              "old,1,1.0\nold,2,1.0\nold,3,1.1\n");
+  EXPECT_EQ(r.verdict, Verdict::kDoesNotHold);
+}
+
+TEST(ClaimsEngine, OneSeedIsUnresolvedHoweverLargeTheDifference) {
+  const ClaimResult r = Judge(kBetter, "arm,seed,loss\nnew,1,1.0\nold,1,5.0\n");
+  EXPECT_EQ(r.levels[0].effect.n, 1);
+  EXPECT_TRUE(std::isinf(r.levels[0].effect.low));
+  EXPECT_EQ(r.verdict, Verdict::kUnresolved);
+}
+
+TEST(ClaimsEngine, ArmsWithDifferentSeedsUseWelch) {
+  // A: 1, 2, 3 (seeds 1-3); B: 4, 6, 8 (seeds 4-6): Welch, mean difference -4.
+  const ClaimResult r = Judge(kBetter,
+                              "arm,seed,loss\n"
+                              "new,1,1\nnew,2,2\nnew,3,3\n"
+                              "old,4,4\nold,5,6\nold,6,8\n");
+  EXPECT_EQ(r.levels[0].method, IntervalMethod::kWelchT);
+  EXPECT_DOUBLE_EQ(r.levels[0].effect.estimate, -4.0);
+  const Interval welch = WelchInterval({1, 2, 3}, {4, 6, 8}, kConfidence);
+  EXPECT_DOUBLE_EQ(r.levels[0].effect.low, welch.low);
+  // The same numbers paired by seed would give a much narrower interval:
+  // pairing matters.
+  const ClaimResult paired = Judge(kBetter,
+                                   "arm,seed,loss\n"
+                                   "new,1,1\nnew,2,2\nnew,3,3\n"
+                                   "old,1,4\nold,2,6\nold,3,8\n");
+  EXPECT_EQ(paired.levels[0].method, IntervalMethod::kPairedT);
+  EXPECT_DOUBLE_EQ(paired.levels[0].effect.estimate, -4.0);
+  EXPECT_NEAR(paired.levels[0].effect.high - paired.levels[0].effect.low,
+              2 * 4.302653 / std::sqrt(3.0), 1e-4);
+}
+
+TEST(ClaimsEngine, RelativeDifferencePairsBySeed) {
+  // A / B - 1 per seed: -0.1, -0.2, -0.15.
+  const ClaimResult r = Judge(kBetter + " effect: RELATIVE_DIFFERENCE",
+                              "arm,seed,loss\nnew,1,9\nnew,2,8\nnew,3,8.5\nold,"
+                              "1,10\nold,2,10\nold,3,10\n");
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.15, 1e-12);
+  EXPECT_EQ(r.verdict, Verdict::kHolds);
+}
+
+TEST(ClaimsEngine, ControlNotBeatenMakesTheClaimNotTestable) {
+  const std::string csv =
+      "arm,seed,loss\nnew,1,1.0\nnew,2,1.4\nnew,3,0.95\nold,1,1.5\nold,2,2."
+      "0\nold,3,1.5\n";
+  const std::string claim = kBetter + " controls: 'beats_random'";
+  EXPECT_EQ(Judge(claim, csv, {{"beats_random", Verdict::kHolds}}).verdict,
+            Verdict::kHolds);
+  const ClaimResult r =
+      Judge(claim, csv, {{"beats_random", Verdict::kUnresolved}});
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  EXPECT_NE(r.reason.find("beats_random is UNRESOLVED"), std::string::npos)
+      << r.reason;
+  // The effect is still measured and shown.
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.55, 1e-12);
+}
+
+TEST(ClaimSet, ControlsAreJudgedFirstAndGateClaims) {
+  ClaimSet set;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "experiment: 'x' "
+      "controls { id: 'beats_random' table: 't.csv' arm_column: 'arm' a: 'new' "
+      "b: 'random' metric: 'f1' "
+      "  better: HIGHER_IS_BETTER comparison: BETTER } "
+      "claims { id: 'competitive' table: 't.csv' arm_column: 'arm' a: 'new' b: "
+      "'old' metric: 'f1' "
+      "  comparison: WITHIN tolerance: 0.05 controls: 'beats_random' }",
+      &set));
+  // The random control out-scores the method (as the issue measured: 0.468
+  // against 0.457).
+  const Tables tables = OneTable(
+      "arm,seed,f1\nnew,1,0.45\nnew,2,0.46\nnew,3,0.46\nold,1,0.46\nold,2,0."
+      "46\nold,3,0.465\n"
+      "random,1,0.47\nrandom,2,0.475\nrandom,3,0.472\n");
+  auto results = JudgeClaimSet(set, tables);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_TRUE((*results)[0].is_control);
+  EXPECT_EQ((*results)[0].verdict, Verdict::kDoesNotHold);
+  EXPECT_EQ((*results)[1].verdict, Verdict::kNotTestable);
+  // Controls are not counted as claims in the summary.
+  auto summary = SummarizeVerdicts({VerdictsTable("x", *results)});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_NE(summary->find("| [x](#x) | 0 | 0 | 0 | 1 | 0 / 1 |"),
+            std::string::npos)
+      << *summary;
+}
+
+TEST(ClaimsEngine, UnbracketedOptimumIsNotTestable) {
+  const std::string claim =
+      "id: 'c' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' metric: "
+      "'loss' better: LOWER_IS_BETTER "
+      "comparison: BETTER average_over: 'size' "
+      "preconditions { kind: INTERIOR_OPTIMUM group_by: 'arm' over: 'size' "
+      "metric: 'loss' "
+      "  better: LOWER_IS_BETTER }";
+  // "new" is best at its smallest size: the optimum is not bracketed.
+  const std::string edge =
+      "arm,size,seed,loss\n"
+      "new,1,1,1.0\nnew,2,1,1.2\nnew,4,1,1.5\nnew,1,2,1.1\nnew,2,2,1.3\nnew,4,"
+      "2,1.6\n"
+      "old,1,1,2.0\nold,2,1,1.8\nold,4,1,1.9\nold,1,2,2.1\nold,2,2,1.7\nold,4,"
+      "2,2.0\n";
+  const ClaimResult r = Judge(claim, edge);
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  EXPECT_NE(r.reason.find("1 of 2 curves: new"), std::string::npos) << r.reason;
+  // Both optima interior: the claim is judged.
+  const std::string interior =
+      "arm,size,seed,loss\n"
+      "new,1,1,1.3\nnew,2,1,1.0\nnew,4,1,1.5\nnew,1,2,1.4\nnew,2,2,1.1\nnew,4,"
+      "2,1.6\n"
+      "old,1,1,2.0\nold,2,1,1.8\nold,4,1,1.9\nold,1,2,2.1\nold,2,2,1.7\nold,4,"
+      "2,2.0\n";
+  EXPECT_NE(Judge(claim, interior).verdict, Verdict::kNotTestable);
+}
+
+TEST(ClaimsEngine, WithinTolerance) {
+  const std::string claim =
+      "id: 'c' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' metric: 'f1' "
+      "comparison: WITHIN "
+      "tolerance: 0.05";
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,f1\nnew,1,0.50\nnew,2,0.51\nnew,3,0.50\nold,1,0."
+                  "51\nold,2,0.51\nold,3,0.50\n")
+                .verdict,
+            Verdict::kHolds);
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,f1\nnew,1,0.30\nnew,2,0.31\nnew,3,0.30\nold,1,0."
+                  "51\nold,2,0.51\nold,3,0.50\n")
+                .verdict,
+            Verdict::kDoesNotHold);
+  // Noisy: the interval straddles the band's edge.
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,f1\nnew,1,0.40\nnew,2,0.55\nnew,3,0.45\nold,1,0."
+                  "50\nold,2,0.50\nold,3,0.50\n")
+                .verdict,
+            Verdict::kUnresolved);
+}
+
+TEST(ClaimsEngine, ClaimedMagnitude) {
+  const std::string claim = kBetter +
+                            " effect: RELATIVE_DIFFERENCE paper_effect: -0.117 "
+                            "magnitude_claimed: true";
+  // -2% +- a little: better than B, but wholly short of the paper's -11.7%.
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,loss\nnew,1,9.8\nnew,2,9.79\nnew,3,9.81\nold,1,"
+                  "10\nold,2,10\nold,3,10\n")
+                .verdict,
+            Verdict::kDoesNotHold);
+  // -20%: beyond the claimed magnitude.
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,loss\nnew,1,8\nnew,2,8.1\nnew,3,7.9\nold,1,10\nold,"
+                  "2,10\nold,3,10\n")
+                .verdict,
+            Verdict::kHolds);
+}
+
+TEST(ClaimsEngine, EveryLevelMustHold) {
+  const std::string claim = kBetter + " over: 'k' quantifier: EVERY";
+  const ClaimResult r = Judge(claim,
+                              "arm,k,seed,loss\n"
+                              "new,2,1,1.0\nnew,2,2,1.1\nnew,2,3,1.05\nold,2,1,"
+                              "2.0\nold,2,2,2.1\nold,2,3,2.0\n"
+                              "new,8,1,3.0\nnew,8,2,3.1\nnew,8,3,3.05\nold,8,1,"
+                              "2.0\nold,8,2,2.1\nold,8,3,2.0\n");
+  ASSERT_EQ(r.levels.size(), 2u);
+  EXPECT_EQ(r.levels[0].level, "2");
+  EXPECT_EQ(r.levels[0].verdict, Verdict::kHolds);
+  EXPECT_EQ(r.levels[1].verdict, Verdict::kDoesNotHold);
+  EXPECT_EQ(r.verdict, Verdict::kDoesNotHold);
+}
+
+TEST(ClaimsEngine, MonotoneSlopeOverSeeds) {
+  // The gap new - old grows more negative with k: slopes -0.1, -0.12, -0.11 per
+  // unit of k.
+  const std::string claim =
+      std::string(kArms) + "comparison: MONOTONE over: 'k'";
+  const ClaimResult r = Judge(claim,
+                              "arm,k,seed,loss\n"
+                              "new,1,1,1.0\nnew,1,2,1.0\nnew,1,3,1.0\nnew,3,1,"
+                              "0.8\nnew,3,2,0.76\nnew,3,3,0.78\n"
+                              "old,1,1,1.0\nold,1,2,1.0\nold,1,3,1.0\nold,3,1,"
+                              "1.0\nold,3,2,1.0\nold,3,3,1.0\n");
+  EXPECT_EQ(r.levels[0].method, IntervalMethod::kSlopeT);
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.11, 1e-12);
+  EXPECT_EQ(r.verdict, Verdict::kHolds);
+}
+
+TEST(ClaimsEngine, CorrelationOverFourPointsIsWide) {
+  const std::string claim =
+      "id: 'c' table: 't.csv' arm_column: 'arm' a: 'lorsa' b: 'sae' metric: "
+      "'fvu' comparison: CORRELATION "
+      "over: 'block'";
+  // r = 0.8 over 4 blocks: Fisher z cannot exclude 0.
+  const ClaimResult few = Judge(
+      claim,
+      "arm,block,seed,fvu\nlorsa,0,1,1\nlorsa,1,1,2\nlorsa,2,1,3\nlorsa,3,1,4\n"
+      "sae,0,1,1\nsae,1,1,3\nsae,2,1,2\nsae,3,1,4\n");
+  EXPECT_NEAR(few.levels[0].effect.estimate, 0.8, 1e-12);
+  EXPECT_EQ(few.verdict, Verdict::kUnresolved);
+  std::string csv = "arm,block,seed,fvu\n";
+  for (int b = 0; b < 10; ++b) {
+    csv += "lorsa," + std::to_string(b) + ",1," + std::to_string(b) + "\n";
+    csv += "sae," + std::to_string(b) + ",1," +
+           std::to_string(b + (b % 2) * 0.5) + "\n";
+  }
+  EXPECT_EQ(Judge(claim, csv).verdict, Verdict::kHolds);
+}
+
+TEST(ClaimsEngine, AgainstAnotherColumnOfTheSameRows) {
+  // A fit's CE against the same rows' zero-ablated CE (b_metric).
+  const std::string claim =
+      "id: 'c' table: 't.csv' arm_column: 'method' a: 'mxd' metric: 'ce' "
+      "b_metric: 'ce_zero' "
+      "better: LOWER_IS_BETTER comparison: BETTER";
+  const ClaimResult r = Judge(
+      claim,
+      "method,seed,ce,ce_zero\nmxd,1,4.0,4.5\nmxd,2,4.1,4.5\nmxd,3,4.05,4.5\n");
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.45, 1e-12);
+  EXPECT_EQ(r.verdict, Verdict::kHolds);
+}
+
+TEST(ClaimsEngine, AmbiguousRowsAreAnError) {
+  // Two rows for one seed of one arm (another base model, say) must not be
+  // averaged silently.
+  Claim claim = ParseClaim(kBetter);
+  const Tables tables = OneTable(
+      "arm,base,seed,loss\nnew,a,1,1\nnew,b,1,2\nold,a,1,1\nold,b,1,2\n");
+  auto r = JudgeClaim(claim, false, tables, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("several rows"), std::string::npos)
+      << r.status();
+  claim.add_average_over("base");
+  EXPECT_TRUE(JudgeClaim(claim, false, tables, {}).ok());
+}
+
+TEST(ClaimSet, ValidationNamesTheProblem) {
+  ClaimSet set;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "experiment: 'x' claims { id: 'c' table: 't.csv' arm_column: 'arm' a: "
+      "'new' b: 'old' metric: 'nope' "
+      "better: LOWER_IS_BETTER comparison: BETTER }",
+      &set));
+  const Tables tables = OneTable("arm,seed,loss\nnew,1,1\nold,1,2\n");
+  const absl::Status status = ValidateClaimSet(set, tables);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("no column 'nope'"), std::string::npos)
+      << status;
+  set.mutable_claims(0)->set_metric("loss");
+  set.mutable_claims(0)->add_controls("undefined");
+  EXPECT_NE(ValidateClaimSet(set, tables).message().find("control 'undefined'"),
+            std::string::npos);
+}
+
+TEST(Renderer, TableCellsShowMeanIntervalAndN) {
+  TableSpec spec;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "title: 'Loss' table: 't.csv' rows: 'arm' metrics: 'loss'", &spec));
+  auto table = RenderTable(
+      spec, OneTable("arm,seed,loss\nnew,1,1\nnew,2,2\nnew,3,3\nold,1,5\n"));
+  ASSERT_TRUE(table.ok()) << table.status();
+  // 2 +- 4.3027 / sqrt(3) = 2.484; one seed: a bare mean.
+  EXPECT_NE(table->find("| new | 2 ± 2.5 | 3 |"), std::string::npos) << *table;
+  EXPECT_NE(table->find("| old | 5 | 1 |"), std::string::npos) << *table;
+}
+
+TEST(Renderer, VerdictLineCarriesEffectIntervalAndN) {
+  const ClaimResult r =
+      Judge(kBetter + " source: 'Paper Fig. 1' statement: 'new beats old'",
+            "arm,seed,loss\nnew,1,1.0\nnew,2,1.4\nnew,3,0.95\nold,1,1.5\nold,2,"
+            "2.0\nold,3,1.5\n");
+  const std::string line = RenderVerdict(r);
+  EXPECT_NE(line.find("c (Paper Fig. 1): new beats old → **HOLDS**"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("loss[new] - loss[old] = -0.55, 95% CI [-0.6742, "
+                      "-0.4258], n = 3 seeds (paired t)"),
+            std::string::npos)
+      << line;
+}
+
+}  // namespace
+}  // namespace sparse_layers::claims

@@ -1,0 +1,113 @@
+#include "analysis/claims/judge.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "analysis/claims/claims_engine.h"
+#include "analysis/claims/section_renderer.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "tools/common/file_io.h"
+
+namespace sparse_layers::claims {
+namespace {
+
+// Keeps the first parse error with its position (file:line:column).
+class FirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (error_.empty())
+      error_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
+}  // namespace
+
+absl::StatusOr<ClaimSet> LoadClaimSet(const std::string& path) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  ClaimSet claims;
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(*text, &claims)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", errors.error()));
+  }
+  if (claims.experiment().empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no experiment name"));
+  return claims;
+}
+
+absl::StatusOr<std::pair<std::string, std::vector<std::string>>> ParseTableFlag(
+    const std::string& value) {
+  const size_t equals = value.find('=');
+  if (equals == std::string::npos || equals == 0 ||
+      equals + 1 == value.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--table=", value, ": expected NAME=FILE[,FILE...]"));
+  }
+  std::vector<std::string> files =
+      absl::StrSplit(value.substr(equals + 1), ',', absl::SkipEmpty());
+  return std::make_pair(value.substr(0, equals), files);
+}
+
+absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
+  auto claims = LoadClaimSet(options.claims_path);
+  if (!claims.ok()) return claims.status();
+  Tables tables;
+  for (const auto& [name, files] : options.tables) {
+    auto table = TidyTable::ReadConcatenated(files);
+    if (!table.ok()) return table.status();
+    table->set_name(name);
+    if (!tables.emplace(name, *std::move(table)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", name, " given twice"));
+    }
+  }
+  auto results = JudgeClaimSet(*claims, tables);
+  if (!results.ok())
+    return absl::Status(
+        results.status().code(),
+        absl::StrCat(options.claims_path, ": ", results.status().message()));
+  RenderOptions render;
+  render.out_dir = options.out_dir;
+  render.plot_script = options.plot_script;
+  auto section = RenderSection(*claims, tables, *results, render);
+  if (!section.ok())
+    return absl::Status(
+        section.status().code(),
+        absl::StrCat(options.claims_path, ": ", section.status().message()));
+  for (const auto& [name, table] : tables) {
+    if (auto status = WriteFileAtomically(
+            absl::StrCat(options.out_dir, "/", name), table.ToCsv());
+        !status.ok()) {
+      return status;
+    }
+  }
+  if (auto status = WriteFileAtomically(
+          absl::StrCat(options.out_dir, "/verdicts.csv"),
+          VerdictsTable(claims->experiment(), *results).ToCsv());
+      !status.ok()) {
+    return status;
+  }
+  return section;
+}
+
+absl::StatusOr<std::string> Summarize(
+    const std::vector<std::string>& verdict_paths) {
+  std::vector<TidyTable> tables;
+  for (const std::string& path : verdict_paths) {
+    auto table = TidyTable::ReadConcatenated({path});
+    if (!table.ok()) return table.status();
+    table->set_name(path);
+    tables.push_back(*std::move(table));
+  }
+  return SummarizeVerdicts(tables);
+}
+
+}  // namespace sparse_layers::claims

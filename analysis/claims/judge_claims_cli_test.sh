@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# judge_claims as a user meets it: a section, verdicts.csv, merged tables and a figure with error bars from
+# hand-made tables; a control that is not beaten; one-line errors and a non-zero exit for bad input.
+set -euo pipefail
+judge=$1 plot=$2
+dir="$TEST_TMPDIR/cli"
+mkdir -p "$dir/out"
+fail() { echo "judge_claims_cli_test: $*"; exit 1; }
+
+# Two files of one tidy table (as two evaluation actions write them), three seeds per arm.
+printf 'method,k,seed,ce,ce_zero\n' >"$dir/a.csv"
+printf 'method,k,seed,ce,ce_zero\n' >"$dir/b.csv"
+for s in 1 2 3; do
+  for k in 2 8; do
+    echo "mxd,$k,$s,4.0$s,4.5" >>"$dir/a.csv"
+    echo "transcoder,$k,$s,4.2$s,4.5" >>"$dir/b.csv"
+    echo "random,$k,$s,4.6$s,4.5" >>"$dir/b.csv"
+  done
+done
+cat >"$dir/claims.textproto" <<'CLAIMS'
+experiment: "toy"
+preamble: "A toy section."
+tables { title: "CE" table: "frontier.csv" rows: "method" columns: "k" metrics: "ce" }
+figures { file: "ce.svg" table: "frontier.csv" x: "k" y: "ce" group: "method" title: "CE vs K" logx: true }
+controls { id: "beats_zero" statement: "the fit beats zero ablation" table: "frontier.csv"
+  arm_column: "method" a: "mxd" metric: "ce" b_metric: "ce_zero" better: LOWER_IS_BETTER comparison: BETTER average_over: "k" }
+controls { id: "random_beats_zero" statement: "a random layer beats zero ablation" table: "frontier.csv"
+  arm_column: "method" a: "random" metric: "ce" b_metric: "ce_zero" better: LOWER_IS_BETTER comparison: BETTER average_over: "k" }
+claims { id: "C1" source: "Toy Fig. 1" statement: "MxD has lower CE than the Transcoder at every K"
+  table: "frontier.csv" arm_column: "method" a: "mxd" b: "transcoder" metric: "ce" better: LOWER_IS_BETTER
+  comparison: BETTER over: "k" quantifier: EVERY controls: "beats_zero" }
+claims { id: "C2" statement: "gated on a control that fails" table: "frontier.csv" arm_column: "method"
+  a: "mxd" b: "transcoder" metric: "ce" better: LOWER_IS_BETTER comparison: BETTER quantifier: POOLED
+  over: "k" controls: "random_beats_zero" }
+CLAIMS
+"$judge" --claims="$dir/claims.textproto" --out_dir="$dir/out" --plot="$plot" \
+  --table=frontier.csv="$dir/a.csv,$dir/b.csv" >"$dir/section.md"
+cat "$dir/section.md"
+grep -q '^- C1 (Toy Fig. 1): MxD has lower CE than the Transcoder at every K → \*\*HOLDS\*\*' "$dir/section.md" ||
+  fail "C1 line"
+grep -q '  - k = 2: -0.2, 95% CI \[-0.2, -0.2\], n = 3 seeds (paired t) → \*\*HOLDS\*\*' "$dir/section.md" ||
+  fail "C1 level line"
+grep -q '^- C2: .*\*\*NOT TESTABLE\*\*.*Not testable: control random_beats_zero is DOES NOT HOLD' "$dir/section.md" ||
+  fail "C2 not gated"
+grep -q '^| mxd | 4.02 ± 0.025 | 4.02 ± 0.025 | 3 |$' "$dir/section.md" || fail "table row"
+# Controls are listed apart from the claims.
+awk '/^## Controls/ {c = NR} /^## The papers/ {p = NR} /^- beats_zero/ {b = NR} END {exit !(c < b && b < p)}' \
+  "$dir/section.md" || fail "controls not apart"
+[[ $(wc -l <"$dir/out/frontier.csv") -eq 19 ]] || fail "merged table rows"
+head -1 "$dir/out/verdicts.csv" | grep -qx 'experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,n,paper_effect,reason' ||
+  fail "verdicts header"
+grep -q '^toy,claim,C1,Toy Fig. 1,MxD has lower CE than the Transcoder at every K,,HOLDS,' "$dir/out/verdicts.csv" ||
+  fail "C1 verdict row"
+grep -q '^toy,claim,C1,.*,2,HOLDS,-0.2,' "$dir/out/verdicts.csv" || fail "C1 level row"
+test -s "$dir/out/ce.svg" || fail "no figure"
+grep -q 'mxd,2,4.02,' "$dir/out/ce.points.csv" || fail "figure points"
+"$judge" --summarize "$dir/out/verdicts.csv" | grep -qxF '| [toy](#toy) | 1 | 0 | 0 | 1 | 1 / 2 |' || fail "summary"
+
+# Bad input: one line on stderr, exit 1, for each.
+expect_error() {
+  local want=$1
+  shift
+  if "$judge" "$@" >"$dir/stdout" 2>"$dir/stderr"; then fail "exit 0 for $*"; fi
+  [[ $(wc -l <"$dir/stderr") -eq 1 ]] || { cat "$dir/stderr"; fail "not one line for $*"; }
+  grep -q "^judge_claims: error: .*$want" "$dir/stderr" || { cat "$dir/stderr"; fail "no '$want' for $*"; }
+}
+expect_error "no column 'nope'" --claims=<(sed 's/metric: "ce" better/metric: "nope" better/' "$dir/claims.textproto") \
+  --out_dir="$dir/out" --plot="$plot" --table=frontier.csv="$dir/a.csv,$dir/b.csv"
+expect_error ":1:[0-9]*: Unknown enumeration value" --claims=<(echo 'experiment: "x" claims { id: "c" comparison: SIDEWAYS }') \
+  --out_dir="$dir/out" --table=frontier.csv="$dir/a.csv"
+expect_error "cannot be read" --claims="$dir/claims.textproto" --out_dir="$dir/out" --plot="$plot" \
+  --table=frontier.csv="$dir/missing.csv"
+printf 'method,k,seed,ce\n' >"$dir/other.csv"
+expect_error "differs from" --claims="$dir/claims.textproto" --out_dir="$dir/out" --plot="$plot" \
+  --table=frontier.csv="$dir/a.csv,$dir/other.csv"
+expect_error "unknown flag" --bogus
+echo "judge_claims_cli_test: passed"

@@ -1,0 +1,482 @@
+#include "analysis/claims/section_renderer.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tools/common/file_io.h"
+
+namespace sparse_layers::claims {
+namespace {
+
+std::string Number(double value, int digits = 4) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.*g", digits, value);
+}
+
+std::string Signed(double value, bool percent) {
+  if (std::isinf(value)) return value > 0 ? "+inf" : "-inf";
+  if (percent) return absl::StrFormat("%+.2f%%", 100.0 * value);
+  return absl::StrFormat("%+.4g", value);
+}
+
+bool IsRelative(const Claim& claim) {
+  return claim.effect() == RELATIVE_DIFFERENCE &&
+         (claim.comparison() == BETTER || claim.comparison() == WITHIN);
+}
+
+// What the effect is, in words: "ce[mxd] - ce[transcoder]".
+std::string EffectName(const Claim& claim) {
+  auto side = [&](const std::string& arm, const std::string& metric) {
+    return claim.arm_column().empty() ? metric
+                                      : absl::StrCat(metric, "[", arm, "]");
+  };
+  const std::string a = side(claim.a(), claim.metric());
+  std::string b;
+  if (!claim.b_metric().empty()) {
+    b = side(claim.b().empty() ? claim.a() : claim.b(), claim.b_metric());
+  } else if (!claim.b().empty()) {
+    b = side(claim.b(), claim.metric());
+  } else {
+    b = Number(claim.reference_value(), 6);
+  }
+  const std::string effect = claim.effect() == RELATIVE_DIFFERENCE
+                                 ? absl::StrCat(a, " / ", b, " - 1")
+                                 : absl::StrCat(a, " - ", b);
+  switch (claim.comparison()) {
+    case MONOTONE:
+      return absl::StrCat("slope of (", effect, ") per unit of ", claim.over());
+    case CORRELATION:
+      return absl::StrCat("Pearson r of ", a, " and ", b, " across ",
+                          claim.over());
+    default:
+      return effect;
+  }
+}
+
+std::string IntervalText(const LevelResult& level, bool percent) {
+  const Interval& e = level.effect;
+  std::string bounds;
+  if (std::isinf(e.low) || std::isinf(e.high) ||
+      (level.method == IntervalMethod::kFisherZ && e.n < 4)) {
+    bounds = "no interval";
+  } else {
+    bounds = absl::StrCat("95% CI [", Signed(e.low, percent), ", ",
+                          Signed(e.high, percent), "]");
+  }
+  const char* unit = level.method == IntervalMethod::kFisherZ
+                         ? " points"
+                         : (e.n == 1 ? " seed" : " seeds");
+  return absl::StrCat(Signed(e.estimate, percent), ", ", bounds, ", n = ", e.n,
+                      unit, " (", IntervalMethodName(level.method), ")");
+}
+
+std::string Bold(Verdict verdict) {
+  return absl::StrCat("**", VerdictName(verdict), "**");
+}
+
+// Runs argv, its stdout sent to stderr so it never mixes into the section.
+absl::Status RunCommand(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv)
+    args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    dup2(STDERR_FILENO, STDOUT_FILENO);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0)
+    return absl::InternalError("waitpid failed");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return absl::InternalError(
+        absl::StrCat(argv[0], " failed (status ", status, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Distinct combinations of `columns` among rows passing `where`, in order of
+// first appearance.
+absl::StatusOr<std::vector<std::vector<std::string>>> Keys(
+    const TidyTable& table,
+    const google::protobuf::RepeatedPtrField<Filter>& where,
+    const std::vector<std::string>& columns) {
+  std::vector<int> indices;
+  for (const std::string& column : columns) {
+    auto index = table.Column(column);
+    if (!index.ok()) return index.status();
+    indices.push_back(*index);
+  }
+  std::vector<std::vector<std::string>> keys;
+  for (const auto& row : table.rows()) {
+    if (!PassesFilters(table, row, where)) continue;
+    std::vector<std::string> key;
+    for (int i : indices) key.push_back(row[i]);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      keys.push_back(key);
+  }
+  return keys;
+}
+
+google::protobuf::RepeatedPtrField<Filter> With(
+    const google::protobuf::RepeatedPtrField<Filter>& where,
+    const std::vector<std::string>& columns,
+    const std::vector<std::string>& values) {
+  google::protobuf::RepeatedPtrField<Filter> out = where;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    Filter* filter = out.Add();
+    filter->set_column(columns[i]);
+    filter->set_value(values[i]);
+  }
+  return out;
+}
+
+std::string SeedColumn(const std::string& column) {
+  return column.empty() ? "seed" : column;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
+                                        const Tables& tables) {
+  auto it = tables.find(spec.table());
+  if (it == tables.end())
+    return absl::NotFoundError(absl::StrCat("table spec '", spec.title(),
+                                            "': no table ", spec.table()));
+  const TidyTable& table = it->second;
+  const int digits = spec.digits() > 0 ? spec.digits() : 4;
+  const std::vector<std::string> row_columns(spec.rows().begin(),
+                                             spec.rows().end());
+  auto row_keys = Keys(table, spec.where(), row_columns);
+  if (!row_keys.ok()) return row_keys.status();
+  if (spec.metrics().empty())
+    return absl::InvalidArgumentError(
+        absl::StrCat("table spec '", spec.title(), "': no metrics"));
+  // Columns: the values of `columns` (one metric), else one per metric.
+  std::vector<std::string> column_values;
+  if (!spec.columns().empty()) {
+    auto keys = Keys(table, spec.where(), {spec.columns()});
+    if (!keys.ok()) return keys.status();
+    for (const auto& key : *keys) column_values.push_back(key[0]);
+  }
+  const std::vector<std::string> headings =
+      spec.columns().empty() ? std::vector<std::string>(spec.metrics().begin(),
+                                                        spec.metrics().end())
+                             : column_values;
+  std::string out = absl::StrCat("## ", spec.title(), "\n\n| ",
+                                 absl::StrJoin(row_columns, " | "),
+                                 row_columns.empty() ? "" : " | ",
+                                 absl::StrJoin(headings, " | "), " | n |\n|");
+  for (size_t i = 0; i < row_columns.size() + headings.size() + 1; ++i)
+    out += "---|";
+  out += "\n";
+  for (const auto& key : *row_keys) {
+    const auto where = With(spec.where(), row_columns, key);
+    std::vector<std::string> cells;
+    int n_min = 1 << 30, n_max = 0;
+    for (size_t c = 0; c < headings.size(); ++c) {
+      const std::string& metric =
+          spec.columns().empty() ? spec.metrics(c) : spec.metrics(0);
+      const auto cell_where =
+          spec.columns().empty() ? where
+                                 : With(where, {spec.columns()}, {headings[c]});
+      auto by_seed =
+          SeedMeans(table, cell_where, SeedColumn(spec.seed_column()), "", "",
+                    "", "", metric, spec.average_over());
+      if (absl::IsNotFound(by_seed.status()) &&
+          by_seed.status().message().find("no rows") != std::string::npos) {
+        cells.push_back("-");
+        continue;
+      }
+      if (!by_seed.ok())
+        return absl::Status(by_seed.status().code(),
+                            absl::StrCat("table spec '", spec.title(),
+                                         "': ", by_seed.status().message()));
+      std::vector<double> values;
+      for (const auto& [seed, v] : *by_seed) values.push_back(v);
+      const Interval interval = MeanInterval(values, kConfidence);
+      n_min = std::min(n_min, interval.n);
+      n_max = std::max(n_max, interval.n);
+      cells.push_back(
+          interval.n < 2
+              ? Number(interval.estimate, digits)
+              : absl::StrCat(Number(interval.estimate, digits), " ± ",
+                             Number(interval.high - interval.estimate, 2)));
+    }
+    const std::string n =
+        n_max == 0 ? "-"
+                   : (n_min == n_max ? absl::StrCat(n_min)
+                                     : absl::StrCat(n_min, "-", n_max));
+    absl::StrAppend(&out, "| ", absl::StrJoin(key, " | "),
+                    key.empty() ? "" : " | ", absl::StrJoin(cells, " | "),
+                    " | ", n, " |\n");
+  }
+  if (!spec.caption().empty())
+    absl::StrAppend(&out, "\n", spec.caption(), "\n");
+  absl::StrAppend(&out,
+                  "\nCells: mean ± half-width of the 95% t interval over seeds "
+                  "(n seeds; a bare mean when n = 1).\n");
+  return out;
+}
+
+absl::StatusOr<TidyTable> FigurePoints(const FigureSpec& spec,
+                                       const Tables& tables) {
+  auto it = tables.find(spec.table());
+  if (it == tables.end())
+    return absl::NotFoundError(
+        absl::StrCat("figure ", spec.file(), ": no table ", spec.table()));
+  const TidyTable& table = it->second;
+  auto groups = Keys(table, spec.where(), {spec.group()});
+  if (!groups.ok()) return groups.status();
+  std::string csv =
+      absl::StrCat(spec.group(), ",", spec.x(), ",", spec.y(), "_mean,",
+                   spec.y(), "_ci_low,", spec.y(), "_ci_high,n\n");
+  for (const auto& group : *groups) {
+    const auto where = With(spec.where(), {spec.group()}, group);
+    auto levels = Levels(table, where, spec.x());
+    if (!levels.ok()) return levels.status();
+    for (const std::string& x : *levels) {
+      auto by_seed = SeedMeans(table, where, SeedColumn(spec.seed_column()), "",
+                               "", spec.x(), x, spec.y(), spec.average_over());
+      if (!by_seed.ok())
+        return absl::Status(by_seed.status().code(),
+                            absl::StrCat("figure ", spec.file(), ": ",
+                                         by_seed.status().message()));
+      std::vector<double> values;
+      for (const auto& [seed, v] : *by_seed) values.push_back(v);
+      const Interval interval = MeanInterval(values, kConfidence);
+      const bool bounded = interval.n >= 2;
+      absl::StrAppend(
+          &csv, CsvField(group[0]), ",", x, ",", Number(interval.estimate, 8),
+          ",", bounded ? Number(interval.low, 8) : "", ",",
+          bounded ? Number(interval.high, 8) : "", ",", interval.n, "\n");
+    }
+  }
+  return TidyTable::Parse(csv, spec.file());
+}
+
+std::string RenderVerdict(const ClaimResult& result) {
+  const Claim& claim = *result.claim;
+  const bool percent = IsRelative(claim);
+  std::string line = absl::StrCat(
+      "- ", claim.id(),
+      claim.source().empty() ? "" : absl::StrCat(" (", claim.source(), ")"),
+      ": ", claim.statement(), " → ", Bold(result.verdict), ".");
+  const bool per_level =
+      result.levels.size() > 1 ||
+      (!result.levels.empty() && !result.levels[0].level.empty());
+  if (!per_level && !result.levels.empty()) {
+    absl::StrAppend(&line, " ", EffectName(claim), " = ",
+                    IntervalText(result.levels[0], percent), ".");
+  } else {
+    absl::StrAppend(&line, " ", EffectName(claim), " at each ", claim.over(),
+                    " below.");
+  }
+  if (claim.comparison() == WITHIN) {
+    absl::StrAppend(&line, " Tolerance ±",
+                    percent ? absl::StrFormat("%.2f%%", 100 * claim.tolerance())
+                            : Number(claim.tolerance()),
+                    ".");
+  }
+  if (claim.has_paper_effect()) {
+    absl::StrAppend(&line, " Paper: ", Signed(claim.paper_effect(), percent),
+                    claim.magnitude_claimed() ? " (magnitude claimed)." : ".");
+  }
+  if (!claim.controls().empty()) {
+    absl::StrAppend(&line, " Controls: ", absl::StrJoin(claim.controls(), ", "),
+                    ".");
+  }
+  if (!result.reason.empty())
+    absl::StrAppend(&line, " Not testable: ", result.reason, ".");
+  line += "\n";
+  if (per_level) {
+    for (const LevelResult& level : result.levels) {
+      absl::StrAppend(&line, "  - ", claim.over(), " = ", level.level, ": ",
+                      IntervalText(level, percent), " → ", Bold(level.verdict),
+                      "\n");
+    }
+  }
+  return line;
+}
+
+absl::StatusOr<std::string> RenderSection(
+    const ClaimSet& claims, const Tables& tables,
+    const std::vector<ClaimResult>& results, const RenderOptions& options) {
+  std::string out;
+  for (const std::string& paragraph : claims.preamble())
+    absl::StrAppend(&out, paragraph, "\n\n");
+  for (const TableSpec& spec : claims.tables()) {
+    auto table = RenderTable(spec, tables);
+    if (!table.ok()) return table.status();
+    absl::StrAppend(&out, *table, "\n");
+  }
+  if (claims.figures_size() > 0) {
+    if (options.plot_script.empty())
+      return absl::InvalidArgumentError(
+          "the claims file has figures: pass --plot");
+    std::vector<std::string> written;
+    for (const FigureSpec& spec : claims.figures()) {
+      auto points = FigurePoints(spec, tables);
+      if (!points.ok()) return points.status();
+      std::string stem = spec.file();
+      if (stem.size() > 4 && stem.substr(stem.size() - 4) == ".svg")
+        stem.resize(stem.size() - 4);
+      const std::string points_path =
+          absl::StrCat(options.out_dir, "/", stem, ".points.csv");
+      if (auto status = WriteFileAtomically(points_path, points->ToCsv());
+          !status.ok())
+        return status;
+      std::vector<std::string> argv = {
+          options.plot_script,
+          "--csv=" + points_path,
+          "--x=" + spec.x(),
+          "--y=" + spec.y() + "_mean",
+          "--ylow=" + spec.y() + "_ci_low",
+          "--yhigh=" + spec.y() + "_ci_high",
+          "--group=" + spec.group(),
+          absl::StrCat("--out=", options.out_dir, "/", spec.file()),
+          "--title=" + spec.title(),
+          "--xlabel=" + (spec.xlabel().empty() ? spec.x() : spec.xlabel()),
+          "--ylabel=" + (spec.ylabel().empty() ? spec.y() : spec.ylabel())};
+      if (spec.logx()) argv.push_back("--logx");
+      if (spec.logy()) argv.push_back("--logy");
+      if (spec.integer_x()) argv.push_back("--integer_x");
+      if (auto status = RunCommand(argv); !status.ok()) {
+        return absl::Status(
+            status.code(),
+            absl::StrCat("figure ", spec.file(), ": ", status.message()));
+      }
+      written.push_back(absl::StrCat(spec.title(), " (", options.out_dir, "/",
+                                     spec.file(), ")"));
+    }
+    absl::StrAppend(&out, "Figures (seed means with 95% CI error bars): ",
+                    absl::StrJoin(written, "; "), ".\n\n");
+  }
+  std::string controls, paper_claims;
+  for (const ClaimResult& result : results) {
+    absl::StrAppend(result.is_control ? &controls : &paper_claims,
+                    RenderVerdict(result));
+  }
+  if (!controls.empty()) {
+    absl::StrAppend(
+        &out, "## Controls and sanity checks (not counted as paper claims)\n\n",
+        controls, "\n");
+  }
+  if (!paper_claims.empty()) {
+    absl::StrAppend(&out, "## The papers' claims on our data\n\n", paper_claims,
+                    "\n");
+  }
+  absl::StrAppend(&out,
+                  "Verdicts: HOLDS when the 95% interval excludes zero in the "
+                  "paper's direction (and reaches a "
+                  "claimed magnitude), DOES NOT HOLD when it excludes zero the "
+                  "other way (or the claimed "
+                  "magnitude), UNRESOLVED when it contains zero, NOT TESTABLE "
+                  "when a control does not hold or a "
+                  "precondition fails (analysis/claims).\n");
+  for (const std::string& note : claims.notes())
+    absl::StrAppend(&out, "\n", note, "\n");
+  return out;
+}
+
+TidyTable VerdictsTable(const std::string& experiment,
+                        const std::vector<ClaimResult>& results) {
+  std::string csv =
+      "experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,"
+      "n,paper_effect,reason\n";
+  auto row = [&](const ClaimResult& result, const LevelResult* level,
+                 bool summary) {
+    const Claim& claim = *result.claim;
+    const std::string effect = level ? Number(level->effect.estimate, 8) : "";
+    const bool bounded = level && !std::isinf(level->effect.low) &&
+                         !std::isinf(level->effect.high);
+    absl::StrAppend(
+        &csv, CsvField(experiment), ",",
+        result.is_control ? "control" : "claim", ",", CsvField(claim.id()), ",",
+        CsvField(claim.source()), ",", CsvField(claim.statement()), ",",
+        summary ? "" : CsvField(level->level), ",",
+        VerdictName(summary ? result.verdict : level->verdict), ",", effect,
+        ",", bounded ? Number(level->effect.low, 8) : "", ",",
+        bounded ? Number(level->effect.high, 8) : "", ",",
+        level ? absl::StrCat(level->effect.n) : "", ",",
+        claim.has_paper_effect() ? Number(claim.paper_effect(), 8) : "", ",",
+        summary ? CsvField(result.reason) : "", "\n");
+  };
+  for (const ClaimResult& result : results) {
+    const bool per_level =
+        result.levels.size() > 1 ||
+        (!result.levels.empty() && !result.levels[0].level.empty());
+    row(result,
+        per_level || result.levels.empty() ? nullptr : &result.levels[0], true);
+    if (per_level) {
+      for (const LevelResult& level : result.levels) row(result, &level, false);
+    }
+  }
+  return *TidyTable::Parse(csv, "verdicts.csv");
+}
+
+absl::StatusOr<std::string> SummarizeVerdicts(
+    const std::vector<TidyTable>& verdicts) {
+  std::vector<std::string> order;
+  std::map<std::string, std::map<std::string, int>> counts;
+  std::map<std::string, std::pair<int, int>> controls;
+  for (const TidyTable& table : verdicts) {
+    auto experiment = table.Column("experiment");
+    auto kind = table.Column("kind");
+    auto level = table.Column("level");
+    auto verdict = table.Column("verdict");
+    for (const auto& status : {experiment.status(), kind.status(),
+                               level.status(), verdict.status()}) {
+      if (!status.ok()) return status;
+    }
+    for (const auto& row : table.rows()) {
+      const std::string& name = row[*experiment];
+      if (std::find(order.begin(), order.end(), name) == order.end()) {
+        order.push_back(name);
+        counts[name];
+        controls[name];
+      }
+      if (!row[*level].empty()) continue;
+      const std::string& v = row[*verdict];
+      if (v != "HOLDS" && v != "DOES NOT HOLD" && v != "UNRESOLVED" &&
+          v != "NOT TESTABLE") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            table.name(), ": verdict '", v, "' is not in the vocabulary"));
+      }
+      if (row[*kind] == "claim") {
+        ++counts[name][v];
+      } else if (row[*kind] == "control") {
+        ++controls[name].second;
+        if (v == "HOLDS") ++controls[name].first;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat(table.name(), ": kind '", row[*kind], "'"));
+      }
+    }
+  }
+  std::string out =
+      "| experiment | holds | does not hold | unresolved | not testable | "
+      "controls that hold |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const std::string& name : order) {
+    auto& c = counts[name];
+    absl::StrAppend(&out, "| [", name, "](#", name, ") | ", c["HOLDS"], " | ",
+                    c["DOES NOT HOLD"], " | ", c["UNRESOLVED"], " | ",
+                    c["NOT TESTABLE"], " | ", controls[name].first, " / ",
+                    controls[name].second, " |\n");
+  }
+  return out;
+}
+
+}  // namespace sparse_layers::claims

@@ -1,0 +1,59 @@
+// The one renderer of experiment sections: the claims file's tables (mean +-
+// 95% CI over seeds, with n), figures (seed means with 95% CI error bars
+// through analysis/plot/plot_lines.sh), controls apart from the papers' claims,
+// and one verdict line per claim with its effect, interval, n, method and
+// controls.
+#ifndef SPARSE_LAYERS_ANALYSIS_CLAIMS_SECTION_RENDERER_H_
+#define SPARSE_LAYERS_ANALYSIS_CLAIMS_SECTION_RENDERER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/claims/claims.pb.h"
+#include "analysis/claims/claims_engine.h"
+#include "analysis/claims/tidy_table.h"
+
+namespace sparse_layers::claims {
+
+struct RenderOptions {
+  // Where figures and their point CSVs are written.
+  std::string out_dir;
+  // analysis/plot/plot_lines.sh; required when the claims file has figures.
+  std::string plot_script;
+};
+
+// A Markdown table of seed means +- 95% CI half-widths.
+absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
+                                        const Tables& tables);
+
+// The points of a figure: <group>,<x>,<y>_mean,<y>_ci_low,<y>_ci_high,n (bounds
+// empty when n < 2).
+absl::StatusOr<TidyTable> FigurePoints(const FigureSpec& spec,
+                                       const Tables& tables);
+
+// One claim's verdict line(s), Markdown, ending in a newline.
+std::string RenderVerdict(const ClaimResult& result);
+
+// The whole section: preamble, tables, figures (written to out_dir), controls,
+// claims, notes.
+absl::StatusOr<std::string> RenderSection(
+    const ClaimSet& claims, const Tables& tables,
+    const std::vector<ClaimResult>& results, const RenderOptions& options);
+
+// verdicts.csv:
+// experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,n,paper_effect,reason;
+// one row per claim (level empty) and one per level of claims checked at every
+// level.
+TidyTable VerdictsTable(const std::string& experiment,
+                        const std::vector<ClaimResult>& results);
+
+// The combined report's summary: one Markdown row per experiment counting its
+// papers' claims (summary rows of kind "claim") by verdict, and its controls
+// that hold.
+absl::StatusOr<std::string> SummarizeVerdicts(
+    const std::vector<TidyTable>& verdicts);
+
+}  // namespace sparse_layers::claims
+
+#endif  // SPARSE_LAYERS_ANALYSIS_CLAIMS_SECTION_RENDERER_H_
