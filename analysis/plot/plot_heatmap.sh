@@ -1,6 +1,7 @@
 #!/bin/bash
 # Heat maps beside plot_lines.sh (same CSV conventions, gnuplot): one cell per (x, y) pair of named columns,
 # coloured and labelled by a value column. Rows and columns keep their order of first appearance.
+# Text is shown verbatim.
 # Usage: plot_heatmap.sh --csv=F --x=COL --y=COL --value=COL --out=F.svg [--where=COL=VALUE]...
 #                        [--title=T] [--xlabel=T] [--ylabel=T]
 set -euo pipefail
@@ -39,6 +40,7 @@ ytics=$(awk '!seen[$2]++ { printf "%s\"%s\" %d", (n++ ? ", " : ""), $5, $2 }' "$
 script="${out%.svg}.gp"
 {
   echo "set terminal svg size 900,520 dynamic background rgb 'white'"
+  echo "set termoption noenhanced"  # text verbatim: no subscript from moe_x, no @ or ^ markup
   echo "set output '$out'"
   echo "set title '${title//\'/}'"
   echo "set xlabel '${xlabel:-$x}'; set ylabel '${ylabel:-$y}'"
