@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "layers/core/parameter_count.h"
@@ -103,24 +104,132 @@ TEST(SparsityRouterTest, ScoresOrderExpertsByTheirTrueSparsity) {
   EXPECT_LT(r_literal, r);
 }
 
-TEST(LoadBalanceTest, MatchesTheSwitchFormula) {
-  torch::manual_seed(2);
-  MixtureOfExpertsImpl moe(
-      Options(Activation::kGelu, MixtureOptions::Router::kLearned));
+// The Switch load-balance loss of MoE-X App. F Eq. 19,
+// alpha * N * sum_i f_i P_i with N experts, written out token by token in
+// double from the router scores: f_i counts top-1 choices, P_i averages the
+// softmax over all N experts.
+double SwitchBalanceLoss(const torch::Tensor& scores, double lambda) {
+  const torch::Tensor s = scores.detach().to(torch::kDouble).contiguous();
+  const int64_t tokens = s.size(0), n = s.size(1);
+  const auto a = s.accessor<double, 2>();
+  std::vector<double> f(n, 0.0), p(n, 0.0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    double total = 0;
+    int64_t top = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      total += std::exp(a[t][i]);
+      if (a[t][i] > a[t][top]) top = i;
+    }
+    for (int64_t i = 0; i < n; ++i) p[i] += std::exp(a[t][i]) / total / tokens;
+    f[top] += 1.0 / tokens;
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += f[i] * p[i];
+  return lambda * n * sum;
+}
+
+// Runs one training forward and returns the layer's load-balance loss.
+double LayerBalanceLoss(MixtureOfExpertsImpl& moe, const torch::Tensor& x) {
   moe.train();
-  const torch::Tensor x = torch::randn({40, 12});
   HookPoint none;
   moe.Forward(x, none);
-  const torch::Tensor p = torch::softmax(torch::matmul(x, moe.router.t()), -1);
-  const torch::Tensor f =
-      torch::one_hot(p.argmax(-1), 8).to(torch::kFloat).mean(0);
-  const double expected = 0.001 * 8 * (f * p.mean(0)).sum().item<double>();
-  EXPECT_NEAR(moe.AuxiliaryLoss().item<double>(), expected, 1e-9);
-  // Perfect balance (f_i = P_i = 1/M) gives exactly lambda.
-  const double balanced = 0.001 * 8 * 8 * (1.0 / 8) * (1.0 / 8);
-  EXPECT_DOUBLE_EQ(balanced, 0.001);
+  return moe.AuxiliaryLoss().item<double>();
+}
+
+TEST(LoadBalanceTest, PerfectlyBalancedRoutingGivesLambda) {
+  MixtureOfExpertsImpl moe(
+      Options(Activation::kGelu, MixtureOptions::Router::kLearned));
+  // Token t is the basis vector e_{t mod 8} and router row i is 2 e_i: every
+  // expert is the top-1 choice of 2 of the 16 tokens (f_i = 1/8) and, by
+  // symmetry, P_i = 1/8, so lambda * 8 * 8 * (1/8)(1/8) = lambda.
+  torch::Tensor x = torch::zeros({16, 12});
+  {
+    torch::NoGradGuard no_grad;
+    moe.router.zero_();
+    for (int64_t i = 0; i < 8; ++i) {
+      moe.router[i][i] = 2.0;
+      x[i][i] = 1.0;
+      x[i + 8][i] = 1.0;
+    }
+  }
+  const torch::Tensor logits = torch::matmul(x, moe.router.t());
+  EXPECT_NEAR(SwitchBalanceLoss(logits, 0.001), 0.001, 1e-12);
+  EXPECT_NEAR(LayerBalanceLoss(moe, x), 0.001, 1e-9);
+}
+
+TEST(LoadBalanceTest, AllTokensOnOneExpertGiveTheHandValue) {
+  MixtureOfExpertsImpl moe(
+      Options(Activation::kGelu, MixtureOptions::Router::kLearned));
+  // Every token is e_0 and only router row 0 is non-zero, with logit ln 7:
+  // f = (1, 0, ..., 0) and P_0 = 7 / (7 + 7 * e^0) = 1/2, so the loss is
+  // lambda * 8 * 1 * 1/2 = 4 lambda.
+  torch::Tensor x = torch::zeros({10, 12});
+  {
+    torch::NoGradGuard no_grad;
+    moe.router.zero_();
+    moe.router[0][0] = std::log(7.0);
+    x.select(1, 0).fill_(1.0);
+  }
+  const torch::Tensor logits = torch::matmul(x, moe.router.t());
+  EXPECT_NEAR(SwitchBalanceLoss(logits, 0.001), 0.004, 1e-9);  // ln 7 in float.
+  EXPECT_NEAR(LayerBalanceLoss(moe, x), 0.004, 1e-8);
+}
+
+TEST(LoadBalanceTest, MatchesTheSwitchFormulaOnRandomRoutingForBothRouters) {
+  for (auto router : {MixtureOptions::Router::kLearned,
+                      MixtureOptions::Router::kSparsityAware}) {
+    torch::manual_seed(2);
+    MixtureOfExpertsImpl moe(Options(Activation::kGelu, router));
+    SCOPED_TRACE(moe.router.defined() ? "learned" : "sparsity-aware");
+    {
+      // Scales at which the scores differ across experts: a unit-variance
+      // W_g, or encoder columns with per-expert means (so s_j spreads over
+      // (-1, 1), as in SparsityRouterTest).
+      torch::NoGradGuard no_grad;
+      if (moe.router.defined()) {
+        moe.router.normal_(0.0, 1.0);
+      } else {
+        moe.encoders.copy_(torch::randn({8, 20, 12}) * 0.5 +
+                           torch::randn({8, 1, 12}) * 0.5);
+      }
+    }
+    const torch::Tensor x = torch::randn({40, 12});
+    // The learned router's logits are W_g x (MoE-X Eq. 1); MoE-X's
+    // scores s(x) (Eq. 7) come from Route, checked by SparsityRouterTest.
+    const torch::Tensor scores = moe.router.defined()
+                                     ? torch::matmul(x, moe.router.t())
+                                     : moe.Route(x).scores;
+    const double expected = SwitchBalanceLoss(scores, 0.001);
+    std::printf("balance loss %.9f (lambda = 0.001)\n", expected);
+    EXPECT_GT(expected - 0.001, 1e-4);  // Far from balanced.
+    EXPECT_NEAR(LayerBalanceLoss(moe, x), expected, 1e-9);
+    // Gradient reaches the router only through P_i (f_i has none): the loss
+    // built from torch ops on the same scores must give the same gradient.
+    moe.zero_grad();
+    ASSERT_TRUE(moe.AuxiliaryLoss().requires_grad());
+    moe.AuxiliaryLoss().backward();
+    const torch::Tensor probabilities =
+        torch::softmax(moe.router.defined() ? torch::matmul(x, moe.router.t())
+                                            : moe.Route(x).scores,
+                       -1);
+    const torch::Tensor fraction =
+        torch::one_hot(probabilities.argmax(-1).detach(), 8)
+            .to(torch::kFloat)
+            .mean(0);
+    const torch::Tensor reference =
+        0.001 * 8 * (fraction * probabilities.mean(0)).sum();
+    const torch::Tensor& parameter =
+        moe.router.defined() ? moe.router : moe.encoders;
+    const torch::Tensor reference_grad =
+        torch::autograd::grad({reference}, {parameter})[0];
+    EXPECT_GT(reference_grad.abs().max().item<double>(), 0);
+    EXPECT_TRUE(torch::allclose(parameter.grad(), reference_grad, 1e-4, 1e-9));
+  }
+  MixtureOfExpertsImpl moe(
+      Options(Activation::kGelu, MixtureOptions::Router::kLearned));
   moe.eval();
-  moe.Forward(x, none);
+  HookPoint none;
+  moe.Forward(torch::randn({4, 12}), none);
   EXPECT_FALSE(moe.AuxiliaryLoss().defined());
 }
 

@@ -2,8 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "layers/core/causal_attention.h"
+#include "layers/core/rotary.h"
 #include "layers/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
@@ -152,61 +156,6 @@ TEST(MohdRoutingTest, BalanceLossIsBetaWhenUniformAndMoreWhenCollapsed) {
   EXPECT_GT(gate->Route(positive).balance.item<double>(), 0.015);
 }
 
-TEST(MohdFfnTest, GatherSparseEqualsMaskedDenseInOutputsAndGradients) {
-  torch::manual_seed(7);
-  MohdOptions options = Options(3, 1);
-  options.d_model = 32;
-  options.sub_dims = 8;
-  MohdFfnImpl ffn(options, 24, 1);
-  {
-    torch::NoGradGuard no_grad;
-    ffn.gate->fusion.add_(torch::randn({8, 8}) * 0.1);  // A non-trivial fusion.
-  }
-  const torch::Tensor x = torch::randn({20, 32});
-  HookPoint none;
-  const torch::Tensor dense = ffn.Forward(x, none);
-  dense.pow(2).sum().backward();
-  std::vector<torch::Tensor> dense_grads;
-  for (const auto& p : ffn.parameters())
-    dense_grads.push_back(p.grad().clone());
-  ffn.zero_grad();
-  ffn.gather_sparse = true;
-  const torch::Tensor sparse = ffn.Forward(x, none);
-  EXPECT_TRUE(torch::allclose(sparse, dense, 1e-5, 1e-6));
-  sparse.pow(2).sum().backward();
-  size_t i = 0;
-  for (const auto& p : ffn.parameters()) {
-    EXPECT_TRUE(torch::allclose(p.grad(), dense_grads[i++], 1e-4, 1e-6));
-  }
-}
-
-TEST(MohdAttentionTest, GatherSparseEqualsMaskedDenseInOutputsAndGradients) {
-  torch::manual_seed(8);
-  MohdOptions options = Options(3, 1);
-  options.d_model = 32;
-  options.sub_dims = 8;
-  MohdAttention attention(options, 16, 2, 10, 1);
-  {
-    torch::NoGradGuard no_grad;
-    attention->gate->fusion.add_(torch::randn({8, 8}) * 0.1);
-  }
-  const torch::Tensor x = torch::randn({2, 10, 32});
-  const torch::Tensor dense = attention->forward(x);
-  dense.pow(2).sum().backward();
-  std::vector<torch::Tensor> dense_grads;
-  for (const auto& p : attention->parameters())
-    dense_grads.push_back(p.grad().clone());
-  attention->zero_grad();
-  attention->gather_sparse = true;
-  const torch::Tensor sparse = attention->forward(x);
-  EXPECT_TRUE(torch::allclose(sparse, dense, 1e-5, 1e-6));
-  sparse.pow(2).sum().backward();
-  size_t i = 0;
-  for (const auto& p : attention->parameters()) {
-    EXPECT_TRUE(torch::allclose(p.grad(), dense_grads[i++], 1e-4, 1e-6));
-  }
-}
-
 TEST(MohdOptionsTest, VariantsSelectTheAblations) {
   LayerVariants variants;
   MohdOptions options = MohdOptionsFor(64, 8, 3, variants);
@@ -245,6 +194,173 @@ TEST(MohdFusionTest, IdentityFusionEqualsNoFusion) {
   HookPoint none;
   EXPECT_TRUE(torch::allclose(a.Forward(x, none), b.Forward(x, none)));
 }
+
+// Independent references for MoHD (arXiv:2412.05644 Secs. 4.1-4.5, Eqs. 9
+// and 14-16), written with plain torch ops and loops, sharing no code with
+// mohd.cc beyond the parameter tensors.
+
+// Per-dimension weights w_D (T, D): s = softmax(x Phi) over all N sub-dims;
+// the S shared sub-dims plus the (K - S) largest s of the others are active;
+// alpha = K / sum_A s ("renorm"); each weight covers its d_e dimensions.
+torch::Tensor ReferenceWeights(const MohdOptions& o, const torch::Tensor& x,
+                               const torch::Tensor& router) {
+  const torch::Tensor s = torch::softmax(torch::matmul(x, router), -1);
+  const torch::Tensor values = s.detach().to(torch::kDouble).contiguous();
+  const auto a = values.accessor<double, 2>();
+  torch::Tensor mask = torch::zeros({x.size(0), o.sub_dims}, x.options());
+  for (int64_t t = 0; t < x.size(0); ++t) {
+    for (int64_t j = 0; j < o.sub_dims; ++j) {
+      int64_t larger = 0;  // Routed sub-dims with a larger score than j.
+      for (int64_t i = o.shared; i < o.sub_dims; ++i)
+        larger += a[t][i] > a[t][j];
+      if (j < o.shared || larger < o.active - o.shared) mask[t][j] = 1.0;
+    }
+  }
+  const torch::Tensor g = s * mask;
+  const torch::Tensor w = g * (double(o.active) / g.sum(-1, true));
+  return torch::kron(w, torch::ones({1, o.d_model / o.sub_dims}, x.options()));
+}
+
+// Eq. 9 (Sec. 4.2) with receptive field r = d_e: F = m (x) I_{d_e}, out = F y
+// per token.
+torch::Tensor ReferenceFuse(const torch::Tensor& m, const torch::Tensor& y,
+                            int64_t d_e) {
+  return torch::matmul(y, torch::kron(m, torch::eye(d_e, y.options())).t());
+}
+
+// Eq. 16 (Sec. 4.5): SwiGLU on x * w_D, output columns weighted by w_D, fused.
+torch::Tensor ReferenceFfn(const MohdOptions& o, MohdFfnImpl& ffn,
+                           const torch::Tensor& x) {
+  const torch::Tensor w = ReferenceWeights(o, x, ffn.gate->router);
+  const torch::Tensor scaled = x * w;
+  const torch::Tensor h = torch::silu(torch::matmul(scaled, ffn.w_gate)) *
+                          torch::matmul(scaled, ffn.w_up);
+  return ReferenceFuse(ffn.gate->fusion, torch::matmul(h, ffn.w_down) * w,
+                       o.d_model / o.sub_dims);
+}
+
+// Eqs. 14-15 (Sec. 4.5): rotary causal attention on x * w_D, output weighted
+// and fused.
+torch::Tensor ReferenceAttention(const MohdOptions& o, MohdAttention& attention,
+                                 int64_t heads, const torch::Tensor& x) {
+  const int64_t batch = x.size(0), length = x.size(1);
+  const torch::Tensor flat = x.reshape({-1, o.d_model});
+  const torch::Tensor w = ReferenceWeights(o, flat, attention->gate->router);
+  const torch::Tensor scaled = flat * w;
+  const int64_t head_dim = attention->w_q.size(1) / heads;
+  const RotaryEmbedding rotary(head_dim, length);
+  auto split = [&](const torch::Tensor& t) {
+    return t.view({batch, length, heads, head_dim}).transpose(1, 2);
+  };
+  const torch::Tensor q =
+      rotary.Apply(split(torch::matmul(scaled, attention->w_q)));
+  const torch::Tensor k =
+      rotary.Apply(split(torch::matmul(scaled, attention->w_k)));
+  const torch::Tensor v = split(torch::matmul(scaled, attention->w_v));
+  const torch::Tensor future =
+      torch::ones({length, length}, torch::kBool).triu(1);
+  const torch::Tensor pattern =
+      (torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim)))
+          .masked_fill(future, -INFINITY)
+          .softmax(-1);
+  const torch::Tensor mixed =
+      torch::matmul(pattern, v).transpose(1, 2).reshape({batch * length, -1});
+  return ReferenceFuse(attention->gate->fusion,
+                       torch::matmul(mixed, attention->w_o) * w,
+                       o.d_model / o.sub_dims)
+      .view(x.sizes());
+}
+
+// max |actual - expected| relative to max |expected| (both must be defined).
+double RelativeError(const torch::Tensor& actual,
+                     const torch::Tensor& expected) {
+  return ((actual - expected).abs().max() / expected.abs().max())
+      .item<double>();
+}
+
+// A random, far-from-identity fusion m and a router that spreads the choices.
+void Randomize(MohdGate& gate) {
+  torch::NoGradGuard no_grad;
+  gate->fusion.normal_();
+  gate->router.normal_(0.0, 0.3);
+}
+
+MohdOptions WideOptions() {
+  MohdOptions options = Options(3, 1);
+  options.d_model = 32;
+  options.sub_dims = 8;
+  return options;
+}
+
+TEST(MohdFusionTest, FuseIsTheKroneckerGroupFusionOfEq9) {
+  torch::manual_seed(5);
+  MohdGate gate(WideOptions());
+  Randomize(gate);
+  torch::Tensor y = torch::randn({6, 32});
+  y.slice(1, 8, 32).zero_();  // Sub-dims 2..7 inactive: fusion fills them.
+  const torch::Tensor fused = gate->Fuse(y);
+  EXPECT_LT(RelativeError(fused, ReferenceFuse(gate->fusion, y, 4)), 1e-5);
+  EXPECT_GT(fused.slice(1, 8, 32).abs().min().item<double>(), 0);
+}
+
+class MohdReferenceTest : public ::testing::TestWithParam<bool> {};
+
+// Outputs and gradients of every parameter (router and fusion m included),
+// masked-dense and gather-sparse alike, equal the explicit reference.
+TEST_P(MohdReferenceTest, FfnEqualsTheExplicitReference) {
+  torch::manual_seed(7);
+  const MohdOptions options = WideOptions();
+  MohdFfnImpl ffn(options, 24, 1);
+  ffn.to(torch::kDouble);
+  ffn.gather_sparse = GetParam();
+  Randomize(ffn.gate);
+  const torch::Tensor x = torch::randn({20, 32}, torch::kDouble);
+  const torch::Tensor target = torch::randn({20, 32}, torch::kDouble);
+  const torch::Tensor expected = ReferenceFfn(options, ffn, x);
+  const std::vector<torch::Tensor> parameters = ffn.parameters();
+  const auto expected_grads =
+      torch::autograd::grad({(expected * target).sum()}, parameters);
+  HookPoint none;
+  const torch::Tensor output = ffn.Forward(x, none);
+  EXPECT_LT(RelativeError(output, expected), 1e-10);
+  (output * target).sum().backward();
+  const auto names = ffn.named_parameters().keys();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    ASSERT_TRUE(parameters[i].grad().defined()) << names[i];
+    EXPECT_LT(RelativeError(parameters[i].grad(), expected_grads[i]), 1e-10)
+        << names[i];
+  }
+}
+
+TEST_P(MohdReferenceTest, AttentionEqualsTheExplicitReference) {
+  torch::manual_seed(8);
+  const MohdOptions options = WideOptions();
+  MohdAttention attention(options, 16, 2, 10, 1);
+  attention->to(torch::kDouble);
+  attention->gather_sparse = GetParam();
+  Randomize(attention->gate);
+  const torch::Tensor x = torch::randn({2, 10, 32}, torch::kDouble);
+  const torch::Tensor target = torch::randn({2, 10, 32}, torch::kDouble);
+  const torch::Tensor expected = ReferenceAttention(options, attention, 2, x);
+  const std::vector<torch::Tensor> parameters = attention->parameters();
+  const auto expected_grads =
+      torch::autograd::grad({(expected * target).sum()}, parameters);
+  const torch::Tensor output = attention->forward(x);
+  EXPECT_LT(RelativeError(output, expected), 1e-10);
+  (output * target).sum().backward();
+  const auto names = attention->named_parameters().keys();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    ASSERT_TRUE(parameters[i].grad().defined()) << names[i];
+    EXPECT_LT(RelativeError(parameters[i].grad(), expected_grads[i]), 1e-10)
+        << names[i];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(MaskedDenseAndGatherSparse, MohdReferenceTest,
+                         ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "GatherSparse" : "MaskedDense";
+                         });
 
 TEST(MohdGradientTest, FfnAndAttentionMatchFiniteDifferences) {
   torch::manual_seed(6);
