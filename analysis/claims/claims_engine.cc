@@ -636,11 +636,6 @@ absl::StatusOr<ClaimResult> JudgeClaim(
       return absl::InvalidArgumentError(
           absl::StrCat("claim ", claim.id(), ": no comparison"));
   }
-  if (!judged.ok()) {
-    return absl::Status(
-        judged.status().code(),
-        absl::StrCat("claim ", claim.id(), ": ", judged.status().message()));
-  }
   // Controls first, then preconditions: either makes the claim NOT TESTABLE,
   // the effect still shown.
   std::vector<std::string> reasons;
@@ -657,6 +652,19 @@ absl::StatusOr<ClaimResult> JudgeClaim(
     auto why = CheckPrecondition(precondition, claim, tables);
     if (!why.ok()) return why.status();
     if (!why->empty()) reasons.push_back(*why);
+  }
+  if (!judged.ok()) {
+    // A claim gated by a failed control may have no rows to compare (e.g. no
+    // recalled fact to patch): it is NOT TESTABLE, not an error.
+    if (!reasons.empty() && absl::IsNotFound(judged.status())) {
+      result.verdict = Verdict::kNotTestable;
+      result.reason = absl::StrCat(absl::StrJoin(reasons, "; "), "; no rows (",
+                                   judged.status().message(), ")");
+      return result;
+    }
+    return absl::Status(
+        judged.status().code(),
+        absl::StrCat("claim ", claim.id(), ": ", judged.status().message()));
   }
   if (!reasons.empty()) {
     judged->verdict = Verdict::kNotTestable;

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -62,7 +63,9 @@ std::string EffectName(const Claim& claim) {
   }
 }
 
-std::string IntervalText(const LevelResult& level, bool percent) {
+// `unit` names what n counts: seeds, or the claim's own seed_column.
+std::string IntervalText(const LevelResult& level, bool percent,
+                         const std::string& seed_column) {
   const Interval& e = level.effect;
   std::string bounds;
   if (std::isinf(e.low) || std::isinf(e.high) ||
@@ -72,9 +75,11 @@ std::string IntervalText(const LevelResult& level, bool percent) {
     bounds = absl::StrCat("95% CI [", Signed(e.low, percent), ", ",
                           Signed(e.high, percent), "]");
   }
-  const char* unit = level.method == IntervalMethod::kFisherZ
-                         ? " points"
-                         : (e.n == 1 ? " seed" : " seeds");
+  const std::string unit = level.method == IntervalMethod::kFisherZ
+                               ? " points"
+                               : (seed_column.empty() || seed_column == "seed"
+                                      ? (e.n == 1 ? " seed" : " seeds")
+                                      : absl::StrCat(" (", seed_column, ")"));
   return absl::StrCat(Signed(e.estimate, percent), ", ", bounds, ", n = ", e.n,
                       unit, " (", IntervalMethodName(level.method), ")");
 }
@@ -125,6 +130,24 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Keys(
     for (int i : indices) key.push_back(row[i]);
     if (std::find(keys.begin(), keys.end(), key) == keys.end())
       keys.push_back(key);
+  }
+  // Columns whose values are all numbers sort numerically (K, block, budget);
+  // others keep their order of first appearance.
+  for (int c = static_cast<int>(columns.size()) - 1; c >= 0; --c) {
+    bool numeric = true;
+    for (const auto& key : keys) {
+      double unused;
+      numeric = numeric && absl::SimpleAtod(key[c], &unused);
+    }
+    if (!numeric) continue;
+    std::stable_sort(keys.begin(), keys.end(),
+                     [c](const std::vector<std::string>& a,
+                         const std::vector<std::string>& b) {
+                       double x, y;
+                       absl::SimpleAtod(a[c], &x);
+                       absl::SimpleAtod(b[c], &y);
+                       return x < y;
+                     });
   }
   return keys;
 }
@@ -277,8 +300,9 @@ std::string RenderVerdict(const ClaimResult& result) {
       result.levels.size() > 1 ||
       (!result.levels.empty() && !result.levels[0].level.empty());
   if (!per_level && !result.levels.empty()) {
-    absl::StrAppend(&line, " ", EffectName(claim), " = ",
-                    IntervalText(result.levels[0], percent), ".");
+    absl::StrAppend(
+        &line, " ", EffectName(claim), " = ",
+        IntervalText(result.levels[0], percent, claim.seed_column()), ".");
   } else {
     absl::StrAppend(&line, " ", EffectName(claim), " at each ", claim.over(),
                     " below.");
@@ -303,8 +327,8 @@ std::string RenderVerdict(const ClaimResult& result) {
   if (per_level) {
     for (const LevelResult& level : result.levels) {
       absl::StrAppend(&line, "  - ", claim.over(), " = ", level.level, ": ",
-                      IntervalText(level, percent), " → ", Bold(level.verdict),
-                      "\n");
+                      IntervalText(level, percent, claim.seed_column()), " → ",
+                      Bold(level.verdict), "\n");
     }
   }
   return line;

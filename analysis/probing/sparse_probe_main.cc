@@ -1,6 +1,6 @@
 // sparse_probe: sparse probing of a base model's FFN units and of replacement
-// layers fitted to it (MxD Fig. 4; seed-mxd.md 5.8) on any labelled JSONL
-// ({"text": ..., "label": ...}, optional metadata "group").
+// layers fitted to it (MxD arXiv:2505.21364 Sec. 3.2.1, Fig. 4, Sec. B.5) on
+// any labelled JSONL ({"text": ..., "label": ...}, optional metadata "group").
 //
 // Each text is cut to its first --max_tokens tokens and run through the base
 // model once; the replaced block's FFN input x and output y are captured, and
@@ -8,15 +8,17 @@
 //   mlp_neurons  the base FFN's hidden units;
 //   <fit name>   a replacement layer's pre-activations (TC/STC encoder, MxD
 //                gate logits, SAE encoder on y) read from its checkpoint;
-//   random       a fixed random projection of x with as many units as the
-//                widest layer (control).
-// Texts are split 80/20 by group hash (train/test); for every class (one vs
-// all) the paper's variant (units chosen and best taken on test) and the
-// leakage-free variant (train split 75/25 into fit and validation, the unit
-// chosen on validation) are reported, one CSV row per (task, class, method).
+//   random       a random projection of x drawn from --seed, with as many
+//                units as the widest layer (control).
+// Texts are split 80/20 by a hash of (--seed, group) (train/test); for every
+// class (one vs all) the paper's variant (units chosen and best taken on
+// test) and the leakage-free variant (train split 75/25 into fit and
+// validation, the unit chosen on validation) are reported, one CSV row per
+// (task, class, method), each with --seed in a `seed` column: one seed's
+// probes run on that seed's fits, so the claims engine pairs them.
 //
-//   sparse_probe --base=lm.pt --tokenizer=bpe.model --out=probe.csv
-//       --data=brown_genre.jsonl,spam_ham.jsonl tc_k16.pt mxd_k16.pt ...
+//   sparse_probe --base=lm.pt --tokenizer=bpe.model --out=probe.csv --seed=1
+//       --data=brown_genre.jsonl,spam_ham.jsonl tc_k16_s1.pt mxd_k16_s1.pt ...
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -45,9 +47,10 @@ ABSL_FLAG(std::string, base_name, "base", "The base model's name in the CSV");
 ABSL_FLAG(std::string, tokenizer, "", "The base model's tokenizer");
 ABSL_FLAG(std::vector<std::string>, data, {}, "Labelled JSONL files");
 ABSL_FLAG(int, layer, -1, "Block to probe (-1: the fits' block)");
-ABSL_FLAG(int, max_tokens, 127, "Tokens per text (seed-mxd.md 5.8)");
+ABSL_FLAG(int, max_tokens, 127, "Tokens per text (MxD Sec. B.5)");
 ABSL_FLAG(int, candidates, 100, "Units fitted per class (top mean difference)");
-ABSL_FLAG(uint64_t, seed, 42, "Random-control seed");
+ABSL_FLAG(uint64_t, seed, 42,
+          "Seed of the random control and the splits (the CSV's seed)");
 ABSL_FLAG(std::string, out, "", "CSV path");
 
 namespace sparse_layers::analysis {
@@ -61,10 +64,11 @@ struct Method {
 };
 
 // The first 20% of groups by hash are test; of the rest, a quarter is the
-// leakage-free variant's validation part.
+// leakage-free variant's validation part. The seed is hashed in so that seeds
+// resample the split (the paper's 80/20 shuffle, MxD Sec. B.5) as well.
 enum class Part { kFit, kValidation, kTest };
-Part PartOf(const std::string& group) {
-  const std::string digest = Sha256Hex(group);
+Part PartOf(uint64_t seed, const std::string& group) {
+  const std::string digest = Sha256Hex(absl::StrCat(seed, ":", group));
   const int bucket = std::stoi(digest.substr(0, 6), nullptr, 16) % 20;
   return bucket < 4 ? Part::kTest : bucket < 8 ? Part::kValidation : Part::kFit;
 }
@@ -113,7 +117,8 @@ absl::Status Run(const std::vector<std::string>& fits) {
 
   std::string csv =
       "base,task,class,method,layer_kind,units,test_positives,test_texts,"
-      "best_f1,best_balanced_accuracy,best_unit,selected_f1,selected_unit\n";
+      "best_f1,best_balanced_accuracy,best_unit,selected_f1,selected_unit,"
+      "seed\n";
   torch::NoGradGuard no_grad;
   for (const std::string& path : absl::GetFlag(FLAGS_data)) {
     const std::string task = std::filesystem::path(path).stem().string();
@@ -127,14 +132,15 @@ absl::Status Run(const std::vector<std::string>& fits) {
       auto document = datasets::ParseJsonDocument(line);
       if (!document.ok()) return document.status();
       std::vector<int> ids = tokenizer->Encode(document->text());
-      if (ids.size() < 5) continue;  // As the released script (seed-mxd.md).
+      if (ids.size() < 5) continue;  // As the paper's released probe script.
       ids.resize(std::min<size_t>(
           ids.size(), std::min<int64_t>(absl::GetFlag(FLAGS_max_tokens),
                                         model.options().context_length)));
       const auto group = document->metadata().find("group");
-      parts.push_back(PartOf(group != document->metadata().end()
-                                 ? group->second
-                                 : document->text()));
+      parts.push_back(
+          PartOf(absl::GetFlag(FLAGS_seed), group != document->metadata().end()
+                                                ? group->second
+                                                : document->text()));
       labels.push_back(document->label());
       xs.clear();
       ys.clear();
@@ -189,12 +195,12 @@ absl::Status Run(const std::vector<std::string>& fits) {
             rows(features, validation_rows), rows(positive, validation_rows),
             test_x, test_y, absl::GetFlag(FLAGS_candidates));
         absl::StrAppendFormat(
-            &csv, "%s,%s,%s,%s,%s,%d,%d,%d,%.6f,%.6f,%d,%.6f,%d\n",
+            &csv, "%s,%s,%s,%s,%s,%d,%d,%d,%.6f,%.6f,%d,%.6f,%d,%d\n",
             absl::GetFlag(FLAGS_base_name), task, label, methods[m].name,
             methods[m].layer_kind, features.size(1),
             test_y.sum().item<int64_t>(), test_y.size(0), paper.best_f1,
             paper.best_balanced_accuracy, paper.best_unit, clean.selected_f1,
-            clean.selected_unit);
+            clean.selected_unit, absl::GetFlag(FLAGS_seed));
       }
     }
     std::fprintf(stderr, "sparse_probe: %s: %lld texts, %zu classes\n",

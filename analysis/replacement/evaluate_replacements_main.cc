@@ -1,10 +1,13 @@
 // evaluate_replacements: the MxD sparsity-accuracy frontier of fitted
-// replacement layers (MxD Figs. 3 and 10; seed-mxd.md 5.1, 5.2, 5.4, 5.6).
-// For the base model: next-token CE and CE with the replaced block's FFN
-// zero-ablated; for each replacement checkpoint (the base with the layer
-// spliced in): CE, CE recovered, normalised MSE, l0 and dead fraction on
-// held-out activation rows, and for MxDs the mean normalised rank of sampled
-// experts W_n = D diag(c_n). One CSV row per replacement.
+// replacement layers (MxD arXiv:2505.21364 Sec. 3.1, Figs. 3 and 10, Sec.
+// B.4.2 Table 3, Sec. C.1). For the base model: next-token CE and CE with the
+// replaced block's FFN zero-ablated; for each replacement checkpoint (the base
+// with the layer spliced in): CE, CE recovered, normalised MSE, l0 and dead
+// fraction on held-out activation rows, and for MxDs the mean normalised rank
+// of sampled experts W_n = D diag(c_n). One CSV row per replacement, with the
+// fit's seed (its config's runtime.seed) so the claims engine can pair arms,
+// and ablation_cost = zero-ablated CE - base CE: what the replaced FFN is
+// worth, which a claim's control compares with a stated minimum.
 //
 //   evaluate_replacements --base=lm.pt --tokens=.../test.tokens.textproto
 //       --activations=.../test.activations.textproto --out=frontier.csv
@@ -89,7 +92,8 @@ absl::Status Run(const std::vector<std::string>& replacements) {
 
   std::string csv =
       "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
-      "ce_recovered,nmse,relative_mse,l0,dead_fraction,mean_expert_rank\n";
+      "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
+      "mean_expert_rank,seed\n";
   for (const std::string& path : replacements) {
     auto replacement = train::LoadReplacement(path);
     if (!replacement.ok()) return replacement.status();
@@ -116,11 +120,13 @@ absl::Status Run(const std::vector<std::string>& replacements) {
     for (const torch::Tensor& p : sparse->parameters()) parameters += p.numel();
     absl::StrAppendFormat(
         &csv,
-        "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6g,%.6g,%.3f,%.6f,%s\n",
+        "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
+        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d\n",
         absl::GetFlag(FLAGS_base_name), fitted->config.name(), spec.ffn(),
         sparse->options().k, spec.expansion(), sparse->units(), parameters, ce,
-        ce_base, ce_zero, CeRecovered(ce_base, ce_zero, ce), codes.nmse,
-        codes.relative_mse, codes.l0, codes.dead_fraction, rank);
+        ce_base, ce_zero, ce_zero - ce_base, CeRecovered(ce_base, ce_zero, ce),
+        codes.nmse, codes.relative_mse, codes.l0, codes.dead_fraction, rank,
+        fitted->config.runtime().seed());
     std::fprintf(stderr,
                  "evaluate_replacements: %s: CE %.4f, NMSE %.4f, l0 %.1f\n",
                  fitted->config.name().c_str(), ce, codes.nmse, codes.l0);

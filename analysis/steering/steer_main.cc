@@ -1,18 +1,21 @@
-// steer: feature steering with fitted replacement layers (MxD Fig. 5;
-// seed-mxd.md 5.10). For each of the first --units units of each fit, alpha
-// is added to that unit's code at every position (Transcoder / Skip
-// Transcoder: alpha d_n; MxD: alpha (c_n o D^T z); SAE on the FFN output:
-// alpha times its decoder row), and --samples continuations of --prompt are
-// sampled (top-p, temperature, frequency penalty as in the paper's code).
-// alpha = --alpha_scale x the unit's largest activation on held-out text, so
-// units of different layers are pushed comparably (the paper's fixed 100 is
-// for LLM-scale codes). Scores, without LLM judges:
+// steer: feature steering with fitted replacement layers (MxD
+// arXiv:2505.21364 Sec. 3.2.2, Fig. 5, Sec. D.1). For each of the first
+// --units units of each fit, alpha is added to that unit's code at every
+// position (Transcoder / Skip Transcoder: alpha d_n; MxD: alpha (c_n o D^T z);
+// SAE on the FFN output: alpha times its decoder row), and --samples
+// continuations of --prompt are sampled (top-p, temperature, frequency penalty
+// as in the paper's code). alpha = --alpha_scale x the unit's largest
+// activation on held-out text, so units of different layers are pushed
+// comparably (the paper's fixed alpha is for LLM-scale codes). Scores, without
+// LLM judges:
 //   concept: share of generated tokens among the unit's 10 top-activating
-//            tokens, steered minus unsteered (same seeds);
+//            tokens, steered minus unsteered (same sampling seeds);
 //   fluency: mean NLL of the generated tokens under the base model.
+// Samples are drawn from --seed, written to the CSV's `seed` column: one
+// seed's run steers that seed's fits, so the claims engine pairs them.
 //
 //   steer --base=lm.pt --tokenizer=bpe.model --tokens=test.tokens.textproto
-//       --out=steering.csv --examples=examples.txt tc.pt mxd.pt sae.pt
+//       --seed=1 --out=steering.csv --examples=examples.txt tc.pt mxd.pt
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -48,7 +51,8 @@ ABSL_FLAG(double, alpha_scale, 4.0,
 ABSL_FLAG(double, temperature, 1.0, "Sampling temperature");
 ABSL_FLAG(double, top_p, 0.1, "Nucleus mass (paper: 0.1)");
 ABSL_FLAG(double, frequency_penalty, 1.0, "Frequency penalty (paper: 1.0)");
-ABSL_FLAG(uint64_t, seed, 42, "Seed of each unit's samples");
+ABSL_FLAG(uint64_t, seed, 42,
+          "Seed of each unit's samples (the CSV's seed column)");
 ABSL_FLAG(std::string, out, "", "CSV path");
 ABSL_FLAG(std::string, examples, "", "Text file with example generations");
 
@@ -102,7 +106,7 @@ absl::Status Run(const std::vector<std::string>& fits) {
   const auto unsteered_base = Generate(*base->model, prompt);
   std::string csv =
       "base,method,layer_kind,unit,alpha,concept_steered,concept_unsteered,"
-      "concept_strength,nll_steered,nll_unsteered\n";
+      "concept_strength,nll_steered,nll_unsteered,seed\n";
   std::string examples =
       absl::StrCat("# Steering examples (prompt \"",
                    absl::GetFlag(FLAGS_prompt), "\")\n\nunsteered base: ",
@@ -163,11 +167,12 @@ absl::Status Run(const std::vector<std::string>& fits) {
       const double concept_steered = ConceptShare(steered, concept_tokens);
       const double concept_unsteered = ConceptShare(unsteered, concept_tokens);
       absl::StrAppendFormat(
-          &csv, "%s,%s,%s,%d,%.4f,%.6f,%.6f,%.6f,%.6f,%.6f\n",
+          &csv, "%s,%s,%s,%d,%.4f,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n",
           absl::GetFlag(FLAGS_base_name), fitted->config.name(), spec.ffn(),
           unit, alpha, concept_steered, concept_unsteered,
           concept_steered - concept_unsteered,
-          MeanNll(*base->model, prompt, steered), nll_unsteered);
+          MeanNll(*base->model, prompt, steered), nll_unsteered,
+          absl::GetFlag(FLAGS_seed));
       if (unit < 3) {
         std::string top;
         for (int64_t id : concept_tokens) {

@@ -1,8 +1,12 @@
 """replacement_fit: one replacement layer of the MxD experiments as build targets: <name>_overlay (its
-model.replacement), <name>_config (base model config + fit settings + overlay) and <name>
-(replacement_checkpoint: the fit, cached like any training run)."""
+model.replacement), <name>_seed (runtime.seed), <name>_config (base model config + fit settings + overlays)
+and <name> (replacement_checkpoint: the fit, cached like any training run). Every fit a claim compares is
+built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evaluations, probes and steering
+runs made from them (issue 20: seeds as a build dimension)."""
 
 load("//tools/config:config.bzl", "experiment_config")
+load("//tools/scale:scale.bzl", "by_scale")
+load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
 
 FIT_SCALES = {
@@ -11,11 +15,17 @@ FIT_SCALES = {
     "paper": "//experiments/mxd_frontier:fit_paper.textproto",
 }
 
+# Seeded targets are built only through the active scale's results (seeded_labels), never by a wildcard
+# (`bazel test //...` at smoke would otherwise also fit the cpu scale's third seed).
+SEEDED_TAGS = ["manual"]
+
 # The grid of Fig. 3 at our scale: active units K per token.
 K_GRID = [2, 4, 8, 16, 32]
 
-def replacement_fit(name, base, base_config, activations, ffn, top_k, on_output = False):
-    """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`."""
+def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False):
+    """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
+    sets the layer's initialisation and the order of the cached rows."""
+    seed_overlay(name = name + "_seed", seed = seed)
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
@@ -26,28 +36,33 @@ def replacement_fit(name, base, base_config, activations, ffn, top_k, on_output 
         name = name + "_config",
         base = base_config,
         scales = FIT_SCALES,
-        overlays = ["//experiments/mxd_frontier:fit.textproto", ":%s_overlay" % name],
+        overlays = ["//experiments/mxd_frontier:fit.textproto", ":%s_overlay" % name, ":%s_seed" % name],
     )
     replacement_checkpoint(
         name = name,
         config = ":%s_config" % name,
         base = base,
         activations = activations,
+        tags = SEEDED_TAGS,
     )
 
-def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRID):
-    """replacement_fit for every method x K: <prefix>_<method>_k<K>. Returns the target names."""
-    names = []
-    for method, ffn in methods.items():
-        for k in ks:
-            name = "%s_%s_k%d" % (prefix, method, k)
-            replacement_fit(name, base, base_config, activations, ffn, k)
-            names.append(name)
+def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRID, seeds = all_seeds()):
+    """replacement_fit for every method x K x seed: <prefix>_<method>_k<K>_s<seed> (every scale's seeds
+    are declared; only the active scale's are built). Returns {seed: [target names]}."""
+    names = {}
+    for seed in seeds:
+        names[seed] = []
+        for method, ffn in methods.items():
+            for k in ks:
+                name = seeded_name("%s_%s_k%d" % (prefix, method, k), seed)
+                replacement_fit(name, base, base_config, activations, ffn, k, seed)
+                names[seed].append(name)
     return names
 
 def frontier_evaluation(name, base_name, base, activations, fits):
     """<name>.csv: CE (base, zero-ablated, each fit), CE recovered, NMSE, l0, dead units and MxD expert
-    rank of every fit, on the held-out test split (analysis/replacement:evaluate_replacements)."""
+    rank of every fit, on the held-out test split (analysis/replacement:evaluate_replacements), and each
+    fit's seed. Every fit is evaluated on the same test batches, so arms are paired within a seed."""
     native.genrule(
         name = name,
         srcs = [base, activations, "//datasets/text:shards"] + [":" + f for f in fits],
@@ -62,31 +77,52 @@ def frontier_evaluation(name, base_name, base, activations, fits):
                "--tokens=$$tokens/test.tokens.textproto --activations=$$cache/test.activations.textproto " +
                "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ $$fits 2>/dev/null"),
         message = "Evaluating the %s replacement frontier" % base_name,
+        tags = SEEDED_TAGS,
     )
 
-# The K of the probing and steering layers: the paper's K = 32 at d = 768 is K/d = 0.04; K = 8 is the grid
-# point nearest that ratio at d = 128 (seed-mxd.md 7.3).
+def frontier_evaluations(name, base_name, base, activations, fits):
+    """frontier_evaluation <name>_s<seed> of each seed's fits ({seed: names}, as replacement_grid returns)."""
+    for seed, names in fits.items():
+        frontier_evaluation(seeded_name(name, seed), base_name, base, activations, names)
+
+def seeded_labels(name, package = ""):
+    """select() of the labels <package>:<name>_s<seed> of the active scale's seeds (tools/seeds SEEDS)."""
+    return by_scale({
+        scale: ["%s:%s" % (package, seeded_name(name, seed)) for seed in seeds]
+        for scale, seeds in SEEDS.items()
+    })
+
+# The K of the probing and steering layers: the paper's are K = 32 at d = 768, K/d = 0.04 (MxD Sec. 3.2,
+# the value from its released code); K = 8 is the grid point nearest that ratio at d = 128.
 FEATURE_K = 8
 
-def sae_fit(name, base, base_config, activations):
-    """A TopK SAE on the FFN output (the probing and steering baseline, seed-mxd.md 2.3), K = FEATURE_K."""
-    replacement_fit(name, base, base_config, activations, "topk_sae", FEATURE_K, on_output = True)
+def sae_fit(name, base, base_config, activations, seeds = all_seeds()):
+    """A TopK SAE on the FFN output (the probing and steering baseline, MxD Sec. 3.2), K = FEATURE_K, one
+    per seed: <name>_s<seed>."""
+    for seed in seeds:
+        replacement_fit(seeded_name(name, seed), base, base_config, activations, "topk_sae", FEATURE_K, seed,
+                        on_output = True)
 
-def feature_layers(base_name):
-    """The fits the probing and steering experiments compare: TC, STC and MxD of the frontier at FEATURE_K
-    and the SAE of `base_name`."""
+def feature_layers(base_name, seed):
+    """The fits of `seed` the probing and steering experiments compare: TC, STC and MxD of the frontier at
+    FEATURE_K and the SAE of `base_name`."""
     return [
-        "//experiments/mxd_frontier:%s_%s_k%d" % (base_name, method, FEATURE_K)
+        "//experiments/mxd_frontier:" + seeded_name("%s_%s_k%d" % (base_name, method, FEATURE_K), seed)
         for method in ["tc", "stc", "mxd"]
-    ] + ["//experiments/mxd_frontier:%s_sae_k%d" % (base_name, FEATURE_K)]
+    ] + ["//experiments/mxd_frontier:" + seeded_name("%s_sae_k%d" % (base_name, FEATURE_K), seed)]
 
 def _pick(label, suffix, var):
     return "for f in $(locations %s); do case $$f in *%s) %s=$$f;; esac; done; " % (label, suffix, var)
 
-def feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, examples = False):
-    """<name>.csv from `tool` (sparse_probe or steer) over the base model and its feature_layers, and
-    <name>.txt: the tool's --examples when `examples`, else its log."""
-    fits = feature_layers(base_name)
+def feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, examples = False, seeds = all_seeds()):
+    """Per seed, <name>_s<seed>.csv from `tool` (sparse_probe or steer) over the base model and that seed's
+    feature_layers with --seed=<seed> (random control and splits, or samples), and <name>_s<seed>.txt: the
+    tool's --examples when `examples`, else its log."""
+    for seed in seeds:
+        _feature_analysis(seeded_name(name, seed), tool, base_name, base, extra_srcs, extra_args, examples, seed)
+
+def _feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, examples, seed):
+    fits = feature_layers(base_name, seed)
     native.genrule(
         name = name,
         srcs = [base, "//datasets/text:bpe"] + fits + extra_srcs,
@@ -95,8 +131,10 @@ def feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, exampl
         cmd = (_pick(base, ".pt", "base") + _pick("//datasets/text:bpe", ".model", "tokenizer") +
                "fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " %
                " ".join(["$(locations %s)" % f for f in fits]) +
-               "$(location %s) --base=$$base --base_name=%s --tokenizer=$$tokenizer " % (tool, base_name) +
+               "$(location %s) --base=$$base --base_name=%s --tokenizer=$$tokenizer --seed=%d " %
+               (tool, base_name, seed) +
                extra_args + " --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$(location %s.csv) $$fits " % name +
                ("--examples=$(location %s.txt) 2>/dev/null" % name if examples else "2> $(location %s.txt)" % name)),
         message = "Running %s on the %s features" % (tool, base_name),
+        tags = SEEDED_TAGS,
     )
