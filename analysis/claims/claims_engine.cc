@@ -134,6 +134,18 @@ Verdict BetterVerdict(const Claim& claim, const Interval& e) {
   return Verdict::kUnresolved;
 }
 
+// NOT_WORSE: the worse end of the interval against the tolerance.
+Verdict NotWorseVerdict(const Claim& claim, const Interval& e) {
+  const double tolerance = std::fabs(claim.tolerance());
+  const bool lower = claim.better() == LOWER_IS_BETTER;
+  // Orient so that "better" is positive; not worse means above -tolerance.
+  const double low = lower ? -e.high : e.low;
+  const double high = lower ? -e.low : e.high;
+  if (low >= -tolerance) return Verdict::kHolds;
+  if (high < -tolerance) return Verdict::kDoesNotHold;
+  return Verdict::kUnresolved;
+}
+
 Verdict WithinVerdict(const Claim& claim, const Interval& e) {
   const double tolerance = std::fabs(claim.tolerance());
   if (e.low >= -tolerance && e.high <= tolerance) return Verdict::kHolds;
@@ -180,8 +192,9 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
     levels = *std::move(found);
   }
   auto judge = [&](const Interval& e) {
-    return claim.comparison() == WITHIN ? WithinVerdict(claim, e)
-                                        : BetterVerdict(claim, e);
+    if (claim.comparison() == WITHIN) return WithinVerdict(claim, e);
+    if (claim.comparison() == NOT_WORSE) return NotWorseVerdict(claim, e);
+    return BetterVerdict(claim, e);
   };
   const bool pooled = claim.quantifier() == POOLED && !claim.over().empty();
   if (!pooled) {
@@ -224,6 +237,16 @@ absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
   if (!levels.ok()) return levels.status();
   auto x = NumericLevels(*levels, claim);
   if (!x.ok()) return x.status();
+  if (claim.log_over()) {
+    for (double& value : *x) {
+      if (value <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("claim ", claim.id(),
+                         ": log_over needs positive levels of ", claim.over()));
+      }
+      value = std::log2(value);
+    }
+  }
   const Effect effect =
       claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
   // seed -> effect at each level; only seeds present at every level (and on
@@ -575,7 +598,8 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
       return absl::InvalidArgumentError(
           absl::StrCat(who, ": MONOTONE and CORRELATION need `over`"));
     }
-    if (claim.comparison() == WITHIN && claim.tolerance() <= 0) {
+    if ((claim.comparison() == WITHIN || claim.comparison() == NOT_WORSE) &&
+        claim.tolerance() <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(who, ": WITHIN needs a positive tolerance"));
     }
@@ -624,6 +648,7 @@ absl::StatusOr<ClaimResult> JudgeClaim(
   switch (claim.comparison()) {
     case BETTER:
     case WITHIN:
+    case NOT_WORSE:
       judged = JudgeComparison(claim, **table, result);
       break;
     case MONOTONE:

@@ -212,6 +212,48 @@ TEST(ClaimsEngine, WithinTolerance) {
             Verdict::kUnresolved);
 }
 
+TEST(ClaimsEngine, NotWorseIsOneSided) {
+  const std::string claim =
+      "id: 'c' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' metric: "
+      "'f1' better: HIGHER_IS_BETTER comparison: NOT_WORSE tolerance: 0.05";
+  // Much better than B: not worse (WITHIN would say DOES NOT HOLD).
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,f1\nnew,1,0.70\nnew,2,0.71\nnew,3,0.70\nold,1,0."
+                  "51\nold,2,0.51\nold,3,0.50\n")
+                .verdict,
+            Verdict::kHolds);
+  // Clearly worse by more than the tolerance.
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,f1\nnew,1,0.30\nnew,2,0.31\nnew,3,0.30\nold,1,0."
+                  "51\nold,2,0.51\nold,3,0.50\n")
+                .verdict,
+            Verdict::kDoesNotHold);
+  // Worse by about the tolerance, noisily.
+  EXPECT_EQ(Judge(claim,
+                  "arm,seed,f1\nnew,1,0.40\nnew,2,0.50\nnew,3,0.45\nold,1,0."
+                  "50\nold,2,0.50\nold,3,0.50\n")
+                .verdict,
+            Verdict::kUnresolved);
+}
+
+TEST(ClaimsEngine, MonotoneOnLogScale) {
+  // The gap grows by 0.1 per doubling of k: slope 0.1 on log2(k), exactly.
+  const std::string claim =
+      std::string(kArms) + "comparison: MONOTONE over: 'k' log_over: true";
+  std::string csv = "arm,k,seed,loss\n";
+  for (int seed = 1; seed <= 3; ++seed) {
+    for (int k : {2, 4, 8, 16}) {
+      const double gap = -0.1 * std::log2(k) - 0.01 * seed;
+      csv += "new," + std::to_string(k) + "," + std::to_string(seed) + "," +
+             std::to_string(1.0 + gap) + "\n";
+      csv += "old," + std::to_string(k) + "," + std::to_string(seed) + ",1\n";
+    }
+  }
+  const ClaimResult r = Judge(claim, csv);
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.1, 1e-6);
+  EXPECT_EQ(r.verdict, Verdict::kHolds);
+}
+
 TEST(ClaimsEngine, ClaimedMagnitude) {
   const std::string claim = kBetter +
                             " effect: RELATIVE_DIFFERENCE paper_effect: -0.117 "

@@ -31,7 +31,8 @@ std::string Signed(double value, bool percent) {
 
 bool IsRelative(const Claim& claim) {
   return claim.effect() == RELATIVE_DIFFERENCE &&
-         (claim.comparison() == BETTER || claim.comparison() == WITHIN);
+         (claim.comparison() == BETTER || claim.comparison() == WITHIN ||
+          claim.comparison() == NOT_WORSE);
 }
 
 // What the effect is, in words: "ce[mxd] - ce[transcoder]".
@@ -54,7 +55,9 @@ std::string EffectName(const Claim& claim) {
                                  : absl::StrCat(a, " - ", b);
   switch (claim.comparison()) {
     case MONOTONE:
-      return absl::StrCat("slope of (", effect, ") per unit of ", claim.over());
+      return absl::StrCat("slope of (", effect, ") per ",
+                          claim.log_over() ? "doubling" : "unit", " of ",
+                          claim.over());
     case CORRELATION:
       return absl::StrCat("Pearson r of ", a, " and ", b, " across ",
                           claim.over());
@@ -306,6 +309,12 @@ std::string RenderVerdict(const ClaimResult& result) {
   } else {
     absl::StrAppend(&line, " ", EffectName(claim), " at each ", claim.over(),
                     " below.");
+  }
+  if (claim.comparison() == NOT_WORSE) {
+    absl::StrAppend(&line, " Not worse by more than ",
+                    percent ? absl::StrFormat("%.2f%%", 100 * claim.tolerance())
+                            : Number(claim.tolerance()),
+                    ".");
   }
   if (claim.comparison() == WITHIN) {
     absl::StrAppend(&line, " Tolerance ±",
