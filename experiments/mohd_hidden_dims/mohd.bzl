@@ -1,16 +1,26 @@
-"""mohd_run: one model of the MoHD study (seed-mohd.md 7.6) as build targets: <name>_overlay (its MoHD
-settings at the active scale's width), <name>_config (base + scale + overlay) and <name> (lm_checkpoint on
-//datasets/text:shards_small). mohd_runs: every variant; returns the names."""
+"""mohd_run: one model of the MoHD study (MoHD, arXiv:2412.05644, Tables 2 and 4) at one seed as build targets:
+<name>_overlay (its name and MoHD settings at the active scale's width), <name>_seed (runtime.seed: the
+initialisation and data order), <name>_config (base + scale + overlays) and <name> (lm_checkpoint on
+//datasets/text:shards_small), <name> = <variant>_s<seed>. mohd_runs: every variant at every seed.
+design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
-# The dense model's width d per scale (base + <scale>.textproto); MoHD expansion xk sets D = k d.
-DENSE_WIDTH = {"smoke": 32, "cpu": 128, "paper": 1024}
+# The dense model's shape per scale, as base.textproto + <scale>.textproto set it (keep in sync: the smoke
+# test checks d_model against the merged configs): width d, blocks L, attention inner width q, FFN width.
+# MoHD expansion xk sets D = k d.
+DENSE_SHAPE = {
+    "smoke": struct(width = 32, layers = 2, inner = 32, d_ffn = 80),
+    "cpu": struct(width = 128, layers = 4, inner = 128, d_ffn = 320),
+    "paper": struct(width = 1024, layers = 24, inner = 1024, d_ffn = 2560),
+}
 
-# Variants (seed-mohd.md Table 3 with 75% read as N = 8, K = 6, S = 3; Table 4 ablations on x2; E9 (i)):
-# expansion k (D = k d), sub-dims N, active K, shared S, extra layer_options.
+# Variants (Table 2's 50% / 75% compression read as N = 8 with K = 4 / 6, S = 3; x2 expansion and Table 4's
+# ablations of it; random routing, a control not in the paper): expansion k (D = k d), sub-dims N, active K,
+# shared S, extra layer_options.
 VARIANTS = {
     "dense": None,
     "mohd_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = ""),
@@ -21,6 +31,10 @@ VARIANTS = {
     "mohd_x2_no_shared": struct(expand = 2, n = 8, k = 4, shared = 0, extra = ""),
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_random_routing: true"),
 }
+
+# Seeds some scale builds; seeds only the paper scale uses are kept out of wildcard builds (`bazel test
+# //...` would otherwise train them at smoke for nothing).
+_WILDCARD_SEEDS = [s for s in all_seeds(COSTLY_SEEDS) if s in COSTLY_SEEDS["smoke"] + COSTLY_SEEDS["cpu"]]
 
 def _overlay(name, variant, width):
     text = "name: \"%s\"" % name
@@ -37,28 +51,106 @@ def _overlay(name, variant, width):
         )
     return text
 
-def mohd_run(name, variant):
+def seed_tags(seed):
+    """Tags of a costly target built at `seed`: manual when no wildcard-built scale uses the seed."""
+    return [] if seed in _WILDCARD_SEEDS else ["manual"]
+
+def mohd_run(variant_name, variant, seed):
+    name = seeded_name(variant_name, seed)
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
         cmd = by_scale({
-            scale: "echo '%s' > $@" % _overlay(name, variant, DENSE_WIDTH[scale])
+            scale: "echo '%s' > $@" % _overlay(name, variant, DENSE_SHAPE[scale].width)
             for scale in SCALES
         }),
     )
+    seed_overlay(name = name + "_seed", seed = seed)
     experiment_config(
         name = name + "_config",
         base = "base.textproto",
         scales = {scale: scale + ".textproto" for scale in SCALES},
-        overlays = [":%s_overlay" % name],
+        overlays = [":%s_overlay" % name, ":%s_seed" % name],
     )
     lm_checkpoint(
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
+        tags = seed_tags(seed),
     )
 
 def mohd_runs():
-    for name, variant in VARIANTS.items():
-        mohd_run(name, variant)
+    """Every variant at every seed any scale uses; returns the variant names."""
+    for seed in all_seeds(COSTLY_SEEDS):
+        for name, variant in VARIANTS.items():
+            mohd_run(name, variant, seed)
     return VARIANTS.keys()
+
+def _design_csv(scale):
+    # Activated parameters as the paper counts them (Table 2's "# Activate": no embeddings; routers and
+    # fusion left out too): L a (4 q + 3 d_ff) with a = K D / N the active width (d when dense).
+    shape = DENSE_SHAPE[scale]
+    rows = ["variant,d_model,sub_dims,active,shared,active_width,activated_parameters"]
+    for name, v in VARIANTS.items():
+        d_model = shape.width * (v.expand if v else 1)
+        active_width = v.k * d_model // v.n if v else d_model
+        rows.append("%s,%d,%d,%d,%d,%d,%d" % (
+            name,
+            d_model,
+            v.n if v else 0,
+            v.k if v else 0,
+            v.shared if v else 0,
+            active_width,
+            shape.layers * active_width * (4 * shape.inner + 3 * shape.d_ffn),
+        ))
+    return "\\n".join(rows)
+
+def design_table(name):
+    """<name>.csv: each variant's D, N, K, S, active width and activated parameters at the active scale."""
+    native.genrule(
+        name = name,
+        outs = [name + ".csv"],
+        cmd = by_scale({scale: "printf '%s\\n' > $@" % _design_csv(scale) for scale in SCALES}),
+    )
+
+def activation_flow_run(seed):
+    """activation_flow_s<seed>: the MoHD observation study (arXiv:2412.05644 Sec. 3, Figs. 3-5) on the dense
+    and x2 models of `seed`: the tool's activation_flow_s<seed>/{flow,sharing}.csv, and flow_s<seed>.csv,
+    sharing_s<seed>.csv with a leading seed column for the claims engine."""
+    name = seeded_name("activation_flow", seed)
+    dense = ":" + seeded_name("dense", seed)
+    x2 = ":" + seeded_name("mohd_x2", seed)
+    native.genrule(
+        name = name,
+        srcs = [":activation_flow_flags", dense, x2, "//datasets/text:shards_small"],
+        outs = [
+            name + "/flow.csv",
+            name + "/sharing.csv",
+            seeded_name("flow", seed) + ".csv",
+            seeded_name("sharing", seed) + ".csv",
+        ],
+        cmd = ("for f in $(locations %s); do case $$f in *.pt) dense=$$f;; esac; done; " % dense +
+               "for f in $(locations %s); do case $$f in *.pt) x2=$$f;; esac; done; " % x2 +
+               "for d in $(locations //datasets/text:shards_small); do case $$d in */validation) tokens=$$d;; esac; done; " +
+               "$(location //analysis/activation_flow) --models=dense=$$dense,mohd_x2=$$x2 " +
+               "--tokens=$$tokens/validation.tokens.textproto --out_dir=$(@D)/%s --threads=2 " % name +
+               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$(cat $(location :activation_flow_flags)) 2>/dev/null && " +
+               "for t in flow sharing; do sed '1s/^/seed,/; 2,$$s/^/%d,/' $(@D)/%s/$$t.csv > $(@D)/$${t}_s%d.csv; done" % (
+                   seed,
+                   name,
+                   seed,
+               )),
+        message = "Measuring the activation flow of the MoHD study's dense and x2 models, seed %d" % seed,
+        exec_tools = ["//analysis/activation_flow"],
+        tags = seed_tags(seed),
+    )
+
+def mohd_results(variants):
+    """select() of the active scale's seeded results: every run's outputs and merged config, and the
+    activation-flow tables with their seed column."""
+    return by_scale({
+        scale: [":" + seeded_name(v, s) for s in COSTLY_SEEDS[scale] for v in variants] +
+               [":%s_config" % seeded_name(v, s) for s in COSTLY_SEEDS[scale] for v in variants] +
+               [":%s.csv" % seeded_name(t, s) for s in COSTLY_SEEDS[scale] for t in ["flow", "sharing"]]
+        for scale in SCALES
+    })

@@ -1,28 +1,81 @@
 #!/bin/bash
-# The MoHD report runs on the smoke-scale models: 8 runs with finite perplexities, activated parameters as
-# the variants set them (50% and 75% of dense, x2 and its ablations equal to dense), flow rows for every
-# block and site of both models with shares in [0, 1], sharing rows whose consecutive counts do not exceed
-# the width, every claim line printed and the figures drawn.
+# The MoHD section's structure on the smoke-scale models, not its verdicts: every variant trained once per seed
+# (2 seeds) with a finite perplexity and its config's seed; the design's widths equal the merged configs' and
+# its activated parameters are matched (50% and 75% of dense, x2 and its ablations equal to dense); flow rows
+# for every seed, model, block and site with shares in [0, 1]; sharing counts within the width; tables with
+# n = 2; a verdict for every claim and control in verdicts.csv and in the section; the figures drawn.
 set -euo pipefail
 # $1: the report section built at the test's scale (tools/report/experiment_report.bzl).
 out="$TEST_TMPDIR/report"
 cp -r "$1" "$out"
-cp "$1/section.md" "$out.txt"
-cat "$out.txt"
-rows=$(($(wc -l < "$out/runs.csv") - 1))
-[[ "$rows" -eq 8 ]] || { echo "expected 8 runs, got $rows"; exit 1; }
-awk -F, 'NR > 1 { if ($12 !~ /^[0-9.]+$/) { print "non-finite perplexity: " $0; bad = 1 }; act[$1] = $7 }
+section="$out/section.md"
+cat "$section"
+fail() { echo "smoke_test: $*"; exit 1; }
+variants=(dense mohd_50 mohd_75 mohd_x2 mohd_x2_no_scaling mohd_x2_no_fusion mohd_x2_no_shared mohd_x2_random_routing)
+ids=(E9_learned_routing C1 C2_50 C2_75 C3 C3_dense_like C3_worst_vs_shared C3_worst_vs_fusion C4 C5
+  order_shared_vs_fusion M1 M2_attention_median M2_ffn_median M3 M4 M5)
+
+# runs.csv (summary_table): arm,name,validation_perplexity,...,seed,d_model,...
+header=$(head -1 "$out/runs.csv")
+[[ "$header" == arm,name,validation_perplexity,validation_loss,parameters,steps,tokens,seed,d_model,sub_dims,active,shared ]] ||
+  fail "runs.csv header: $header"
+rows=$(($(wc -l <"$out/runs.csv") - 1))
+((rows == 2 * ${#variants[@]})) || fail "expected ${#variants[@]} variants x 2 seeds = $((2 * ${#variants[@]})) runs, got $rows"
+for v in "${variants[@]}"; do
+  for s in 1 2; do
+    grep -q "^$v,${v}_s$s,[0-9.]*,[0-9.]*,[0-9]*,[0-9]*,[0-9]*,$s," "$out/runs.csv" ||
+      fail "no run of $v at seed $s with a finite perplexity and runtime.seed $s"
+  done
+done
+
+# design.csv: variant,d_model,sub_dims,active,shared,active_width,activated_parameters
+awk -F, 'NR == FNR { if (FNR > 1) width[$1] = $9; next }
+  FNR > 1 { act[$1] = $7; if (width[$1] != $2) { print "design d_model of " $1 " is " $2 ", config " width[$1]; bad = 1 } }
   END {
     if (act["mohd_50"] * 2 != act["dense"] || act["mohd_75"] * 4 != act["dense"] * 3) { print "compressed activations wrong"; bad = 1 }
     for (v in act) if (v ~ /^mohd_x2/ && act[v] != act["dense"]) { print v " is not matched to dense"; bad = 1 }
-    exit bad }' "$out/runs.csv"
-flow_rows=$(($(wc -l < "$out/flow.csv") - 1))
-[[ "$flow_rows" -eq 32 ]] || { echo "expected 2 models x 2 blocks x 8 sites = 32 flow rows, got $flow_rows"; exit 1; }
-awk -F, 'NR > 1 { for (i = 9; i <= 15; ++i) if ($i < 0 || $i > 1) { print "share out of [0, 1]: " $0; bad = 1 } }
-  END { exit bad }' "$out/flow.csv"
-awk -F, 'NR > 1 { if ($7 > $4 || $8 > $4 || $7 < 0) { print "bad sharing row: " $0; bad = 1 } } END { exit bad }' "$out/sharing.csv"
-for claim in C1 "C2 compression: 50%" "C2 compression: 75%" "C3 activation" C4 C5 E9 "M1 long tail" M2 M3 M4 M5; do
-  grep -q "$claim" "$out.txt" || { echo "missing: $claim"; exit 1; }
+    exit bad }' "$out/runs.csv" "$out/design.csv" || fail "design.csv disagrees"
+
+# flow.csv: seed,model,block,site,width,...,share_top10..share_top50_without_top3 ($10-$14), sparsity ($15-$16).
+flow_rows=$(($(wc -l <"$out/flow.csv") - 1))
+((flow_rows == 64)) || fail "expected 2 seeds x 2 models x 2 blocks x 8 sites = 64 flow rows, got $flow_rows"
+awk -F, 'NR > 1 { seeds[$1] = 1; for (i = 10; i <= 16; ++i) if ($i < 0 || $i > 1) { print "share out of [0, 1]: " $0; bad = 1 } }
+  END { if (length(seeds) != 2) { print "flow.csv seeds: " length(seeds); bad = 1 } exit bad }' "$out/flow.csv" ||
+  fail "flow.csv out of range"
+# sharing.csv: seed,model,block,site,width,q,window,consecutive,shuffled,independent,...
+awk -F, 'NR > 1 { seeds[$1] = 1; if ($8 > $5 || $9 > $5 || $8 < 0) { print "bad sharing row: " $0; bad = 1 } }
+  END { if (length(seeds) != 2) { print "sharing.csv seeds: " length(seeds); bad = 1 } exit bad }' "$out/sharing.csv" ||
+  fail "sharing.csv out of range"
+
+# Tables over seeds say n = 2: the runs table's row of every variant, the M1 table's rows of every block.
+for v in "${variants[@]}"; do
+  grep -qE "^\| $v \| .* \| 2 \|$" "$section" || fail "the runs table has no row '$v' with n = 2"
 done
-test -s "$out/perplexity.svg"; test -s "$out/sparsity.svg"; test -s "$out/sharing.svg"
+for b in 0 1; do
+  grep -qE "^\| dense \| $b \| .* \| 2 \|$" "$section" || fail "no flow table row of block $b with n = 2"
+done
+
+# verdicts.csv: every id with one summary row (empty level) whose verdict is in the engine's vocabulary
+# (compared lower-cased: verdict words are the engine's, analysis/claims), the same verdict in the section, and
+# n = 2 wherever an interval was computed.
+for id in "${ids[@]}"; do
+  grep -qE "^mohd_hidden_dims,(claim|control),$id," "$out/verdicts.csv" || fail "verdicts.csv has no row for $id"
+done
+awk -F, 'NR == 1 { next }
+  { line = $0; gsub(/"[^"]*"/, "x", line); split(line, f, ",")
+    # experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,n,paper_effect,reason
+    v = tolower(f[7])
+    if (v != "holds" && v != "does not hold" && v != "unresolved" && v != "not testable") { print "verdict: " $0; bad = 1 }
+    if (f[2] != "claim" && f[2] != "control") { print "kind: " $0; bad = 1 }
+    if (f[11] != "" && f[11] != 2) { print "n != 2: " $0; bad = 1 }
+    if (f[6] == "") summaries[f[3]]++ }
+  END { for (id in summaries) if (summaries[id] != 1) { print id " has " summaries[id] " summary rows"; bad = 1 } exit bad }' \
+  "$out/verdicts.csv" || fail "verdicts.csv malformed"
+for id in "${ids[@]}"; do
+  grep -qE "^- $id \(.*\*\*[A-Z ]+\*\*" "$section" || fail "no verdict line for $id in the section"
+done
+
+for figure in sparsity flow sharing_consecutive sharing_shuffled; do
+  [[ -s "$out/$figure.svg" ]] || fail "no $figure.svg"
+done
 echo "1 passed, 0 failed"

@@ -3,16 +3,16 @@
 # and compares the checkpoint, its CSV log and the analysis CSVs byte for byte with each other and with the
 # build graph's outputs. The summaries (manifests) differ only in wall time and throughput, and say so.
 # Usage: reproducibility_test.sh TRAIN ACTIVATION_FLOW CONFIG FLOW_FLAGS IDENTITY FILES...
-# FILES: the dense and mohd_x2 checkpoints' outputs, the graph's flow.csv and sharing.csv, the token shard
-# directories and the tokenizer files (picked by name).
+# FILES: seed 1's dense and mohd_x2 checkpoints' outputs (dense_s1, mohd_x2_s1), the graph's flow.csv and
+# sharing.csv of that seed, the token shard directories and the tokenizer files (picked by name).
 set -euo pipefail
 train=$1 flow=$2 config=$3 flow_flags=$4 identity=$5
 shift 5
 for f in "$@"; do
   case "$f" in
-    */dense.pt) dense_pt=$f ;;
-    */dense.csv) dense_csv=$f ;;
-    */mohd_x2.pt) x2_pt=$f ;;
+    */dense_s1.pt) dense_pt=$f ;;
+    */dense_s1.csv) dense_csv=$f ;;
+    */mohd_x2_s1.pt) x2_pt=$f ;;
     */flow.csv) flow_csv=$f ;;
     */sharing.csv) sharing_csv=$f ;;
     */train) train_dir=$f ;;

@@ -1,0 +1,69 @@
+// summary_table: trainer summaries and their merged configs as one tidy CSV
+// (one row per run) for the claims engine (analysis/claims).
+//
+//   summary_table --out=runs.csv
+//       --fields=validation_loss,validation_perplexity
+//       --config_fields=seed=runtime.seed,model.d_model
+//       a_s1.summary.textproto a_s1_config.textproto ...
+//
+// Errors are one line on stderr and a non-zero exit.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "tools/common/file_io.h"
+#include "tools/train/summary_table.h"
+
+ABSL_FLAG(std::string, out, "", "CSV path (default: stdout)");
+ABSL_FLAG(std::vector<std::string>, fields, {},
+          "TrainingSummary fields, each field or column=field");
+ABSL_FLAG(std::vector<std::string>, config_fields, {},
+          "ExperimentConfig dotted paths, each path or column=path (every "
+          "summary then needs the config of its name)");
+ABSL_FLAG(std::string, arm_column, "arm",
+          "Column of the run's name without its _s<N> seed suffix; empty: "
+          "none");
+
+namespace sparse_layers::train {
+namespace {
+
+absl::Status Run(const std::vector<std::string>& paths) {
+  if (paths.empty()) {
+    return absl::InvalidArgumentError("no summary or config files given");
+  }
+  SummaryTableOptions options;
+  options.fields = absl::GetFlag(FLAGS_fields);
+  options.config_fields = absl::GetFlag(FLAGS_config_fields);
+  options.arm_column = absl::GetFlag(FLAGS_arm_column);
+  absl::StatusOr<std::string> csv = SummaryTableFromFiles(options, paths);
+  if (!csv.ok()) return csv.status();
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty()) {
+    std::fputs(csv->c_str(), stdout);
+    return absl::OkStatus();
+  }
+  return WriteFileAtomically(out, *csv);
+}
+
+}  // namespace
+}  // namespace sparse_layers::train
+
+int main(int argc, char** argv) {
+  // No LibTorch here (tools/common:init would link it): a table needs none.
+  absl::SetProgramUsageMessage(
+      "summary_table --out=F.csv --fields=f,... [--config_fields=p,...] "
+      "SUMMARY_OR_CONFIG...");
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const absl::Status status = sparse_layers::train::Run(
+      std::vector<std::string>(args.begin() + 1, args.end()));
+  if (!status.ok()) {
+    std::fprintf(stderr, "summary_table: error: %s\n",
+                 std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
