@@ -3,8 +3,10 @@
 // patching of every ordered (clean, counterfactual) fact pair at each
 // position and block (and all blocks), the same with FFN-activation patching
 // on a dense-FFN model, and the nearest-neighbour agreement of gating vectors
-// by word class against a shuffled control. Writes recall.csv, patching.csv
-// and neighbours.csv.
+// by word class against a shuffled control. Writes recall.csv, patching.csv,
+// block_contrasts.csv (each single block's NIE beside the all-block NIE and
+// the best other block's, for sgatlin Fig. 7's block claims) and
+// neighbours.csv, every one tidy with the model's runtime.seed in `seed`.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -84,9 +86,9 @@ int64_t Predict(layers::GptImpl& model, const std::vector<int64_t>& prompt) {
   return model.forward(tokens)[0][-1].argmax().item<int64_t>();
 }
 
-// Facts usable for patching, grouped by prompt length: recalled, with the
-// shared prefix tokenised alike, so that within a group every position aligns
-// (the same subject token count).
+// Facts usable for patching, grouped by prompt length: selected (recalled),
+// with the shared prefix tokenised alike, so that within a group every
+// position aligns (the same subject token count).
 std::map<size_t, std::vector<const Fact*>> UsableFactsByLength(
     const std::vector<Fact>& facts, const std::vector<bool>& recalled,
     const std::vector<int64_t>& prefix) {
@@ -176,11 +178,13 @@ struct PooledEffect {
 // answer tokens, patched at each prefix position, the first and the last
 // subject token (<subject>: the paper's noun position, seed-sgatlin.md 6.6)
 // and the final token; effects pooled over the length groups by pair count.
-absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
-                      analysis::PatchKind kind, const std::vector<Fact>& facts,
+absl::Status Patching(const std::string& model_name, int64_t seed,
+                      layers::GptImpl& model, analysis::PatchKind kind,
+                      const std::vector<Fact>& facts,
                       const datasets::Tokenizer& tok,
                       const std::vector<int64_t>& prefix,
-                      std::string* recall_csv, std::string* patching_csv) {
+                      std::string* recall_csv, std::string* patching_csv,
+                      std::string* contrasts_csv) {
   torch::NoGradGuard no_grad;
   int correct = 0;
   std::vector<bool> recalled;
@@ -189,7 +193,8 @@ absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
     correct += ok;
     recalled.push_back(ok);
     // eos + prefix + subject + " is": the subject's token count.
-    absl::StrAppend(recall_csv, model_name, ",", f.subject, ",", f.answer, ",",
+    absl::StrAppend(recall_csv, seed, ",", model_name, ",", f.subject, ",",
+                    f.answer, ",",
                     static_cast<int64_t>(f.prompt.size()) -
                         static_cast<int64_t>(prefix.size()) - 1,
                     ",", ok ? 1 : 0, "\n");
@@ -207,10 +212,31 @@ absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
   labels[0] = "<bos>";
   const int first_label = static_cast<int>(labels.size());
   labels.insert(labels.end(), {"<subject_first>", "<subject>", "<final>"});
+  // Pairs of recalled facts; when there is none (a model that recalls at most
+  // one fact per prompt length, so at most a few of 50: the recall control
+  // then fails and the claims read NOT TESTABLE), every fact with an answer
+  // token, as the paper's code does, so that the tables are never empty.
+  std::string facts_used = "recalled";
+  auto groups = UsableFactsByLength(facts, recalled, prefix);
+  const auto has_pair = [](const auto& by_length) {
+    for (const auto& [length, group] : by_length) {
+      for (const Fact* a : group) {
+        for (const Fact* b : group) {
+          if (a->answer_id != b->answer_id) return true;
+        }
+      }
+    }
+    return false;
+  };
+  if (!has_pair(groups)) {
+    std::vector<bool> answerable;
+    for (const Fact& f : facts) answerable.push_back(f.answer_id >= 0);
+    groups = UsableFactsByLength(facts, answerable, prefix);
+    facts_used = "all";
+  }
   std::map<std::pair<int, int>, PooledEffect> pooled;  // (block set, label)
   std::string groups_log;
-  for (const auto& [length, group] :
-       UsableFactsByLength(facts, recalled, prefix)) {
+  for (const auto& [length, group] : groups) {
     std::vector<int64_t> clean, counterfactual, clean_answer, cf_answer;
     for (const Fact* a : group) {
       for (const Fact* b : group) {
@@ -261,15 +287,16 @@ absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
     }
   }
   std::fprintf(stderr,
-               "%s: recalls %d of %zu facts; patching pairs by prompt "
-               "length:%s\n",
-               model_name.c_str(), correct, facts.size(),
+               "%s: recalls %d of %zu facts; patching pairs of %s facts by "
+               "prompt length:%s\n",
+               model_name.c_str(), correct, facts.size(), facts_used.c_str(),
                groups_log.empty() ? " none" : groups_log.c_str());
+  const std::string patched =
+      kind == analysis::PatchKind::kRouting ? "routing" : "ffn_hidden";
   for (const auto& [cell, e] : pooled) {
     const double n = static_cast<double>(e.pairs);
     absl::StrAppend(
-        patching_csv, model_name, ",",
-        kind == analysis::PatchKind::kRouting ? "routing" : "ffn_hidden", ",",
+        patching_csv, seed, ",", model_name, ",", patched, ",", facts_used, ",",
         BlocksName(block_sets[cell.first], n_layers), ",", cell.second, ",",
         absl::StrReplaceAll(labels[cell.second], {{",", "<comma>"}}), ",",
         e.pairs, ",",
@@ -277,11 +304,37 @@ absl::Status Patching(const std::string& model_name, layers::GptImpl& model,
                         e.patched / n, e.clean / n, e.counterfactual / n),
         "\n");
   }
+  // Fig. 7's block claims as columns of each single block's row: the NIE of
+  // patching all blocks ("outsized") and of the best other single block
+  // ("strongest for the second layer"), at the same position.
+  const int all_set = n_layers > 1 ? n_layers : -1;
+  for (int b = 0; b < n_layers && all_set >= 0; ++b) {
+    for (size_t l = 0; l < labels.size(); ++l) {
+      const auto mean_nie = [&](int set) {
+        const PooledEffect& e = pooled.at({set, static_cast<int>(l)});
+        return e.nie / static_cast<double>(e.pairs);
+      };
+      if (!pooled.count({b, static_cast<int>(l)})) continue;
+      int best_other = -1;
+      for (int o = 0; o < n_layers; ++o) {
+        if (o != b && (best_other < 0 || mean_nie(o) > mean_nie(best_other))) {
+          best_other = o;
+        }
+      }
+      absl::StrAppend(
+          contrasts_csv, seed, ",", model_name, ",", patched, ",", facts_used,
+          ",", b, ",", absl::StrReplaceAll(labels[l], {{",", "<comma>"}}), ",",
+          pooled.at({b, static_cast<int>(l)}).pairs, ",",
+          absl::StrFormat("%.4f,%.4f,%d,%.4f", mean_nie(b), mean_nie(all_set),
+                          best_other, mean_nie(best_other)),
+          "\n");
+    }
+  }
   return absl::OkStatus();
 }
 
-absl::Status Neighbours(layers::GptImpl& model, const datasets::Tokenizer& tok,
-                        std::string* csv) {
+absl::Status Neighbours(int64_t seed, layers::GptImpl& model,
+                        const datasets::Tokenizer& tok, std::string* csv) {
   auto lexicon = BrownLexicon();
   if (!lexicon.ok()) return lexicon.status();
   auto shards = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
@@ -333,9 +386,9 @@ absl::Status Neighbours(layers::GptImpl& model, const datasets::Tokenizer& tok,
           indices, scores, width, *labels, k, 1);
       const size_t categories =
           std::set<int>(labels->begin(), labels->end()).size();
-      absl::StrAppend(csv, b, ",", kind, ",", kept.size(), ",", categories, ",",
-                      absl::StrFormat("%.4f,%.4f", a.agreement, a.shuffled),
-                      "\n");
+      absl::StrAppend(
+          csv, seed, ",", b, ",", kind, ",", kept.size(), ",", categories, ",",
+          absl::StrFormat("%.4f,%.4f", a.agreement, a.shuffled), "\n");
     }
   }
   return absl::OkStatus();
@@ -358,13 +411,17 @@ absl::Status Run() {
         tok->Encode(absl::StrCat(kPrefix, "X", kSuffix));
     prefix.insert(prefix.end(), probe.begin(), probe.end() - 2);
   }
-  std::string recall = "model,subject,answer,subject_tokens,recalled\n";
+  std::string recall = "seed,model,subject,answer,subject_tokens,recalled\n";
   std::string patching =
-      "model,patched,blocks,position,token,pairs,mean_nie,rank_flip_rate,"
+      "seed,model,patched,facts,blocks,position,token,pairs,mean_nie,"
+      "rank_flip_rate,"
       "mean_logit_difference,mean_logit_difference_clean,"
       "mean_logit_difference_counterfactual\n";
+  std::string contrasts =
+      "seed,model,patched,facts,block,token,pairs,mean_nie,all_blocks_nie,"
+      "best_other_block,best_other_block_nie\n";
   std::string neighbours =
-      "block,category,vectors,categories,agreement,shuffled_agreement\n";
+      "seed,block,category,vectors,categories,agreement,shuffled_agreement\n";
   auto sparse = train::LoadModel(absl::GetFlag(FLAGS_model));
   if (!sparse.ok()) return sparse.status();
   auto dense = train::LoadModel(absl::GetFlag(FLAGS_dense_model));
@@ -373,15 +430,18 @@ absl::Status Run() {
            std::tuple<std::string, train::LoadedModel*, analysis::PatchKind>>{
            {"sgatlin", &*sparse, analysis::PatchKind::kRouting},
            {"dense", &*dense, analysis::PatchKind::kFfnHidden}}) {
-    if (absl::Status s = Patching(name, *loaded->model, kind, *facts, *tok,
-                                  prefix, &recall, &patching);
+    if (absl::Status s = Patching(name, loaded->config.runtime().seed(),
+                                  *loaded->model, kind, *facts, *tok, prefix,
+                                  &recall, &patching, &contrasts);
         !s.ok()) {
       return s;
     }
   }
   {
     torch::NoGradGuard no_grad;
-    if (absl::Status s = Neighbours(*sparse->model, *tok, &neighbours); !s.ok())
+    if (absl::Status s = Neighbours(sparse->config.runtime().seed(),
+                                    *sparse->model, *tok, &neighbours);
+        !s.ok())
       return s;
   }
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
@@ -389,6 +449,7 @@ absl::Status Run() {
        std::vector<std::pair<std::string, std::string*>>{
            {"recall.csv", &recall},
            {"patching.csv", &patching},
+           {"block_contrasts.csv", &contrasts},
            {"neighbours.csv", &neighbours}}) {
     std::ofstream out(dir + "/" + file, std::ios::binary);
     out << *text;

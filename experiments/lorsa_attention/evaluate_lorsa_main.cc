@@ -1,17 +1,30 @@
 // evaluate_lorsa: the Lorsa experiment's measurements (seed-lorsa.md 3, 6.3)
 // on fitted Lorsa layers and attention-output TopK SAEs of one base model.
+// Every CSV is tidy (one observation a row) with the config's runtime.seed in
+// a `seed` column, read by the claims engine (analysis/claims).
 //   fits.csv:        per fit: pooled FVU, l0 and dead heads / latents on the
 //                    held-out attention cache of its block, CE of the base,
 //                    with that block's attention zero-ablated and with the
-//                    fit spliced in (the paper does not report the last).
+//                    fit spliced in (the paper does not report the last);
+//                    on_k_grid / at_layer_k mark the K sweep's block (Fig. 2)
+//                    and the per-layer K (Fig. 3).
 //   attribution.csv: per Lorsa fit and head active on >= --min_active held-
 //                    out tokens: the oblique-projection contributions of the
 //                    original heads (E.1) and the effective head count (E.2).
+//   attribution_shares.csv: per Lorsa fit, the share of those heads drawn
+//                    from 1, 2, 3 and 4+ original heads (Fig. 13).
 //   heads.csv:       induction and previous-token scores on repeated random
 //                    word-piece spans, for every MHSA head of the base model
 //                    (attention patterns) and every Lorsa head (z patterns).
-//   probe.csv:       the base model's next-token loss inside the first and
-//                    the second copy of those spans (in-context copying).
+//   probe_heads.csv: the MHSA heads' scores per probe sequence, the head with
+//                    the highest mean induction score marked.
+//   probe.csv:       per probe sequence, the base model's next-token loss
+//                    inside the first and the second copy of the span
+//                    (in-context copying).
+//   induction_heads.csv: per block, the best induction and previous-token
+//                    scores of the MHSA heads and of the Lorsa heads at the
+//                    per-layer K, the block of the strongest MHSA induction
+//                    head marked.
 //   top_activations.txt: for the best-scoring Lorsa heads of each kind, the
 //                    held-out contexts where z is largest.
 //
@@ -23,7 +36,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -154,14 +169,38 @@ absl::Status Run(const std::vector<std::string>& paths) {
   }
   auto fits = LoadFits(paths);
   if (!fits.ok()) return fits.status();
+  // Rows by method, block and K, the order the section's tables show them.
+  std::sort(fits->begin(), fits->end(), [](const Fit& a, const Fit& b) {
+    return std::make_tuple(a.method, a.spec.layer(), a.spec.top_k()) <
+           std::make_tuple(b.method, b.spec.layer(), b.spec.top_k());
+  });
   const int batches = absl::GetFlag(FLAGS_batches);
+  const int64_t seed = base->config.runtime().seed();
+  // The K sweep's block (Lorsa Fig. 2: the block fitted at the most K) and
+  // the per-layer K (Fig. 3: the K fitted at the most blocks); ties go to the
+  // smallest. The claims select their rows by these marks, at every scale.
+  std::map<int, std::set<int>> ks_of_block, blocks_of_k;
+  for (const Fit& fit : *fits) {
+    if (fit.method != "lorsa") continue;
+    ks_of_block[fit.spec.layer()].insert(fit.spec.top_k());
+    blocks_of_k[fit.spec.top_k()].insert(fit.spec.layer());
+  }
+  const auto most = [](const std::map<int, std::set<int>>& m) {
+    int best = -1;
+    size_t size = 0;
+    for (const auto& [key, values] : m) {
+      if (values.size() > size) best = key, size = values.size();
+    }
+    return best;
+  };
+  const int grid_block = most(ks_of_block), layer_k = most(blocks_of_k);
 
   // fits.csv
   const double ce_base = analysis::MeanCrossEntropy(model, *sampler, batches);
   std::map<int, double> ce_zero;
   std::string fits_csv =
-      "name,method,block,k,units,qk_heads,parameters,fvu,l0,dead_fraction,"
-      "ce_base,ce_zero_ablated,ce_spliced,ce_recovered\n";
+      "seed,name,method,block,k,units,qk_heads,parameters,fvu,l0,dead_fraction,"
+      "ce_base,ce_zero_ablated,ce_spliced,ce_recovered,on_k_grid,at_layer_k\n";
   for (Fit& fit : *fits) {
     const int block = fit.spec.layer();
     if (!caches.count(block)) {
@@ -198,10 +237,13 @@ absl::Status Run(const std::vector<std::string>& paths) {
     }
     const double ce = analysis::MeanCrossEntropy(spliced, *sampler, batches);
     absl::StrAppendFormat(
-        &fits_csv, "%s,%s,%d,%d,%d,%d,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f\n",
-        fit.name, fit.method, block, fit.spec.top_k(), units, qk_heads,
-        parameters, metrics.fvu, metrics.l0, metrics.dead_fraction, ce_base,
-        ce_zero[block], ce, analysis::CeRecovered(ce_base, ce_zero[block], ce));
+        &fits_csv,
+        "%d,%s,%s,%d,%d,%d,%d,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n",
+        fit.loaded.config.runtime().seed(), fit.name, fit.method, block,
+        fit.spec.top_k(), units, qk_heads, parameters, metrics.fvu, metrics.l0,
+        metrics.dead_fraction, ce_base, ce_zero[block], ce,
+        analysis::CeRecovered(ce_base, ce_zero[block], ce),
+        block == grid_block ? 1 : 0, fit.spec.top_k() == layer_k ? 1 : 0);
     std::fprintf(stderr, "evaluate_lorsa: %s FVU %.4f, CE %.4f (base %.4f)\n",
                  fit.name.c_str(), metrics.fvu, ce, ce_base);
   }
@@ -209,11 +251,13 @@ absl::Status Run(const std::vector<std::string>& paths) {
   // attribution.csv: oblique projection on held-out cache windows.
   const int64_t mhsa_heads = model.options().n_heads;
   std::string attribution_csv =
-      "name,block,k,head,active_tokens,effective_heads";
+      "seed,name,block,k,head,active_tokens,effective_heads";
   for (int64_t m = 0; m < mhsa_heads; ++m) {
     absl::StrAppend(&attribution_csv, ",mhsa_", m);
   }
   absl::StrAppend(&attribution_csv, ",coefficient_sum\n");
+  std::string shares_csv =
+      "seed,name,block,k,at_layer_k,original_heads,heads,share\n";
   for (Fit& fit : *fits) {
     layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
     if (!lorsa) continue;
@@ -248,17 +292,29 @@ absl::Status Run(const std::vector<std::string>& paths) {
     const torch::Tensor counts = attribution.ActiveCounts();
     const torch::Tensor effective =
         analysis::EffectiveHeadCounts(contributions);
+    // Heads by the number of original heads they draw on (Fig. 13's bins).
+    std::vector<int64_t> by_count(4, 0);
+    int64_t attributed = 0;
     for (int64_t h = 0; h < contributions.size(0); ++h) {
       if (counts[h].item<int64_t>() < absl::GetFlag(FLAGS_min_active)) continue;
-      absl::StrAppend(&attribution_csv, fit.name, ",", block, ",", k, ",", h,
-                      ",", counts[h].item<int64_t>(), ",",
-                      effective[h].item<int64_t>());
+      const int64_t n = effective[h].item<int64_t>();
+      ++by_count[std::clamp<int64_t>(n, 1, 4) - 1];
+      ++attributed;
+      absl::StrAppend(&attribution_csv, seed, ",", fit.name, ",", block, ",", k,
+                      ",", h, ",", counts[h].item<int64_t>(), ",", n);
       for (int64_t m = 0; m < mhsa_heads; ++m) {
         absl::StrAppendFormat(&attribution_csv, ",%.4f",
                               contributions[h][m].item<double>());
       }
       absl::StrAppendFormat(&attribution_csv, ",%.4f\n",
                             mean[h].sum().item<double>());
+    }
+    if (attributed == 0) continue;  // No share of nothing.
+    for (int c = 0; c < 4; ++c) {
+      absl::StrAppendFormat(&shares_csv, "%d,%s,%d,%d,%d,%s,%d,%.6f\n", seed,
+                            fit.name, block, k, k == layer_k ? 1 : 0,
+                            c < 3 ? absl::StrCat(c + 1) : "4+", by_count[c],
+                            static_cast<double>(by_count[c]) / attributed);
     }
   }
 
@@ -268,7 +324,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
       std::min<int64_t>(absl::GetFlag(FLAGS_probe_period), (length - 1) / 2);
   const torch::Tensor probe = ProbeTokens(*tok, period);
   std::string heads_csv =
-      "model,kind,block,head,induction,previous_token,induction_positions,"
+      "seed,model,kind,block,head,induction,previous_token,induction_positions,"
       "previous_token_positions\n";
   std::vector<torch::Tensor> patterns(model.blocks.size());
   for (size_t b = 0; b < model.blocks.size(); ++b) {
@@ -280,7 +336,11 @@ absl::Status Run(const std::vector<std::string>& paths) {
   }
   const torch::Tensor probe_logits = model.forward(probe);
   model.ClearHooks();
-  std::string probe_csv = "first_copy_loss,second_copy_loss\n";
+  const int64_t sequences = probe.size(0);
+  // Per probe sequence, so that the controls on the base model (it copies in
+  // context; it has an induction head) get an interval over sequences.
+  std::string probe_csv =
+      "seed,model,sequence,first_copy_loss,second_copy_loss\n";
   {
     // In-context copying: next-token loss inside the first copy of the span
     // against inside the second (the induction behaviour, Olsson et al.).
@@ -290,20 +350,69 @@ absl::Status Run(const std::vector<std::string>& paths) {
             probe.slice(1, 1).flatten(),
             torch::nn::functional::CrossEntropyFuncOptions().reduction(
                 torch::kNone))
-            .view({probe.size(0), -1});
-    absl::StrAppendFormat(&probe_csv, "%.4f,%.4f\n",
-                          nll.slice(1, 1, period).mean().item<double>(),
-                          nll.slice(1, period + 1).mean().item<double>());
-  }
-  for (size_t b = 0; b < model.blocks.size(); ++b) {
-    const torch::Tensor induction =
-        analysis::InductionScores(patterns[b], 1, period);
-    const torch::Tensor previous = analysis::PreviousTokenScores(patterns[b]);
-    for (int64_t h = 0; h < induction.size(0); ++h) {
-      absl::StrAppendFormat(&heads_csv, "base,mhsa,%d,%d,%.4f,%.4f,,\n", b, h,
-                            induction[h].item<double>(),
-                            previous[h].item<double>());
+            .view({sequences, -1});
+    const torch::Tensor first = nll.slice(1, 1, period).mean(1);
+    const torch::Tensor second = nll.slice(1, period + 1).mean(1);
+    for (int64_t i = 0; i < sequences; ++i) {
+      absl::StrAppendFormat(&probe_csv, "%d,base,%d,%.4f,%.4f\n", seed, i,
+                            first[i].item<double>(), second[i].item<double>());
     }
+  }
+  // MHSA scores per head and per (head, sequence); the strongest induction
+  // head is the one with the highest mean score over the probe.
+  std::vector<torch::Tensor> induction_by_sequence, previous_by_sequence;
+  int strongest_block = 0, strongest_head = 0;
+  double strongest = -1;
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    std::vector<torch::Tensor> induction, previous;
+    for (int64_t i = 0; i < sequences; ++i) {
+      const torch::Tensor pattern = patterns[b].slice(0, i, i + 1);
+      induction.push_back(analysis::InductionScores(pattern, 1, period));
+      previous.push_back(analysis::PreviousTokenScores(pattern));
+    }
+    induction_by_sequence.push_back(torch::stack(induction));  // (S, H)
+    previous_by_sequence.push_back(torch::stack(previous));
+    const torch::Tensor mean_induction = induction_by_sequence[b].mean(0);
+    const torch::Tensor mean_previous = previous_by_sequence[b].mean(0);
+    for (int64_t h = 0; h < mean_induction.size(0); ++h) {
+      absl::StrAppendFormat(&heads_csv, "%d,base,mhsa,%d,%d,%.4f,%.4f,,\n",
+                            seed, b, h, mean_induction[h].item<double>(),
+                            mean_previous[h].item<double>());
+      if (mean_induction[h].item<double>() > strongest) {
+        strongest = mean_induction[h].item<double>();
+        strongest_block = static_cast<int>(b), strongest_head = h;
+      }
+    }
+  }
+  std::string probe_heads_csv =
+      "seed,model,block,head,sequence,induction,previous_token,"
+      "strongest_induction_head\n";
+  std::string induction_csv =
+      "seed,block,model,fit,best_induction,best_induction_head,"
+      "best_previous_token,best_previous_token_head,scored_heads,"
+      "induction_heads,strongest_mhsa_block\n";
+  for (size_t b = 0; b < model.blocks.size(); ++b) {
+    const torch::Tensor& induction = induction_by_sequence[b];
+    const torch::Tensor& previous = previous_by_sequence[b];
+    for (int64_t h = 0; h < induction.size(1); ++h) {
+      for (int64_t i = 0; i < sequences; ++i) {
+        absl::StrAppendFormat(
+            &probe_heads_csv, "%d,base,%d,%d,%d,%.4f,%.4f,%d\n", seed, b, h, i,
+            induction[i][h].item<double>(), previous[i][h].item<double>(),
+            static_cast<int>(b) == strongest_block && h == strongest_head ? 1
+                                                                          : 0);
+      }
+    }
+    const torch::Tensor mean_induction = induction.mean(0);
+    const torch::Tensor mean_previous = previous.mean(0);
+    absl::StrAppendFormat(
+        &induction_csv, "%d,%d,mhsa,base,%.4f,%d,%.4f,%d,%d,%d,%d\n", seed, b,
+        mean_induction.max().item<double>(),
+        mean_induction.argmax().item<int64_t>(),
+        mean_previous.max().item<double>(),
+        mean_previous.argmax().item<int64_t>(), mean_induction.size(0),
+        (mean_induction >= 0.5).sum().item<int64_t>(),
+        static_cast<int>(b) == strongest_block ? 1 : 0);
   }
   std::string listing;
   for (Fit& fit : *fits) {
@@ -321,10 +430,28 @@ absl::Status Run(const std::vector<std::string>& paths) {
       if (n_ind + n_prev == 0) continue;
       const double ind = scores.induction[h].item<double>();
       const double prev = scores.previous_token[h].item<double>();
-      absl::StrAppendFormat(&heads_csv, "%s,lorsa,%d,%d,%.4f,%.4f,%d,%d\n",
-                            fit.name, block, h, ind, prev, n_ind, n_prev);
+      absl::StrAppendFormat(&heads_csv, "%d,%s,lorsa,%d,%d,%.4f,%.4f,%d,%d\n",
+                            fit.loaded.config.runtime().seed(), fit.name, block,
+                            h, ind, prev, n_ind, n_prev);
       if (n_ind >= 10) best_induction.push_back({ind, h});
       if (n_prev >= 10) best_previous.push_back({prev, h});
+    }
+    if (fit.spec.top_k() == layer_k) {
+      // Best heads among those active on >= 10 probe positions; a fit with
+      // none scores 0 (no head of that kind found), head -1.
+      const auto best = [](const std::vector<std::pair<double, int64_t>>& v) {
+        return v.empty() ? std::pair<double, int64_t>{0.0, -1}
+                         : *std::max_element(v.begin(), v.end());
+      };
+      int64_t above_half = 0;
+      for (const auto& [score, head] : best_induction)
+        above_half += score >= 0.5;
+      absl::StrAppendFormat(
+          &induction_csv, "%d,%d,lorsa,%s,%.4f,%d,%.4f,%d,%d,%d,%d\n",
+          fit.loaded.config.runtime().seed(), block, fit.name,
+          best(best_induction).first, best(best_induction).second,
+          best(best_previous).first, best(best_previous).second,
+          best_induction.size(), above_half, block == strongest_block ? 1 : 0);
     }
     // Top activations of the 3 best heads of each kind on held-out windows.
     const int listing_windows = absl::GetFlag(FLAGS_listing_windows);
@@ -375,8 +502,11 @@ absl::Status Run(const std::vector<std::string>& paths) {
        std::vector<std::pair<std::string, std::string*>>{
            {"fits.csv", &fits_csv},
            {"attribution.csv", &attribution_csv},
+           {"attribution_shares.csv", &shares_csv},
            {"heads.csv", &heads_csv},
+           {"probe_heads.csv", &probe_heads_csv},
            {"probe.csv", &probe_csv},
+           {"induction_heads.csv", &induction_csv},
            {"top_activations.txt", &listing}}) {
     if (absl::Status s = WriteFileAtomically(dir + "/" + file, *text);
         !s.ok()) {
