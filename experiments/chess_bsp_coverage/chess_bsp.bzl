@@ -1,5 +1,6 @@
-"""chess_model: one chess GPT of the BSP study as build targets: <name>_config, <name> (lm_checkpoint) and
-<name>_bsp (its coverage / reconstruction CSV); chess_control: the same metrics for a random initialisation."""
+"""chess_model: one chess GPT of the MoE-X (arXiv:2503.07639) BSP study as build targets: <name>_config,
+<name> (lm_checkpoint) and <name>_bsp (its coverage / reconstruction CSV, with the config's seed);
+chess_control: the same metrics for a random initialisation of a model's config."""
 
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")

@@ -1,9 +1,12 @@
 // Evaluates one chess model's FFN hidden units as board-state-property
-// classifiers (seed-moex.md 3.4-3.8, 6.3): for every layer, coverage and board
-// reconstruction in the paper's and the evaluation code's variants, on the
-// masked-blank and masked-blank-and-initial BSP sets; l0 of the hidden code;
-// for mixtures, the correlation of the router score with each expert's true
-// l0. Without --checkpoint the model is the randomly initialised control.
+// classifiers (MoE-X arXiv:2503.07639 Sec. 3.1, App. B): for every layer,
+// coverage and board reconstruction in the paper's and the evaluation code's
+// variants, on the masked-blank and masked-blank-and-initial BSP sets; l0 of
+// the hidden code; for mixtures, the correlation of the router score with each
+// expert's true l0 (Fig. 9). Without --checkpoint the model is the randomly
+// initialised control. Every row carries the config's runtime.seed (`seed`,
+// the claims engine's seed column) and whether its block is the paper's
+// reading depth (`headline_block`).
 #include <cmath>
 #include <cstdio>
 
@@ -98,6 +101,10 @@ torch::Tensor Properties(const std::vector<analysis::ChessBoard>& boards,
   return torch::stack(rows);
 }
 
+// The block the paper reads, as the same share of the depth: layer 6 of 8
+// (MoE-X Sec. 3.1; App. A Fig. 11), 0-indexed; block 2 of a 4-block model.
+int HeadlineBlock(int n_layers) { return (3 * n_layers + 3) / 4 - 1; }
+
 double Pearson(const torch::Tensor& a, const torch::Tensor& b) {
   const torch::Tensor x = a.to(torch::kDouble) - a.to(torch::kDouble).mean();
   const torch::Tensor y = b.to(torch::kDouble) - b.to(torch::kDouble).mean();
@@ -113,15 +120,18 @@ absl::Status Run() {
     return s;
   }
   std::shared_ptr<layers::GptImpl> model;
+  uint64_t seed = 0;
   if (const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
       !checkpoint.empty()) {
     auto loaded = train::LoadModel(checkpoint);
     if (!loaded.ok()) return loaded.status();
     model = loaded->model;
+    seed = loaded->config.runtime().seed();
   } else {  // A random initialisation of the config's model (the controls).
     auto config = config::LoadExperimentConfig({absl::GetFlag(FLAGS_config)});
     if (!config.ok()) return config.status();
-    torch::manual_seed(config->runtime().seed());
+    seed = config->runtime().seed();
+    torch::manual_seed(seed);
     auto options = layers::GptOptionsFromConfig(config->model());
     if (!options.ok()) return options.status();
     auto created = layers::GptImpl::Create(*options);
@@ -150,8 +160,9 @@ absl::Status Run() {
       "reconstruction_code,reconstruction_paper,best_t_coverage,"
       "best_t_reconstruction,live_features,features,l0_per_token,"
       "router_l0_pearson_pairs,router_l0_pearson_experts,"
-      "sparsest_k_agreement\n";
+      "sparsest_k_agreement,headline_block,seed\n";
   const std::vector<double> thresholds = analysis::DefaultThresholds();
+  const int headline = HeadlineBlock(static_cast<int>(model->blocks.size()));
   // The boards' properties are the same for every layer: built once per set.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> properties;
   for (const bool mask_initial : {false, true}) {
@@ -199,7 +210,7 @@ absl::Status Run() {
           &csv,
           absl::StrFormat(
               "%s,%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.1f,%.1f,%d,%d,%.3f,%.4f,%.4f,"
-              "%.4f\n",
+              "%.4f,%d,%d\n",
               absl::GetFlag(FLAGS_name), model->options().ffn, l,
               mask_initial ? "masked_blank_and_initial" : "masked_blank",
               coverage.coverage_code, coverage.coverage_paper,
@@ -208,7 +219,7 @@ absl::Status Run() {
               thresholds[coverage.best_threshold_code],
               thresholds[reconstruction.best_threshold_code],
               coverage.live_features, maxima.numel(), l0, pairs_r, experts_r,
-              agreement));
+              agreement, static_cast<int>(l) == headline ? 1 : 0, seed));
     }
   }
   std::fputs(csv.c_str(), stderr);

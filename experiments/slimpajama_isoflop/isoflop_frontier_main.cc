@@ -1,0 +1,64 @@
+// isoflop_frontier: the isoflop study's derived tables (isoflop_frontier.h)
+// from the runs' tidy CSV, for the claims engine.
+//
+//   isoflop_frontier --runs=runs.csv --runs_out=isoflop.csv
+//                    --frontier_out=frontier.csv
+//
+// Errors are one line on stderr and a non-zero exit.
+#include <cstdio>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "analysis/claims/tidy_table.h"
+#include "experiments/slimpajama_isoflop/isoflop_frontier.h"
+#include "tools/common/file_io.h"
+
+ABSL_FLAG(std::string, runs, "",
+          "Tidy CSV of the runs (//tools/train:summary_table).");
+ABSL_FLAG(std::string, runs_out, "", "The runs with compute_sparsity.");
+ABSL_FLAG(std::string, frontier_out, "", "Best run per (ffn, budget, seed).");
+
+namespace sparse_layers::experiments {
+namespace {
+
+absl::Status Run() {
+  const std::string path = absl::GetFlag(FLAGS_runs);
+  if (path.empty() || absl::GetFlag(FLAGS_runs_out).empty() ||
+      absl::GetFlag(FLAGS_frontier_out).empty()) {
+    return absl::InvalidArgumentError(
+        "--runs, --runs_out and --frontier_out are required");
+  }
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  auto runs = claims::TidyTable::Parse(*text, path);
+  if (!runs.ok()) return runs.status();
+  auto tables = IsoflopFrontier(*runs);
+  if (!tables.ok()) return tables.status();
+  if (absl::Status s =
+          WriteFileAtomically(absl::GetFlag(FLAGS_runs_out), tables->runs);
+      !s.ok()) {
+    return s;
+  }
+  return WriteFileAtomically(absl::GetFlag(FLAGS_frontier_out),
+                             tables->frontier);
+}
+
+}  // namespace
+}  // namespace sparse_layers::experiments
+
+int main(int argc, char** argv) {
+  // No LibTorch here (tools/common:init would link it): a table needs none.
+  absl::SetProgramUsageMessage(
+      "isoflop_frontier --runs=F --runs_out=F --frontier_out=F");
+  absl::ParseCommandLine(argc, argv);
+  const absl::Status status = sparse_layers::experiments::Run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "isoflop_frontier: error: %s\n",
+                 std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
