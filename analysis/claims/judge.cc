@@ -98,6 +98,21 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
   return section;
 }
 
+absl::StatusOr<std::string> Verify(const std::string& claims_path,
+                                   const std::string& verdicts_path,
+                                   int min_n) {
+  auto claims = LoadClaimSet(claims_path);
+  if (!claims.ok()) return claims.status();
+  auto verdicts = TidyTable::ReadConcatenated({verdicts_path});
+  if (!verdicts.ok()) return verdicts.status();
+  verdicts->set_name(verdicts_path);
+  auto checked = VerifyVerdicts(*claims, *verdicts, min_n);
+  if (!checked.ok()) return checked.status();
+  return absl::StrCat(verdicts_path, ": ", *checked,
+                      " controls and claims, one verdict each",
+                      min_n > 0 ? absl::StrCat(", n >= ", min_n) : "", "\n");
+}
+
 absl::StatusOr<std::string> Summarize(
     const std::vector<std::string>& verdict_paths) {
   std::vector<TidyTable> tables;

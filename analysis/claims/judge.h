@@ -32,6 +32,11 @@ absl::StatusOr<std::pair<std::string, std::vector<std::string>>> ParseTableFlag(
 // <out_dir>/verdicts.csv. Returns the section's Markdown.
 absl::StatusOr<std::string> Judge(const JudgeOptions& options);
 
+// VerifyVerdicts of <section>/verdicts.csv against the claims file; a line
+// saying what was checked.
+absl::StatusOr<std::string> Verify(const std::string& claims_path,
+                                   const std::string& verdicts_path, int min_n);
+
 // The summary rows of several verdicts.csv files (SummarizeVerdicts).
 absl::StatusOr<std::string> Summarize(
     const std::vector<std::string>& verdict_paths);

@@ -56,6 +56,12 @@ test -s "$dir/out/ce.svg" || fail "no figure"
 grep -q 'mxd,2,4.02,' "$dir/out/ce.points.csv" || fail "figure points"
 "$judge" --summarize "$dir/out/verdicts.csv" | grep -qxF '| [toy](#toy) | 1 | 0 | 0 | 1 | 1 / 2 |' || fail "summary"
 
+# --verify: the section's verdicts against its claims file (what every experiment's smoke test runs).
+"$judge" --verify --claims="$dir/claims.textproto" --min_n=3 "$dir/out/verdicts.csv" | grep -q '4 controls and claims' ||
+  fail "verify"
+grep -v ',C2,' "$dir/out/verdicts.csv" >"$dir/dropped.csv"
+sed 's/,DOES NOT HOLD,/,FAILS,/' "$dir/out/verdicts.csv" >"$dir/unknown.csv"
+
 # Bad input: one line on stderr, exit 1, for each.
 expect_error() {
   local want=$1
@@ -74,4 +80,7 @@ printf 'method,k,seed,ce\n' >"$dir/other.csv"
 expect_error "differs from" --claims="$dir/claims.textproto" --out_dir="$dir/out" --plot="$plot" \
   --table=frontier.csv="$dir/a.csv,$dir/other.csv"
 expect_error "unknown flag" --bogus
+expect_error "claim C2 has 0 summary rows" --verify --claims="$dir/claims.textproto" "$dir/dropped.csv"
+expect_error "verdict 'FAILS' is not in the vocabulary" --verify --claims="$dir/claims.textproto" "$dir/unknown.csv"
+expect_error "rests on n = 3, fewer than 4" --verify --claims="$dir/claims.textproto" --min_n=4 "$dir/out/verdicts.csv"
 echo "judge_claims_cli_test: passed"

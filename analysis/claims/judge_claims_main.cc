@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/claims/judge.h"
 
@@ -29,13 +30,15 @@ int Fail(const absl::Status& status) {
 constexpr char kUsage[] =
     "usage: judge_claims --claims=F --out_dir=D [--plot=P] "
     "--table=NAME=FILE[,FILE...]...\n"
-    "       judge_claims --summarize VERDICTS.csv...\n";
+    "       judge_claims --summarize VERDICTS.csv...\n"
+    "       judge_claims --verify --claims=F [--min_n=N] VERDICTS.csv\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   sparse_layers::claims::JudgeOptions options;
-  bool summarize = false;
+  bool summarize = false, verify = false;
+  int min_n = 0;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -47,6 +50,12 @@ int main(int argc, char** argv) {
       return 0;
     } else if (arg == "--summarize") {
       summarize = true;
+    } else if (arg == "--verify") {
+      verify = true;
+    } else if (absl::StartsWith(arg, "--min_n=")) {
+      if (!absl::SimpleAtoi(value("--min_n="), &min_n)) {
+        return Fail(absl::InvalidArgumentError("--min_n takes a whole number"));
+      }
     } else if (absl::StartsWith(arg, "--claims=")) {
       options.claims_path = value("--claims=");
     } else if (absl::StartsWith(arg, "--out_dir=")) {
@@ -71,6 +80,17 @@ int main(int argc, char** argv) {
     auto summary = sparse_layers::claims::Summarize(positional);
     if (!summary.ok()) return Fail(summary.status());
     std::cout << *summary;
+    return 0;
+  }
+  if (verify) {
+    if (positional.size() != 1 || options.claims_path.empty()) {
+      return Fail(absl::InvalidArgumentError(
+          "--verify needs --claims and one verdicts.csv"));
+    }
+    auto checked = sparse_layers::claims::Verify(options.claims_path,
+                                                 positional[0], min_n);
+    if (!checked.ok()) return Fail(checked.status());
+    std::cout << *checked;
     return 0;
   }
   if (!positional.empty())

@@ -512,4 +512,66 @@ absl::StatusOr<std::string> SummarizeVerdicts(
   return out;
 }
 
+absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
+                                   const TidyTable& verdicts, int min_n) {
+  std::map<std::string, std::string> kind_of;
+  for (const Claim& control : claims.controls())
+    kind_of[control.id()] = "control";
+  for (const Claim& claim : claims.claims()) kind_of[claim.id()] = "claim";
+  int columns[6];
+  const char* names[6] = {"experiment", "kind", "id", "level", "verdict", "n"};
+  for (int i = 0; i < 6; ++i) {
+    auto index = verdicts.Column(names[i]);
+    if (!index.ok()) return index.status();
+    columns[i] = *index;
+  }
+  std::map<std::string, int> summary_rows;
+  for (const auto& row : verdicts.rows()) {
+    const std::string& id = row[columns[2]];
+    auto it = kind_of.find(id);
+    if (row[columns[0]] != claims.experiment()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(verdicts.name(), ": experiment '", row[columns[0]],
+                       "', not '", claims.experiment(), "'"));
+    }
+    if (it == kind_of.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          verdicts.name(), ": '", id, "' is not in the claims file"));
+    }
+    if (row[columns[1]] != it->second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(verdicts.name(), ": ", id, " is a ", it->second,
+                       ", not a ", row[columns[1]]));
+    }
+    const std::string& v = row[columns[4]];
+    if (v != VerdictName(Verdict::kHolds) &&
+        v != VerdictName(Verdict::kDoesNotHold) &&
+        v != VerdictName(Verdict::kUnresolved) &&
+        v != VerdictName(Verdict::kNotTestable)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(verdicts.name(), ": ", id, ": verdict '", v,
+                       "' is not in the vocabulary"));
+    }
+    if (row[columns[3]].empty()) ++summary_rows[id];
+    if (min_n > 0 && !row[columns[5]].empty()) {
+      auto n =
+          ParseNumber(row[columns[5]], absl::StrCat(verdicts.name(), " ", id));
+      if (!n.ok()) return n.status();
+      if (*n < min_n) {
+        return absl::InvalidArgumentError(absl::StrCat(verdicts.name(), ": ",
+                                                       id, " rests on n = ", *n,
+                                                       ", fewer than ", min_n));
+      }
+    }
+  }
+  for (const auto& [id, kind] : kind_of) {
+    if (summary_rows[id] != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(verdicts.name(), ": ", kind, " ", id, " has ",
+                       summary_rows[id], " summary rows, not 1"));
+    }
+  }
+  return static_cast<int>(kind_of.size());
+}
+
 }  // namespace sparse_layers::claims

@@ -54,6 +54,14 @@ TidyTable VerdictsTable(const std::string& experiment,
 absl::StatusOr<std::string> SummarizeVerdicts(
     const std::vector<TidyTable>& verdicts);
 
+// Checks a section's verdicts.csv against its claims file, as smoke tests need:
+// every control and claim has exactly one summary row of the right kind, no row
+// names an unknown id, every verdict is in the vocabulary, and every interval
+// rests on at least `min_n` observations (0: no check). Returns how many were
+// checked.
+absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
+                                   const TidyTable& verdicts, int min_n);
+
 }  // namespace sparse_layers::claims
 
 #endif  // SPARSE_LAYERS_ANALYSIS_CLAIMS_SECTION_RENDERER_H_

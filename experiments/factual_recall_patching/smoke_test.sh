@@ -36,14 +36,9 @@ awk -F, -v a="$(col "$neighbours" agreement)" -v s="$(col "$neighbours" shuffled
   NR > 1 { if ($a < 0 || $a > 1 || $s < 0 || $s > 1) { print "agreement out of [0, 1]: " $0; bad = 1 } }
   END { exit bad }' "$neighbours" || fail "neighbours.csv"
 
-# Every claim and control judged, each with one of the engine's four verdicts (the character class keeps
-# the acceptance grep for verdict words in scripts quiet: this script only checks that a verdict exists).
-verdict='(HOLD[S]|DOES NOT HOLD|UNRESOLVED|NOT TESTABLE)'
-for id in sgatlin_recalls dense_ffn_patching_moves_answer gates_cluster_by_word_class patching_moves_answer \
-  subject_beats_final all_blocks_outsized second_block_strongest; do
-  grep -Eq "^factual_recall_patching,(claim|control),$id,.*,$verdict," "$out/verdicts.csv" || fail "no verdict for $id"
-  grep -q -- "- $id " "$out/section.md" || fail "no verdict line for $id in section.md"
-done
+# The engine checks the verdicts against the claims file: every control and claim once, each verdict in
+# its vocabulary (judge_claims --verify, analysis/claims).
+"$2" --verify --claims="$3" "$out/verdicts.csv" || fail "verdicts.csv"
 # Every table of claims.textproto rendered, the figures and heat maps drawn.
 [[ "$(grep -c '^|---|' "$out/section.md")" -eq "$(grep -c '^tables {' "$out/claims.textproto")" ]] ||
   fail "not every table rendered"

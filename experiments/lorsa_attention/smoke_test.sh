@@ -46,15 +46,9 @@ awk -F, -v n="$(col "$shares" name)" -v s="$(col "$shares" share)" '
   fail "attribution_shares.csv: a fit's shares do not cover 4 bins summing to 1"
 [[ "$(rows "$out/induction_heads.csv")" -eq 8 ]] || fail "expected MHSA and Lorsa rows for 4 blocks in induction_heads.csv"
 
-# Every claim and control judged, each with one of the engine's four verdicts (the character class keeps
-# the acceptance grep for verdict words in scripts quiet: this script only checks that a verdict exists).
-verdict='(HOLD[S]|DOES NOT HOLD|UNRESOLVED|NOT TESTABLE)'
-for id in base_copies_in_context base_has_induction_head sae_reconstructs attention_matters lorsa_reconstructs \
-  sae_beats_lorsa gap_widens_with_k fvu_correlates_across_blocks most_lorsa_heads_dead most_sae_latents_dead \
-  one_head_share two_head_share three_head_share lorsa_finds_induction_head; do
-  grep -Eq "^lorsa_attention,(claim|control),$id,.*,$verdict," "$out/verdicts.csv" || fail "no verdict for $id"
-  grep -q -- "- $id " "$out/section.md" || fail "no verdict line for $id in section.md"
-done
+# The engine checks the verdicts against the claims file: every control and claim once, each verdict in
+# its vocabulary (judge_claims --verify, analysis/claims).
+"$2" --verify --claims="$3" "$out/verdicts.csv" || fail "verdicts.csv"
 [[ "$(grep -c ',claim,' "$out/verdicts.csv")" -ge 10 ]] || fail "verdicts.csv: expected the 10 claims"
 # Every table of claims.textproto rendered, both figures drawn, the listing printed.
 [[ "$(grep -c '^|---|' "$out/section.md")" -eq "$(grep -c '^tables {' "$out/claims.textproto")" ]] ||

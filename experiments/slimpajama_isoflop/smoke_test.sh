@@ -28,17 +28,9 @@ awk -F, -v arm="$(col "$csv" arm)" -v seed="$(col "$csv" seed)" -v budget="$(col
         exit bad }' "$csv" || fail "isoflop.csv"
 frontier=$(($(wc -l < "$section/frontier.csv") - 1))
 [[ "$frontier" -eq 13 ]] || fail "expected 9 (FFN type, budget) curves + 4 ablations in frontier.csv, got $frontier"
-# Every claim id has a row in verdicts.csv (id is its third, unquoted field).
-for id in $(grep -oE '^  id: "[^"]+"' "$section/claims.textproto" | cut -d'"' -f2); do
-  cut -d, -f3 "$section/verdicts.csv" | grep -qx "$id" || fail "verdicts.csv has no row for $id"
-done
-# judge_claims --summarize accepted every verdict (vocabulary) and counted each claim and control once.
-claims=$(grep -c '^claims {' "$section/claims.textproto")
-controls=$(grep -c '^controls {' "$section/claims.textproto" || true)
-awk -F'|' -v claims="$claims" -v controls="$controls" '/slimpajama_isoflop/ {
-    n = $3 + $4 + $5 + $6; split($7, c, "/"); found = 1
-    if (n != claims || c[2] + 0 != controls) { print "summary counts " n " claims, " c[2] " controls"; exit 1 } }
-  END { exit !found }' "$section/summary.md" || fail "summary.md"
+# The engine checks the verdicts against the claims file: every control and claim once, each verdict in
+# its vocabulary (judge_claims --verify, analysis/claims).
+"$2" --verify --claims="$3" "$section/verdicts.csv" || fail "verdicts.csv"
 # Every table and figure of the claims file is in the section.
 grep -oE '^  title: "[^"]+"' "$section/claims.textproto" | cut -d'"' -f2 | while IFS= read -r title; do
   grep -qF "$title" "$section/section.md" || fail "section.md lacks '$title'"

@@ -9,7 +9,8 @@ defines
                            identity, scale, wall time)
   <name>          (run)    prints section.md and copies the folder to <name>_report/ where bazel was run
   <name>_smoke_test        smoke_test.sh on the section built at the test's scale (smoke in `bazel test`)
-report.sh is called as `report.sh <out_dir> <tools...> <results...>`; smoke_test.sh gets the section folder.
+report.sh is called as `report.sh <out_dir> <tools...> <results...>`; smoke_test.sh gets the section folder, the
+claims engine and the claims file.
 """
 
 load("//tools/scale:scale.bzl", "by_scale")
@@ -47,7 +48,8 @@ report_section = rule(
     },
 )
 
-def experiment_report(name, results, tools = [], script = "report.sh", smoke_test = "smoke_test.sh"):
+def experiment_report(name, results, tools = [], script = "report.sh", smoke_test = "smoke_test.sh",
+                      claims = "claims.textproto"):
     report_section(
         name = name + "_section",
         script = script,
@@ -62,10 +64,20 @@ def experiment_report(name, results, tools = [], script = "report.sh", smoke_tes
         args = ["$(location :%s_section)" % name, name],
         data = [":%s_section" % name],
     )
+    # The smoke test gets the section, the claims engine and the claims file, so that it checks the section's
+    # verdicts with `judge_claims --verify` rather than its own reading of verdicts.csv.
     native.sh_test(
         name = name + "_smoke_test",
         size = "medium",
         srcs = [smoke_test],
-        args = ["$(location :%s_section)" % name],
-        data = [":%s_section" % name],
+        args = [
+            "$(location :%s_section)" % name,
+            "$(location //analysis/claims:judge_claims)",
+            "$(location %s)" % claims,
+        ],
+        data = [
+            ":%s_section" % name,
+            "//analysis/claims:judge_claims",
+            claims,
+        ],
     )
