@@ -20,6 +20,10 @@ namespace {
 std::string Number(double value, int digits = 4) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  // Counts (parameters, tokens) print whole, not as 1.1526e+05.
+  if (value == std::floor(value) && std::fabs(value) < 1e15) {
+    return absl::StrFormat("%.0f", value);
+  }
   return absl::StrFormat("%.*g", digits, value);
 }
 
@@ -250,9 +254,6 @@ absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
   }
   if (!spec.caption().empty())
     absl::StrAppend(&out, "\n", spec.caption(), "\n");
-  absl::StrAppend(&out,
-                  "\nCells: mean ± half-width of the 95% t interval over seeds "
-                  "(n seeds; a bare mean when n = 1).\n");
   return out;
 }
 
@@ -349,6 +350,11 @@ absl::StatusOr<std::string> RenderSection(
   std::string out;
   for (const std::string& paragraph : claims.preamble())
     absl::StrAppend(&out, paragraph, "\n\n");
+  if (claims.tables_size() > 0) {
+    absl::StrAppend(&out,
+                    "Table cells: mean ± half-width of the 95% t interval "
+                    "over seeds; n: seeds (a bare mean when n = 1).\n\n");
+  }
   for (const TableSpec& spec : claims.tables()) {
     auto table = RenderTable(spec, tables);
     if (!table.ok()) return table.status();
