@@ -15,10 +15,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string SeedColumn(const std::string& column) {
-  return column.empty() ? "seed" : column;
-}
-
 absl::StatusOr<const TidyTable*> FindTable(const Tables& tables,
                                            const std::string& name,
                                            const std::string& who) {
@@ -53,7 +49,7 @@ struct Sides {
 
 absl::StatusOr<Sides> CollectSides(const Claim& claim, const TidyTable& table,
                                    const std::string& level) {
-  const std::string seed = SeedColumn(claim.seed_column());
+  const std::string seed = SeedColumnOrDefault(claim.seed_column());
   Sides sides;
   auto a = SeedMeans(table, claim.where(), seed, claim.arm_column(), claim.a(),
                      claim.over(), level, claim.metric(), claim.average_over());
@@ -78,9 +74,9 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
   LevelResult out;
   const Effect effect =
       claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
-  std::vector<double> a_values, b_values, paired;
-  for (const auto& [seed, value] : sides.a) a_values.push_back(value);
-  for (const auto& [seed, value] : sides.b) b_values.push_back(value);
+  const std::vector<double> a_values = SeedValues(sides.a);
+  const std::vector<double> b_values = SeedValues(sides.b);
+  std::vector<double> paired;
   if (sides.against_reference) {
     for (double a : a_values)
       paired.push_back(EffectOf(a, claim.reference_value(), effect));
@@ -107,8 +103,7 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
   out.method = IntervalMethod::kWelchT;
   out.effect = WelchInterval(a_values, b_values, kConfidence);
   if (effect == RELATIVE_DIFFERENCE && !b_values.empty()) {
-    double mean_b = 0.0;
-    for (double b : b_values) mean_b += b / b_values.size();
+    const double mean_b = Mean(b_values);
     out.effect.estimate /= mean_b;
     out.effect.low /= mean_b;
     out.effect.high /= mean_b;
@@ -304,11 +299,8 @@ absl::StatusOr<ClaimResult> JudgeCorrelation(const Claim& claim,
           "claim ", claim.id(), ": CORRELATION needs b or b_metric"));
     }
     if (sides->a.empty() || sides->b.empty()) continue;
-    double mean_a = 0.0, mean_b = 0.0;
-    for (const auto& [seed, v] : sides->a) mean_a += v / sides->a.size();
-    for (const auto& [seed, v] : sides->b) mean_b += v / sides->b.size();
-    xs.push_back(mean_a);
-    ys.push_back(mean_b);
+    xs.push_back(Mean(SeedValues(sides->a)));
+    ys.push_back(Mean(SeedValues(sides->b)));
   }
   LevelResult level_result;
   level_result.effect = CorrelationInterval(xs, ys, kConfidence);
@@ -338,7 +330,7 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
   auto table = FindTable(tables, table_name,
                          absl::StrCat("claim ", claim.id(), " precondition"));
   if (!table.ok()) return table.status();
-  const std::string seed = SeedColumn(claim.seed_column());
+  const std::string seed = SeedColumnOrDefault(claim.seed_column());
   switch (precondition.kind()) {
     case Precondition::INTERIOR_OPTIMUM: {
       // Groups: distinct combinations of group_by among the filtered rows.
@@ -372,9 +364,7 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
               SeedMeans(**table, where, seed, "", "", precondition.over(),
                         level, precondition.metric(), {});
           if (!by_seed.ok()) return by_seed.status();
-          double mean = 0.0;
-          for (const auto& [s, v] : *by_seed) mean += v / by_seed->size();
-          means.push_back(mean);
+          means.push_back(Mean(SeedValues(*by_seed)));
         }
         const bool lower = precondition.better() != HIGHER_IS_BETTER;
         const size_t best =
@@ -440,6 +430,24 @@ const char* VerdictName(Verdict verdict) {
       return "NOT TESTABLE";
   }
   return "?";
+}
+
+bool IsVerdictName(absl::string_view name) {
+  for (Verdict verdict : {Verdict::kHolds, Verdict::kDoesNotHold,
+                          Verdict::kUnresolved, Verdict::kNotTestable}) {
+    if (name == VerdictName(verdict)) return true;
+  }
+  return false;
+}
+
+std::string SeedColumnOrDefault(const std::string& column) {
+  return column.empty() ? "seed" : column;
+}
+
+std::vector<double> SeedValues(const std::map<std::string, double>& by_seed) {
+  std::vector<double> values;
+  for (const auto& [seed, value] : by_seed) values.push_back(value);
+  return values;
 }
 
 const char* IntervalMethodName(IntervalMethod method) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "analysis/claims/claims.pb.h"
 #include "analysis/claims/statistics.h"
 #include "analysis/claims/tidy_table.h"
@@ -25,6 +26,15 @@ enum class Verdict { kHolds, kDoesNotHold, kUnresolved, kNotTestable };
 
 // "HOLDS", "DOES NOT HOLD", "UNRESOLVED", "NOT TESTABLE".
 const char* VerdictName(Verdict verdict);
+
+// Whether `name` is one of the four verdict names.
+bool IsVerdictName(absl::string_view name);
+
+// The seed column a claim, table or figure names; "seed" when it names none.
+std::string SeedColumnOrDefault(const std::string& column);
+
+// The values of a seed -> value map (SeedMeans), in seed order.
+std::vector<double> SeedValues(const std::map<std::string, double>& by_seed);
 
 // How an interval was computed, for the verdict line.
 enum class IntervalMethod { kPairedT, kWelchT, kOneSampleT, kSlopeT, kFisherZ };

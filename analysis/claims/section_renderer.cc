@@ -172,10 +172,6 @@ google::protobuf::RepeatedPtrField<Filter> With(
   return out;
 }
 
-std::string SeedColumn(const std::string& column) {
-  return column.empty() ? "seed" : column;
-}
-
 }  // namespace
 
 absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
@@ -222,8 +218,8 @@ absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
           spec.columns().empty() ? where
                                  : With(where, {spec.columns()}, {headings[c]});
       auto by_seed =
-          SeedMeans(table, cell_where, SeedColumn(spec.seed_column()), "", "",
-                    "", "", metric, spec.average_over());
+          SeedMeans(table, cell_where, SeedColumnOrDefault(spec.seed_column()),
+                    "", "", "", "", metric, spec.average_over());
       if (absl::IsNotFound(by_seed.status()) &&
           by_seed.status().message().find("no rows") != std::string::npos) {
         cells.push_back("-");
@@ -233,9 +229,7 @@ absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
         return absl::Status(by_seed.status().code(),
                             absl::StrCat("table spec '", spec.title(),
                                          "': ", by_seed.status().message()));
-      std::vector<double> values;
-      for (const auto& [seed, v] : *by_seed) values.push_back(v);
-      const Interval interval = MeanInterval(values, kConfidence);
+      const Interval interval = MeanInterval(SeedValues(*by_seed), kConfidence);
       n_min = std::min(n_min, interval.n);
       n_max = std::max(n_max, interval.n);
       cells.push_back(
@@ -274,15 +268,14 @@ absl::StatusOr<TidyTable> FigurePoints(const FigureSpec& spec,
     auto levels = Levels(table, where, spec.x());
     if (!levels.ok()) return levels.status();
     for (const std::string& x : *levels) {
-      auto by_seed = SeedMeans(table, where, SeedColumn(spec.seed_column()), "",
-                               "", spec.x(), x, spec.y(), spec.average_over());
+      auto by_seed =
+          SeedMeans(table, where, SeedColumnOrDefault(spec.seed_column()), "",
+                    "", spec.x(), x, spec.y(), spec.average_over());
       if (!by_seed.ok())
         return absl::Status(by_seed.status().code(),
                             absl::StrCat("figure ", spec.file(), ": ",
                                          by_seed.status().message()));
-      std::vector<double> values;
-      for (const auto& [seed, v] : *by_seed) values.push_back(v);
-      const Interval interval = MeanInterval(values, kConfidence);
+      const Interval interval = MeanInterval(SeedValues(*by_seed), kConfidence);
       const bool bounded = interval.n >= 2;
       absl::StrAppend(
           &csv, CsvField(group[0]), ",", x, ",", Number(interval.estimate, 8),
@@ -488,8 +481,7 @@ absl::StatusOr<std::string> SummarizeVerdicts(
       }
       if (!row[*level].empty()) continue;
       const std::string& v = row[*verdict];
-      if (v != "HOLDS" && v != "DOES NOT HOLD" && v != "UNRESOLVED" &&
-          v != "NOT TESTABLE") {
+      if (!IsVerdictName(v)) {
         return absl::InvalidArgumentError(absl::StrCat(
             table.name(), ": verdict '", v, "' is not in the vocabulary"));
       }
@@ -550,10 +542,7 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
                        ", not a ", row[columns[1]]));
     }
     const std::string& v = row[columns[4]];
-    if (v != VerdictName(Verdict::kHolds) &&
-        v != VerdictName(Verdict::kDoesNotHold) &&
-        v != VerdictName(Verdict::kUnresolved) &&
-        v != VerdictName(Verdict::kNotTestable)) {
+    if (!IsVerdictName(v)) {
       return absl::InvalidArgumentError(
           absl::StrCat(verdicts.name(), ": ", id, ": verdict '", v,
                        "' is not in the vocabulary"));

@@ -55,10 +55,6 @@ double RegularisedBeta(double a, double b, double x) {
   return 1.0 - std::exp(log_front) * BetaContinuedFraction(b, a, 1.0 - x) / b;
 }
 
-double Mean(const std::vector<double>& values) {
-  return std::accumulate(values.begin(), values.end(), 0.0) / values.size();
-}
-
 // Unbiased sample variance.
 double Variance(const std::vector<double>& values, double mean) {
   double sum = 0.0;
@@ -82,6 +78,10 @@ double NormalQuantile(double p) {
 }
 
 }  // namespace
+
+double Mean(const std::vector<double>& values) {
+  return std::accumulate(values.begin(), values.end(), 0.0) / values.size();
+}
 
 double StudentTCdf(double t, double df) {
   const double tail = 0.5 * RegularisedBeta(0.5 * df, 0.5, df / (df + t * t));

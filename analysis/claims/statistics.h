@@ -18,6 +18,9 @@ struct Interval {
   int n = 0;
 };
 
+// Arithmetic mean (NaN for no values).
+double Mean(const std::vector<double>& values);
+
 // P(T <= t) for Student's t with `df` degrees of freedom (df may be fractional,
 // as Welch's is).
 double StudentTCdf(double t, double df);
