@@ -2,7 +2,7 @@
 # The MoE-X (arXiv:2503.07639) chess section: the runs' validation losses as a tidy CSV
 # (//tools/train:summary_table), then the claims engine (//analysis/claims:judge_claims) judges
 # claims.textproto on them and on evaluate_bsp's CSVs, printing the section (tables with 95% intervals,
-# figures, controls, verdicts) and writing verdicts.csv; `judge_claims --summarize` checks its vocabulary.
+# figures, controls, verdicts) and writing verdicts.csv.
 # Usage: report.sh <out_dir> <tools...> <summaries, configs and .bsp.csv files...> (experiment_report.bzl)
 set -euo pipefail
 out_dir=$1
@@ -28,4 +28,3 @@ trap 'rm -rf "$scratch"' EXIT
   --table=chess_bsp_coverage.csv="$(IFS=,; echo "${bsp[*]}")" --table=runs.csv="$scratch/runs.csv" \
   --table=paper_table1.csv="$paper"
 cp "$claims" "$out_dir/claims.textproto"
-"$judge" --summarize "$out_dir/verdicts.csv" > "$out_dir/summary.md"

@@ -3,7 +3,7 @@
 # (//tools/train:summary_table), its derived tables (:isoflop_frontier: compute sparsity per run, best size
 # per FFN type, budget and seed), then the claims engine (//analysis/claims:judge_claims) judges
 # claims.textproto on them, printing the section (tables with 95% intervals, figures, verdicts) and writing
-# verdicts.csv; `judge_claims --summarize` checks its vocabulary.
+# verdicts.csv.
 # Usage: report.sh <out_dir> <tools...> <run summaries and configs...> (experiment_report.bzl)
 set -euo pipefail
 out_dir=$1
@@ -30,4 +30,3 @@ fields=parameters,forward_flops_per_token,steps,tokens,flops,validation_loss,val
 "$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" --table=isoflop.csv="$scratch/isoflop.csv" \
   --table=frontier.csv="$scratch/frontier.csv" --table=paper_table1.csv="$paper"
 cp "$claims" "$out_dir/claims.textproto"
-"$judge" --summarize "$out_dir/verdicts.csv" > "$out_dir/summary.md"
