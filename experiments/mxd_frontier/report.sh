@@ -4,19 +4,23 @@
 # seeds), the figures (plot_lines.sh, error bars) and each claim's verdict; verdicts.csv and the merged
 # mxd_frontier.csv land in <out_dir>.
 # Usage: report.sh <out_dir> <judge_claims> <plot_lines.sh> <claims.textproto> <*_frontier_s<seed>.csv ...>
+#                  <*_ffn_ablation.csv ...>
 set -euo pipefail
 out_dir=$1
 shift
 csvs=()
+ablations=()
 for f in "$@"; do
   case "$f" in
     */judge_claims) judge=$f ;;
     */plot_lines.sh) plot=$f ;;
     */claims.textproto) claims=$f ;;
     *_frontier_s*.csv) csvs+=("$f") ;;
+    *_ffn_ablation.csv) ablations+=("$f") ;;
   esac
 done
 mkdir -p "$out_dir"
 cp "$claims" "$out_dir/claims.textproto"
 "$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" \
-  --table=mxd_frontier.csv="$(IFS=,; echo "${csvs[*]}")"
+  --table=mxd_frontier.csv="$(IFS=,; echo "${csvs[*]}")" \
+  --table=ffn_ablation.csv="$(IFS=,; echo "${ablations[*]}")"

@@ -1,0 +1,51 @@
+#include "analysis/replacement/ffn_ablation.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "layers/ffn/dense_mlp.h"
+#include "layers/models/gpt.h"
+
+namespace sparse_layers::analysis {
+namespace {
+
+TEST(FfnAblationCostsTest, IsTheZeroAblatedMinusIntactCrossEntropyPerBlock) {
+  layers::GptOptions options;
+  options.vocab_size = 40;
+  options.context_length = 12;
+  options.d_model = 16;
+  options.n_layers = 3;
+  options.n_heads = 2;
+  options.ffn = "relu_mlp";
+  options.d_ffn = 24;
+  torch::manual_seed(0);
+  auto model = *layers::GptImpl::Create(options);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  // Block 1's FFN writes nothing, so deleting it costs exactly nothing.
+  std::dynamic_pointer_cast<layers::DenseMlpImpl>(model->blocks[1]->ffn)
+      ->out->weight.zero_();
+  const torch::Tensor tokens = torch::randint(0, 40, {3, 12}, torch::kLong);
+  const torch::Tensor targets = torch::randint(0, 40, {3, 12}, torch::kLong);
+  const auto ce = [&] {
+    return model->CrossEntropy(tokens, targets).item<double>();
+  };
+  const double intact = ce();
+  const std::vector<double> costs = FfnAblationCosts(*model, ce);
+  ASSERT_EQ(costs.size(), 3u);
+  EXPECT_EQ(costs[1], 0.0);
+  for (int block : {0, 2}) {
+    model->ReplaceFfn(
+        block, [](const torch::Tensor& x) { return torch::zeros_like(x); });
+    EXPECT_NEAR(costs[block], ce() - intact, 1e-9);
+    EXPECT_GT(std::abs(costs[block]), 1e-4);
+    model->ReplaceFfn(block, nullptr);
+  }
+  // Every block is restored afterwards.
+  EXPECT_EQ(ce(), intact);
+}
+
+}  // namespace
+}  // namespace sparse_layers::analysis
