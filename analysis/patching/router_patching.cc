@@ -1,6 +1,7 @@
 #include "analysis/patching/router_patching.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -118,38 +119,73 @@ PatchEffect SummariseEffect(const torch::Tensor& m_clean,
   return effect;
 }
 
-NeighbourAgreement GateNeighbourAgreement(const torch::Tensor& indices,
-                                          const torch::Tensor& scores,
-                                          int64_t width,
-                                          const std::vector<int>& category,
-                                          int neighbours, uint64_t seed) {
+torch::Tensor GatingVectors(const torch::Tensor& indices,
+                            const torch::Tensor& scores, int64_t width) {
+  return torch::zeros({indices.size(0), width}, scores.options())
+      .scatter_(1, indices, scores);
+}
+
+NeighbourAgreements NeighbourAgreementPerVector(
+    const torch::Tensor& vectors, const std::vector<int>& category,
+    const std::vector<int>* token, int neighbours, uint64_t seed) {
   torch::NoGradGuard no_grad;
-  const int64_t n = indices.size(0);
+  const int64_t n = vectors.size(0);
   TORCH_CHECK(static_cast<int64_t>(category.size()) == n && n > neighbours,
               "one category per vector and more vectors than neighbours");
-  torch::Tensor dense =
-      torch::zeros({n, width}, scores.options()).scatter_(1, indices, scores);
-  dense = dense / dense.norm(2, 1, true).clamp_min(1e-12);
-  torch::Tensor similarity = dense.mm(dense.t());
+  const torch::Tensor unit =
+      vectors.to(torch::kFloat) /
+      vectors.to(torch::kFloat).norm(2, 1, true).clamp_min(1e-12);
+  torch::Tensor similarity = unit.mm(unit.t());
   similarity.fill_diagonal_(-2.0);  // Below any cosine: self is excluded.
+  if (token != nullptr) {
+    TORCH_CHECK(static_cast<int64_t>(token->size()) == n,
+                "one token per vector");
+    const torch::Tensor t =
+        torch::tensor(std::vector<int64_t>(token->begin(), token->end()));
+    const torch::Tensor same = t.view({-1, 1}) == t.view({1, -1});
+    TORCH_CHECK((~same).sum(1).min().item<int64_t>() >= neighbours,
+                "every vector needs ", neighbours, " vectors of other tokens");
+    similarity.masked_fill_(same, -3.0);  // Same token: never a neighbour.
+  }
   const torch::Tensor nearest =
       std::get<1>(similarity.topk(neighbours, 1)).contiguous();
   const int64_t* ids = nearest.data_ptr<int64_t>();
   const auto agreement = [&](const std::vector<int>& labels) {
-    double total = 0;
+    std::vector<double> out(n);
     for (int64_t i = 0; i < n; ++i) {
       int same = 0;
       for (int j = 0; j < neighbours; ++j) {
         same += labels[ids[i * neighbours + j]] == labels[i];
       }
-      total += static_cast<double>(same) / neighbours;
+      out[i] = static_cast<double>(same) / neighbours;
     }
-    return total / n;
+    return out;
   };
   std::vector<int> shuffled = category;
   std::mt19937_64 rng(seed);
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
   return {agreement(category), agreement(shuffled)};
+}
+
+std::vector<GroupAgreement> MeanAgreementByGroup(
+    const NeighbourAgreements& agreements, const std::vector<int>& group) {
+  TORCH_CHECK(group.size() == agreements.agreement.size(),
+              "one group per vector");
+  std::map<int, GroupAgreement> sums;
+  for (size_t i = 0; i < group.size(); ++i) {
+    GroupAgreement& g = sums[group[i]];
+    g.group = group[i];
+    ++g.vectors;
+    g.agreement += agreements.agreement[i];
+    g.shuffled += agreements.shuffled[i];
+  }
+  std::vector<GroupAgreement> out;
+  for (auto& [unused, g] : sums) {
+    g.agreement /= g.vectors;
+    g.shuffled /= g.vectors;
+    out.push_back(g);
+  }
+  return out;
 }
 
 }  // namespace sparse_layers::analysis

@@ -3,7 +3,8 @@
 // batch with them patched in at one position and a set of layers, and score
 // the effect on a logit difference (NIE, rank flips). The dense-FFN baseline
 // patches the FFN's hidden activations instead. Also the nearest-neighbour
-// agreement of sparse gating vectors against a shuffled-category control.
+// category agreement of gating vectors (or any representation), optionally
+// among vectors of other input tokens only, against shuffled categories.
 #ifndef SPARSE_LAYERS_ANALYSIS_PATCHING_ROUTER_PATCHING_H_
 #define SPARSE_LAYERS_ANALYSIS_PATCHING_ROUTER_PATCHING_H_
 
@@ -60,17 +61,37 @@ PatchEffect SummariseEffect(const torch::Tensor& m_clean,
                             const torch::Tensor& m_counterfactual,
                             const torch::Tensor& m_patched);
 
-struct NeighbourAgreement {
-  double agreement = 0;  // Mean share of a vector's neighbours in its category.
-  double shuffled = 0;   // The same with categories permuted (the null).
+// The dense (N, `width`) form of sparse gating vectors: row i holds scores[i]
+// at indices[i] (one channel's k non-zeros), zeros elsewhere.
+torch::Tensor GatingVectors(const torch::Tensor& indices,
+                            const torch::Tensor& scores, int64_t width);
+
+// Per vector: the share of its `neighbours` nearest (cosine, self excluded)
+// that are in its category, and the same with the categories permuted (the
+// null).
+struct NeighbourAgreements {
+  std::vector<double> agreement;
+  std::vector<double> shuffled;
 };
-// Cosine nearest neighbours of sparse gating vectors (N, k) of `width` units
-// (self excluded); agreement@`neighbours` of `category` (N).
-NeighbourAgreement GateNeighbourAgreement(const torch::Tensor& indices,
-                                          const torch::Tensor& scores,
-                                          int64_t width,
-                                          const std::vector<int>& category,
-                                          int neighbours, uint64_t seed);
+// With `token` (one input token per vector) neighbours are drawn only among
+// vectors of another input token, so that agreement cannot come from token
+// identity (sgatlin arXiv:2606.07414 Sec. 4.1, Fig. 5: clusters "partially
+// explained" by the input token); null `token`: every vector is a candidate.
+NeighbourAgreements NeighbourAgreementPerVector(
+    const torch::Tensor& vectors, const std::vector<int>& category,
+    const std::vector<int>* token, int neighbours, uint64_t seed);
+
+// Means of per-vector agreements by group (the input token), one entry per
+// group in ascending order: each token counts once however frequent, as the
+// paper controls for token frequency (arXiv:2606.07414 Fig. 8).
+struct GroupAgreement {
+  int group = 0;
+  int vectors = 0;
+  double agreement = 0;
+  double shuffled = 0;
+};
+std::vector<GroupAgreement> MeanAgreementByGroup(
+    const NeighbourAgreements& agreements, const std::vector<int>& group);
 
 }  // namespace sparse_layers::analysis
 

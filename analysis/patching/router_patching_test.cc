@@ -81,6 +81,12 @@ TEST(RouterPatchingTest, EffectSummaryByHand) {
       t({3, -9})));
 }
 
+double Mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
 // Two categories on disjoint units: every neighbour agrees; shuffling the
 // categories brings agreement down to about the chance of 0.5.
 TEST(RouterPatchingTest, NeighbourAgreementOfPlantedClusters) {
@@ -94,11 +100,67 @@ TEST(RouterPatchingTest, NeighbourAgreementOfPlantedClusters) {
                  (category[i] ? 10 : 0);
   }
   const torch::Tensor scores = torch::rand({n, k}) + 0.5;
-  const NeighbourAgreement result =
-      GateNeighbourAgreement(indices, scores, 16, category, 5, 1);
-  EXPECT_DOUBLE_EQ(result.agreement, 1.0);
-  EXPECT_LT(result.shuffled, 0.7);
-  EXPECT_GT(result.shuffled, 0.3);
+  const torch::Tensor vectors = GatingVectors(indices, scores, 16);
+  EXPECT_EQ(vectors.sizes(), torch::IntArrayRef({n, 16}));
+  EXPECT_FLOAT_EQ(vectors[1][indices[1][2].item<int64_t>()].item<float>(),
+                  scores[1][2].item<float>());
+  const NeighbourAgreements result =
+      NeighbourAgreementPerVector(vectors, category, nullptr, 5, 1);
+  EXPECT_DOUBLE_EQ(Mean(result.agreement), 1.0);
+  EXPECT_LT(Mean(result.shuffled), 0.7);
+  EXPECT_GT(Mean(result.shuffled), 0.3);
+}
+
+// Tokens 0, 1 of class 0 and 2, 3 of class 1, 15 occurrences each. Vectors
+// that only encode the token agree with the class through same-token
+// neighbours alone: among other tokens' vectors their neighbours are random
+// (about 1/3 agree). Vectors that encode the class agree either way
+// (arXiv:2606.07414 Sec. 4.1: structure beyond the input token).
+TEST(RouterPatchingTest, OtherTokenNeighboursSeparateClassFromToken) {
+  torch::manual_seed(5);
+  const int64_t n = 60;
+  std::vector<int> token(n), category(n);
+  torch::Tensor token_only = torch::zeros({n, 6});
+  torch::Tensor by_class = torch::zeros({n, 6});
+  for (int64_t i = 0; i < n; ++i) {
+    token[i] = static_cast<int>(i % 4);
+    category[i] = token[i] / 2;
+    token_only[i][2 + token[i]] = 1.0;
+    by_class[i][category[i]] = 1.0;
+    by_class[i][2 + token[i]] = 0.3;
+  }
+  token_only += 0.05 * torch::randn({n, 6});
+  by_class += 0.05 * torch::randn({n, 6});
+  const auto mean_agreement = [&](const torch::Tensor& v,
+                                  const std::vector<int>* exclude) {
+    return Mean(
+        NeighbourAgreementPerVector(v, category, exclude, 5, 1).agreement);
+  };
+  EXPECT_DOUBLE_EQ(mean_agreement(token_only, nullptr), 1.0);
+  EXPECT_DOUBLE_EQ(mean_agreement(by_class, nullptr), 1.0);
+  const double token_only_other = mean_agreement(token_only, &token);
+  EXPECT_GT(token_only_other, 0.15);
+  EXPECT_LT(token_only_other, 0.55);
+  EXPECT_DOUBLE_EQ(mean_agreement(by_class, &token), 1.0);
+  // Every neighbour drawn among other tokens.
+  const NeighbourAgreements by_token =
+      NeighbourAgreementPerVector(token_only, token, &token, 5, 1);
+  EXPECT_DOUBLE_EQ(Mean(by_token.agreement), 0.0);
+}
+
+TEST(RouterPatchingTest, MeanAgreementByGroupCountsEachGroupOnce) {
+  const NeighbourAgreements agreements{{1.0, 0.0, 0.5}, {0.2, 0.4, 0.6}};
+  const std::vector<GroupAgreement> groups =
+      MeanAgreementByGroup(agreements, {7, 3, 7});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].group, 3);
+  EXPECT_EQ(groups[0].vectors, 1);
+  EXPECT_DOUBLE_EQ(groups[0].agreement, 0.0);
+  EXPECT_DOUBLE_EQ(groups[0].shuffled, 0.4);
+  EXPECT_EQ(groups[1].group, 7);
+  EXPECT_EQ(groups[1].vectors, 2);
+  EXPECT_DOUBLE_EQ(groups[1].agreement, 0.75);
+  EXPECT_DOUBLE_EQ(groups[1].shuffled, 0.4);
 }
 
 }  // namespace

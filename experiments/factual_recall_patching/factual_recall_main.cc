@@ -2,17 +2,18 @@
 // 6.6 at our scale): recall accuracy of "The capital of <state> is", router
 // patching of every ordered (clean, counterfactual) fact pair at each
 // position and block (and all blocks), the same with FFN-activation patching
-// on a dense-FFN model, and the nearest-neighbour agreement of gating vectors
-// by word class against a shuffled control. Writes recall.csv, patching.csv,
+// on a dense-FFN model, and the word-class agreement of nearest neighbours
+// among other input tokens' vectors, for the gating vectors beside the dense
+// FFN's activations and the input embeddings. Writes recall.csv, patching.csv,
 // block_contrasts.csv (each single block's NIE beside the all-block NIE and
 // the best other block's, for sgatlin Fig. 7's block claims) and
-// neighbours.csv, every one tidy with the model's runtime.seed in `seed`.
+// neighbours.csv (one row per input token and block), every one tidy with the
+// model's runtime.seed in `seed`.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -333,8 +334,15 @@ absl::Status Patching(const std::string& model_name, int64_t seed,
   return absl::OkStatus();
 }
 
-absl::Status Neighbours(int64_t seed, layers::GptImpl& model,
-                        const datasets::Tokenizer& tok, std::string* csv) {
+// Per input token and block, the word-class agreement of the nearest
+// neighbours of its vectors among other tokens' vectors (sgatlin
+// arXiv:2606.07414 Sec. 4.1, Fig. 5: circuits cluster by semantics, "partially
+// explained" by the input token): the sgatlin model's channel-0 gating
+// vectors, the dense model's FFN activations, and the sgatlin model's input
+// embeddings (the token alone; the same at every block).
+absl::Status Neighbours(int64_t seed, layers::GptImpl& sparse,
+                        layers::GptImpl& dense, const datasets::Tokenizer& tok,
+                        std::string* csv) {
   auto lexicon = BrownLexicon();
   if (!lexicon.ok()) return lexicon.status();
   auto shards = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
@@ -347,10 +355,13 @@ absl::Status Neighbours(int64_t seed, layers::GptImpl& model,
   if (!sampler.ok()) return sampler.status();
   const datasets::TokenBatch batch = sampler->EvalBatch(0, 1);
   const torch::Tensor tokens = torch::tensor(batch.inputs).view({windows, 128});
-  const analysis::RecordedRun run = analysis::RunAndRecord(model, tokens);
+  const analysis::RecordedRun sparse_run =
+      analysis::RunAndRecord(sparse, tokens);
+  const analysis::RecordedRun dense_run = analysis::RunAndRecord(dense, tokens);
   // Word class per token: punctuation pieces and "▁word" pieces in the
   // lexicon; every other token is left out.
   std::map<std::string, int> class_ids;
+  std::vector<std::string> class_names;
   std::vector<int64_t> kept;
   std::vector<int> word_class, token_id;
   for (int64_t i = 0; i < static_cast<int64_t>(batch.inputs.size()); ++i) {
@@ -366,29 +377,61 @@ absl::Status Neighbours(int64_t seed, layers::GptImpl& model,
     }
     if (cls.empty()) continue;
     kept.push_back(i);
-    word_class.push_back(
-        class_ids.emplace(cls, class_ids.size()).first->second);
+    if (class_ids.emplace(cls, class_names.size()).second) {
+      class_names.push_back(cls);
+    }
+    word_class.push_back(class_ids.at(cls));
     token_id.push_back(static_cast<int>(batch.inputs[i]));
   }
   const torch::Tensor rows = torch::tensor(kept);
   const int k = absl::GetFlag(FLAGS_neighbours);
-  for (int b = 0; b < static_cast<int>(run.routing.size()); ++b) {
-    const layers::ProductTopK& r = run.routing[b];
+  std::map<int, int> class_of_token;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    class_of_token[token_id[i]] = word_class[i];
+  }
+  const torch::Tensor embeddings = sparse.token_embedding->weight.index_select(
+      0, torch::tensor(std::vector<int64_t>(token_id.begin(), token_id.end())));
+  const auto product_key = analysis::ProductKeyLayers(sparse);
+  for (int b = 0; b < static_cast<int>(sparse.blocks.size()); ++b) {
+    const layers::ProductTopK& r = sparse_run.routing[b];
     if (!r.scores.defined()) continue;
-    // Channel 0, as the paper's circuit database (seed-sgatlin.md 6.2).
-    const torch::Tensor indices = r.indices.select(1, 0).index_select(0, rows);
-    const torch::Tensor scores = r.scores.select(1, 0).index_select(0, rows);
-    const int64_t width = analysis::ProductKeyLayers(model)[b]->options().d_ffw;
-    for (const auto& [kind, labels] :
-         std::vector<std::pair<std::string, const std::vector<int>*>>{
-             {"word_class", &word_class}, {"input_token", &token_id}}) {
-      const analysis::NeighbourAgreement a = analysis::GateNeighbourAgreement(
-          indices, scores, width, *labels, k, 1);
-      const size_t categories =
-          std::set<int>(labels->begin(), labels->end()).size();
-      absl::StrAppend(
-          csv, seed, ",", b, ",", kind, ",", kept.size(), ",", categories, ",",
-          absl::StrFormat("%.4f,%.4f", a.agreement, a.shuffled), "\n");
+    // Channel 0, as the paper's circuit database (arXiv:2606.07414 Sec. 4.1).
+    const torch::Tensor gating =
+        analysis::GatingVectors(r.indices.select(1, 0).index_select(0, rows),
+                                r.scores.select(1, 0).index_select(0, rows),
+                                product_key[b]->options().d_ffw);
+    const torch::Tensor& hidden = dense_run.ffn_hidden.at(b);
+    const torch::Tensor ffn =
+        hidden.reshape({-1, hidden.size(-1)}).index_select(0, rows);
+    for (const auto& [name, vectors] :
+         std::vector<std::pair<std::string, torch::Tensor>>{
+             {"sgatlin_gating", gating},
+             {"dense_ffn_hidden", ffn},
+             {"input_embedding", embeddings}}) {
+      const auto other_token = analysis::MeanAgreementByGroup(
+          analysis::NeighbourAgreementPerVector(vectors, word_class, &token_id,
+                                                k, 1),
+          token_id);
+      const auto any = analysis::MeanAgreementByGroup(
+          analysis::NeighbourAgreementPerVector(vectors, word_class, nullptr, k,
+                                                1),
+          token_id);
+      const auto same_token =
+          analysis::MeanAgreementByGroup(analysis::NeighbourAgreementPerVector(
+                                             vectors, token_id, nullptr, k, 1),
+                                         token_id);
+      for (size_t t = 0; t < other_token.size(); ++t) {
+        const int id = other_token[t].group;
+        absl::StrAppend(
+            csv, seed, ",", name, ",", b, ",", id, ",",
+            absl::StrReplaceAll(tok.Piece(id), {{",", "<comma>"}}), ",",
+            class_names[class_of_token.at(id)], ",", other_token[t].vectors,
+            ",",
+            absl::StrFormat("%.4f,%.4f,%.4f,%.4f", other_token[t].agreement,
+                            other_token[t].shuffled, any[t].agreement,
+                            same_token[t].agreement),
+            "\n");
+      }
     }
   }
   return absl::OkStatus();
@@ -421,7 +464,9 @@ absl::Status Run() {
       "seed,model,patched,facts,block,token,pairs,mean_nie,all_blocks_nie,"
       "best_other_block,best_other_block_nie\n";
   std::string neighbours =
-      "seed,block,category,vectors,categories,agreement,shuffled_agreement\n";
+      "seed,representation,block,token_id,token,word_class,vectors,"
+      "word_class_agreement,shuffled_word_class_agreement,"
+      "word_class_agreement_any,same_token_share\n";
   auto sparse = train::LoadModel(absl::GetFlag(FLAGS_model));
   if (!sparse.ok()) return sparse.status();
   auto dense = train::LoadModel(absl::GetFlag(FLAGS_dense_model));
@@ -439,8 +484,9 @@ absl::Status Run() {
   }
   {
     torch::NoGradGuard no_grad;
-    if (absl::Status s = Neighbours(sparse->config.runtime().seed(),
-                                    *sparse->model, *tok, &neighbours);
+    if (absl::Status s =
+            Neighbours(sparse->config.runtime().seed(), *sparse->model,
+                       *dense->model, *tok, &neighbours);
         !s.ok())
       return s;
   }

