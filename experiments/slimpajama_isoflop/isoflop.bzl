@@ -12,9 +12,11 @@ load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
 # for each budget the ladder scales swept (the paper slides its window of scales up with the budget, App. B.2).
 GRID = {
-    "smoke": struct(ladder = "tiny", budgets = ["2e8", "6e8"], sizes = [[0, 1, 2, 3]] * 2),
-    # cpu: BUDGETS_CPU_COMMENT
-    "cpu": struct(ladder = "tiny", budgets = ["1e11", "3e11"], sizes = [[0, 1, 2, 3]] * 2),
+    # smoke: the cpu grid's shape at budgets that give the largest rung one step.
+    "smoke": struct(ladder = "tiny", budgets = ["3e8", "6e8"], sizes = [[0, 1, 2, 3]] * 2),
+    # cpu: four rungs from one below the tiny ladder's smallest (scale 0: d = 32, one layer), where the
+    # 1e11-6e11 sweep of scales 1-3 put every optimum at scale 1; two budgets, each run once per seed.
+    "cpu": struct(ladder = "tiny", budgets = ["1e11", "2e11"], sizes = [[0, 1, 2, 3]] * 2),
     "paper": struct(ladder = "paper", budgets = ["1e17", "6e17", "6e18"], sizes = [[2, 3, 4], [4, 5, 6], [6, 7, 8]]),
 }
 
