@@ -12,8 +12,8 @@ load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
 # for each budget the ladder scales swept (the paper slides its window of scales up with the budget, App. B.2).
 GRID = {
-    # smoke: the cpu grid's shape at budgets that give the largest rung one step.
-    "smoke": struct(ladder = "tiny", budgets = ["3e8", "6e8"], sizes = [[0, 1, 2, 3]] * 2),
+    # smoke: the cpu grid's shape; 4e8 gives the largest rung (PEER and SwiGLU scale 3: 3.0e8 per step) one step.
+    "smoke": struct(ladder = "tiny", budgets = ["4e8", "8e8"], sizes = [[0, 1, 2, 3]] * 2),
     # cpu: four rungs from one below the tiny ladder's smallest (scale 0: d = 32, one layer), where the
     # 1e11-6e11 sweep of scales 1-3 put every optimum at scale 1; two budgets, each run once per seed.
     "cpu": struct(ladder = "tiny", budgets = ["1e11", "2e11"], sizes = [[0, 1, 2, 3]] * 2),
