@@ -47,6 +47,11 @@ def _points():
 
 def isoflop_run(name, ffn_type, budget_index, size_index, seed):
     """One run; a scale whose grid lacks the point fails its overlay with a message."""
+
+    # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only what both scales sweep.
+    wildcard = (seed in _WILDCARD_SEEDS and _in_grid("smoke", budget_index, size_index) and
+                _in_grid("cpu", budget_index, size_index))
+    tags = [] if wildcard else ["manual"]
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
@@ -64,23 +69,21 @@ def isoflop_run(name, ffn_type, budget_index, size_index, seed):
             ))
             for scale in SCALES
         }),
+        tags = tags,
     )
-    seed_overlay(name = name + "_seed", seed = seed)
+    seed_overlay(name = name + "_seed", seed = seed, tags = tags)
     experiment_config(
         name = name + "_config",
         base = "base.textproto",
         scales = {scale: scale + ".textproto" for scale in SCALES},
         overlays = [":%s_overlay" % name, ":%s_seed" % name],
+        tags = tags,
     )
-
-    # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only what both scales sweep.
-    wildcard = (seed in _WILDCARD_SEEDS and _in_grid("smoke", budget_index, size_index) and
-                _in_grid("cpu", budget_index, size_index))
     lm_checkpoint(
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
-        tags = [] if wildcard else ["manual"],
+        tags = tags,
     )
 
 def _arms():
