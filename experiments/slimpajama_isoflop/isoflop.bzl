@@ -15,8 +15,9 @@ GRID = {
     # smoke: the cpu grid's shape; 4e8 gives the largest rung (PEER and SwiGLU scale 3: 3.0e8 per step) one step.
     "smoke": struct(ladder = "tiny", budgets = ["4e8", "8e8"], sizes = [[0, 1, 2, 3]] * 2),
     # cpu: four rungs from one below the tiny ladder's smallest (scale 0: d = 32, one layer), where the
-    # 1e11-6e11 sweep of scales 1-3 put every optimum at scale 1; two budgets, each run once per seed.
-    "cpu": struct(ladder = "tiny", budgets = ["1e11", "2e11"], sizes = [[0, 1, 2, 3]] * 2),
+    # 1e11-6e11 sweep of scales 1-3 put every optimum at scale 1; two budgets, each run once per seed, sized
+    # to the 60-minute cold build (scale 0 dominates it: the most tokens per budget).
+    "cpu": struct(ladder = "tiny", budgets = ["5e10", "1e11"], sizes = [[0, 1, 2, 3]] * 2),
     "paper": struct(ladder = "paper", budgets = ["1e17", "6e17", "6e18"], sizes = [[2, 3, 4], [4, 5, 6], [6, 7, 8]]),
 }
 
