@@ -1,67 +1,118 @@
-"""isoflop_run: one point of the sgatlin (arXiv:2606.07414) isoflop study (Sec. 3.1) as build targets:
-<name>_overlay (ladder_overlay: the ladder model and FLOP budget), <name>_config (base + scale + overlay) and
-<name> (lm_checkpoint on this experiment's token shards). isoflop_grid: every FFN type x budget x size, named
-<type>_budget<i>_size<j> (no `_s<N>` suffix: that one is left to seeds, tools/seeds/seeds.bzl)."""
+"""isoflop_run: one point of the sgatlin (arXiv:2606.07414) isoflop study (Sec. 3.1) at one seed as build
+targets: <name>_overlay (ladder_overlay: the ladder model and FLOP budget), <name>_seed (runtime.seed: the
+initialisation and data order), <name>_config (base + scale + overlays) and <name> (lm_checkpoint on this
+experiment's token shards), <name> = <type>_budget<i>_size<j>_s<seed>. isoflop_grid: every FFN type x budget
+x size at every seed; isoflop_results: the active scale's runs and configs."""
 
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
-# Per experiment scale: which ladder, the three FLOP budgets (training FLOPs counted as the paper's code
-# does), and for each budget the three ladder scales swept (the paper slides its window of scales up with
-# the budget, App. B.2).
+# Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
+# for each budget the ladder scales swept (the paper slides its window of scales up with the budget, App. B.2).
 GRID = {
-    "smoke": struct(ladder = "tiny", budgets = ["5e8", "1e9", "2e9"], sizes = [[1, 2, 3]] * 3),
-    # cpu: the 31 runs train for about 15 min of CPU time together (measured with the fused sgatlin kernel;
-    # before it, sgatlin at 0.4-3.5k tokens/s pushed these budgets past 45 min cold). No run sees 1M tokens.
-    "cpu": struct(ladder = "tiny", budgets = ["1e11", "3e11", "6e11"], sizes = [[1, 2, 3]] * 3),
+    # smoke: the cpu grid's shape; 4e8 gives the largest rung (PEER and SwiGLU scale 3: 3.0e8 per step) one step.
+    "smoke": struct(ladder = "tiny", budgets = ["4e8", "8e8"], sizes = [[0, 1, 2, 3]] * 2),
+    # cpu: four rungs from one below the tiny ladder's smallest (scale 0: d = 32, one layer), where the
+    # 1e11-6e11 sweep of scales 1-3 put every optimum at scale 1; two budgets, each run once per seed, sized
+    # to the 60-minute cold build (scale 0 dominates it: the most tokens per budget).
+    "cpu": struct(ladder = "tiny", budgets = ["5e10", "1e11"], sizes = [[0, 1, 2, 3]] * 2),
     "paper": struct(ladder = "paper", budgets = ["1e17", "6e17", "6e18"], sizes = [[2, 3, 4], [4, 5, 6], [6, 7, 8]]),
 }
 
-# The isoflop FFN types (Sec. 3.1; the GPT-OSS clamped GLU is the paper's "SwiGLU").
-ISOFLOP_TYPES = ["swiglu", "moe", "sgatlin"]
+# The isoflop FFN types of Fig. 3 (Sec. 3.1): the dense GELU MLP, the GPT-OSS clamped GLU (the paper's
+# "SwiGLU"), the 16-expert top-2 MoE, PEER and sgatlin.
+ISOFLOP_TYPES = ["mlp", "swiglu", "moe", "peer", "sgatlin"]
 
-# Table 1 (Sec. 3.2): sgatlin with a nonlinearity or PEER's router, at one budget and size.
+# Table 1 (Sec. 3.2): sgatlin with a nonlinearity or PEER's router, at one budget and size of every scale.
 ABLATIONS = ["sgatlin_relu", "sgatlin_gelu", "sgatlin_swish", "sgatlin_peer_router"]
 ABLATION_POINT = (1, 1)  # (budget index, size index)
 
-def isoflop_run(name, ffn_type, budget_index, size_index):
+# Seeds some wildcard-built scale uses; seeds only the paper scale uses are kept out of wildcard builds.
+_WILDCARD_SEEDS = [s for s in all_seeds(COSTLY_SEEDS) if s in COSTLY_SEEDS["smoke"] + COSTLY_SEEDS["cpu"]]
+
+def _in_grid(scale, budget_index, size_index):
+    grid = GRID[scale]
+    return budget_index < len(grid.budgets) and size_index < len(grid.sizes[budget_index])
+
+def _points():
+    """Every (budget index, size index) some scale sweeps."""
+    points = []
+    for scale in SCALES:
+        for b in range(len(GRID[scale].budgets)):
+            for s in range(len(GRID[scale].sizes[b])):
+                if (b, s) not in points:
+                    points.append((b, s))
+    return points
+
+def isoflop_run(name, ffn_type, budget_index, size_index, seed):
+    """One run; a scale whose grid lacks the point fails its overlay with a message."""
+
+    # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only what both scales sweep.
+    wildcard = (seed in _WILDCARD_SEEDS and _in_grid("smoke", budget_index, size_index) and
+                _in_grid("cpu", budget_index, size_index))
+    tags = [] if wildcard else ["manual"]
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
         exec_tools = [":ladder_overlay"],
         cmd = by_scale({
-            scale: "$(location :ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
+            scale: ("$(location :ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
                 GRID[scale].ladder,
                 ffn_type,
                 GRID[scale].sizes[budget_index][size_index],
                 GRID[scale].budgets[budget_index],
                 name,
-            )
+            ) if _in_grid(scale, budget_index, size_index) else "echo '%s is not in the %s grid' >&2; exit 1" % (
+                name,
+                scale,
+            ))
             for scale in SCALES
         }),
+        tags = tags,
     )
+    seed_overlay(name = name + "_seed", seed = seed, tags = tags)
     experiment_config(
         name = name + "_config",
         base = "base.textproto",
         scales = {scale: scale + ".textproto" for scale in SCALES},
-        overlays = [":%s_overlay" % name],
+        overlays = [":%s_overlay" % name, ":%s_seed" % name],
+        tags = tags,
     )
     lm_checkpoint(
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
+        tags = tags,
     )
 
-def isoflop_grid():
-    """All runs; returns their names: <type>_budget<budget index>_size<size index>."""
-    names = []
+def _arms():
+    """(arm, ffn type, budget index, size index) of every point some scale sweeps, ablations last."""
+    arms = []
     for ffn_type in ISOFLOP_TYPES:
-        for b in range(3):
-            for s in range(3):
-                names.append("%s_budget%d_size%d" % (ffn_type, b, s))
-                isoflop_run(names[-1], ffn_type, b, s)
+        for b, s in _points():
+            arms.append(("%s_budget%d_size%d" % (ffn_type, b, s), ffn_type, b, s))
     for ffn_type in ABLATIONS:
-        names.append("%s_budget%d_size%d" % ((ffn_type,) + ABLATION_POINT))
-        isoflop_run(names[-1], ffn_type, ABLATION_POINT[0], ABLATION_POINT[1])
-    return names
+        b, s = ABLATION_POINT
+        arms.append(("%s_budget%d_size%d" % (ffn_type, b, s), ffn_type, b, s))
+    return arms
+
+def isoflop_grid():
+    """Every run at every seed any scale uses."""
+    for seed in all_seeds(COSTLY_SEEDS):
+        for arm, ffn_type, b, s in _arms():
+            isoflop_run(seeded_name(arm, seed), ffn_type, b, s, seed)
+
+def isoflop_results():
+    """select() of the active scale's runs and merged configs at its seeds."""
+    return by_scale({
+        scale: [
+            ":%s%s" % (seeded_name(arm, seed), suffix)
+            for arm, _, b, s in _arms()
+            if _in_grid(scale, b, s)
+            for seed in COSTLY_SEEDS[scale]
+            for suffix in ["", "_config"]
+        ]
+        for scale in SCALES
+    })

@@ -12,7 +12,7 @@
 ABSL_FLAG(std::string, ladder, "tiny",
           "paper or tiny (seed-sgatlin.md 4.3, 8.3).");
 ABSL_FLAG(std::string, type, "sgatlin", "FFN type (LadderFfnTypes()).");
-ABSL_FLAG(int, scale, 1, "Ladder scale s.");
+ABSL_FLAG(int, scale, 1, "Ladder scale s (tiny from 0, paper from 1).");
 ABSL_FLAG(double, max_flops, 0,
           "Training FLOP budget (counted as the sgatlin code does).");
 ABSL_FLAG(std::string, name, "", "Run name.");

@@ -24,8 +24,15 @@ absl::StatusOr<config::ModelConfig> LadderModel(Ladder ladder,
                                                 absl::string_view ffn_type,
                                                 int scale, int vocab_size,
                                                 int context_length) {
-  if (scale < 1) return absl::InvalidArgumentError("scale must be >= 1");
   const bool paper = ladder == Ladder::kPaper;
+  // The tiny ladder extends one rung below Listing 2's (d = 32, one layer) so
+  // that cpu budgets can place an isoflop optimum inside the sweep
+  // (arXiv:2606.07414 Sec. 3.1, Fig. 3 has its minima inside each window).
+  const int smallest = paper ? 1 : 0;
+  if (scale < smallest) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scale must be >= ", smallest, " on this ladder"));
+  }
   const int d = paper ? 128 * scale : 32 * (scale + 1);
   const int head_dim = paper ? 64 : 32;
   // Dense width int(8/3 d / unit) unit (Listing 2's rounding to 256; 32 tiny).

@@ -17,7 +17,8 @@ enum class Ladder {
   // Listing 2: d = 128 s, 2 s layers, heads of 64, C = 16, d_key = 128.
   kPaper,
   // seed-sgatlin.md 8.3: d = 32 (s + 1), s + 1 layers, heads of 32, C = 8,
-  // d_key = 32; sgatlin (16 + 8 s)^2 and PEER (32 + 16 s)^2 neurons.
+  // d_key = 32; sgatlin (16 + 8 s)^2 and PEER (32 + 16 s)^2 neurons; from
+  // s = 0 (d = 32, one layer), one rung below the spec's smallest.
   kTiny,
 };
 

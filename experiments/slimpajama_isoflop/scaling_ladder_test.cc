@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 #include "gtest/gtest.h"
 #include "layers/models/gpt.h"
 #include "tools/train/trainer.h"
@@ -61,6 +63,34 @@ TEST(ScalingLadderTest, TinyLadderMatchesTheSpecTable) {
                 5e-4 * row.forward_flops_per_token)
         << row.type << row.scale;
   }
+}
+
+// The rung below the spec's tiny ladder (s = 0: d = 32, one layer, F = 64), by
+// hand at V = 1024, T = 128: embedding 32,768, attention 4,096 + QK-norm 64,
+// two norms 64, MLP 4,096 (GPT-OSS GLU 6,144 + biases 160), final norm 32;
+// FLOPs 8 d^2 + 4 T d for attention, 4 d F for the MLP (6 d F for the GLU).
+TEST(ScalingLadderTest, TinyLadderExtendsBelowScaleOne) {
+  torch::NoGradGuard no_grad;
+  for (const Row& row :
+       {Row{"mlp", 0, 41120, 32768}, Row{"swiglu", 0, 43328, 36864}}) {
+    auto gpt = Build(Ladder::kTiny, row, 1024, 128);
+    EXPECT_EQ(gpt->ParameterCount(), row.parameters) << row.type;
+    EXPECT_NEAR(gpt->BlockFlopsPerToken(128), row.forward_flops_per_token, 1)
+        << row.type;
+  }
+  // Every isoflop type builds there, and sgatlin keeps the most parameters
+  // per FLOP (arXiv:2606.07414 Fig. 1's ordering).
+  double sgatlin_ratio = 0;
+  double mlp_ratio = 0;
+  for (const char* type : {"mlp", "swiglu", "moe", "peer", "sgatlin"}) {
+    auto gpt = Build(Ladder::kTiny, Row{type, 0, 0, 0}, 1024, 128);
+    const double ratio = gpt->ParameterCount() / gpt->BlockFlopsPerToken(128);
+    if (std::string(type) == "sgatlin") sgatlin_ratio = ratio;
+    if (std::string(type) == "mlp") mlp_ratio = ratio;
+  }
+  EXPECT_GT(sgatlin_ratio, 2 * mlp_ratio);
+  EXPECT_FALSE(LadderModel(Ladder::kTiny, "mlp", -1, 1024, 128).ok());
+  EXPECT_FALSE(LadderModel(Ladder::kPaper, "mlp", 0, 1024, 128).ok());
 }
 
 // The ablations keep sgatlin's size: only the activation or the router moves.

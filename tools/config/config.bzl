@@ -2,7 +2,7 @@
 
 load("//tools/scale:scale.bzl", "by_scale")
 
-def experiment_config(name, base, scales, overlays = [], visibility = None):
+def experiment_config(name, base, scales, overlays = [], visibility = None, tags = None):
     """Writes <name>.textproto: `base` refined by scales[<active scale>], validated at build time.
 
     Args:
@@ -11,6 +11,7 @@ def experiment_config(name, base, scales, overlays = [], visibility = None):
       scales: {"smoke": file, "cpu": file, "paper": file}, each refining `base`.
       overlays: files applied after the scale's, e.g. one model variant of an experiment.
       visibility: as usual.
+      tags: as usual (e.g. manual for a config only some scale builds).
     """
     native.genrule(
         name = name,
@@ -19,4 +20,5 @@ def experiment_config(name, base, scales, overlays = [], visibility = None):
         exec_tools = ["//tools/config:check_config"],
         cmd = "$(location //tools/config:check_config) --out=$@ $(SRCS) >/dev/null",
         visibility = visibility,
+        tags = tags,
     )

@@ -46,10 +46,11 @@ def seeds_by_scale(name_fn, seeds = SEEDS):
     """select() of the list of labels name_fn(seed) for the active scale's seeds."""
     return by_scale({scale: [name_fn(s) for s in seeds[scale]] for scale in seeds})
 
-def seed_overlay(name, seed):
+def seed_overlay(name, seed, tags = None):
     """<name>.textproto: a config overlay `runtime { seed: <seed> }` for experiment_config(overlays=...)."""
     native.genrule(
         name = name,
         outs = [name + ".textproto"],
         cmd = "echo 'runtime { seed: %d }' > $@" % seed,
+        tags = tags,
     )
