@@ -6,7 +6,7 @@ design_table: design.csv, the variants' shapes and activated parameters at the a
 
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seeded_name")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seed_tags", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
 # The dense model's shape per scale, as base.textproto + <scale>.textproto set it (keep in sync: the smoke
@@ -32,10 +32,6 @@ VARIANTS = {
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_random_routing: true"),
 }
 
-# Seeds some scale builds; seeds only the paper scale uses are kept out of wildcard builds (`bazel test
-# //...` would otherwise train them at smoke for nothing).
-_WILDCARD_SEEDS = [s for s in all_seeds(COSTLY_SEEDS) if s in COSTLY_SEEDS["smoke"] + COSTLY_SEEDS["cpu"]]
-
 def _overlay(name, variant, width):
     text = "name: \"%s\"" % name
     if variant:
@@ -50,10 +46,6 @@ def _overlay(name, variant, width):
             variant.extra,
         )
     return text
-
-def seed_tags(seed):
-    """Tags of a costly target built at `seed`: manual when no wildcard-built scale uses the seed."""
-    return [] if seed in _WILDCARD_SEEDS else ["manual"]
 
 def mohd_run(variant_name, variant, seed):
     name = seeded_name(variant_name, seed)
@@ -76,7 +68,7 @@ def mohd_run(variant_name, variant, seed):
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
-        tags = seed_tags(seed),
+        tags = seed_tags(seed, COSTLY_SEEDS),
     )
 
 def mohd_runs():
@@ -144,7 +136,7 @@ def activation_flow_run(seed):
                )),
         message = "Measuring the activation flow of the MoHD study's dense and x2 models, seed %d" % seed,
         exec_tools = ["//analysis/activation_flow"],
-        tags = seed_tags(seed),
+        tags = seed_tags(seed, COSTLY_SEEDS),
     )
 
 def mohd_results(variants):
