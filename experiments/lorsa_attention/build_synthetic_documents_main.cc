@@ -62,13 +62,15 @@ class Generator {
   Generator(std::vector<std::string> words, uint64_t seed)
       : words_(std::move(words)), rng_(seed) {}
 
-  // A span of 8-20 random words, then once or twice: 0-10 other words and the
-  // span again (whole, or a prefix of at least 4 words).
+  // A span of 8-20 random words, then two or three times: 0-5 other words and
+  // the span again (whole, or a prefix of at least 4 words). Every copy after
+  // the first is predictable only by in-context copying, so more copies give
+  // the induction circuit more of the loss (Olsson et al. 2022 Sec. 5).
   std::string Induction() {
     std::vector<std::string> span = Words(Uniform(8, 20));
     std::vector<std::string> text = span;
-    for (int copies = Uniform(1, 2); copies > 0; --copies) {
-      for (const std::string& w : Words(Uniform(0, 10))) text.push_back(w);
+    for (int copies = Uniform(2, 3); copies > 0; --copies) {
+      for (const std::string& w : Words(Uniform(0, 5))) text.push_back(w);
       const int repeat = Uniform(0, 1)
                              ? static_cast<int>(span.size())
                              : Uniform(4, static_cast<int>(span.size()));
