@@ -1,27 +1,28 @@
 // Synthetic documents with known attention behaviour for the Lorsa base LM
-// (seed-lorsa.md 6.2 in words of the pinned corpus): repeated spans of random
-// words (induction and previous-token heads), counting runs of numbers and
-// letters (successor heads) and small additions "a + b = c" (operand heads).
-// Written as the local-corpus JSONL that datasets/text:text_corpus mixes in.
+// (arXiv:2504.20938 Sec. 6 finds these heads in Pythia): repeated spans of
+// random one-piece words (induction and previous-token heads), counting runs
+// of numbers and letters (successor heads) and small additions "a + b = c"
+// (operand heads). Written as the local-corpus JSONL that
+// datasets/text:text_corpus mixes in.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "datasets/text/corpus_readers.h"
-#include "tools/common/file_io.h"
+#include "datasets/text/tokenizer.h"
 #include "tools/common/init.h"
 
-ABSL_FLAG(std::string, corpus, "", "train.jsonl of the corpus (word source)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "SentencePiece model the LM is trained with (span words)");
 ABSL_FLAG(int, documents, 2000, "Documents to write");
 ABSL_FLAG(int, segments, 6, "Segments per document");
 ABSL_FLAG(uint64_t, seed, 1, "Generator seed");
@@ -33,33 +34,25 @@ ABSL_FLAG(std::string, out, "", "JSONL path");
 namespace sparse_layers::experiments {
 namespace {
 
-// Lower-case alphabetic words of 3-10 letters seen at least 5 times, sorted.
-absl::StatusOr<std::vector<std::string>> CorpusWords() {
-  absl::StatusOr<std::string> jsonl =
-      ReadFileToString(absl::GetFlag(FLAGS_corpus));
-  if (!jsonl.ok()) return jsonl.status();
-  std::map<std::string, int> counts;
-  for (absl::string_view line : absl::StrSplit(*jsonl, '\n')) {
-    if (line.empty()) continue;
-    absl::StatusOr<datasets::Document> document =
-        datasets::ParseJsonDocument(line);
-    if (!document.ok()) return document.status();
-    for (absl::string_view word : absl::StrSplit(
-             document->text(), absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
-      if (word.size() < 3 || word.size() > 10 ||
-          !std::all_of(word.begin(), word.end(),
-                       [](char c) { return absl::ascii_islower(c); })) {
-        continue;
-      }
-      ++counts[std::string(word)];
-    }
-  }
+// The words of the tokenizer's word-initial pieces that encode to that one
+// piece: a span of them is a span of random tokens, the sequences on which
+// induction heads form (Olsson et al. 2022, arXiv:2209.11895 Sec. 3), and the
+// pool the induction probe of evaluate_lorsa draws from.
+absl::StatusOr<std::vector<std::string>> OnePieceWords() {
+  std::string error;
+  std::unique_ptr<datasets::Tokenizer> tokenizer =
+      datasets::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
+  if (!tokenizer) return absl::InvalidArgumentError(error);
   std::vector<std::string> words;
-  for (const auto& [word, count] : counts) {
-    if (count >= 5) words.push_back(word);
+  for (int id = 0; id < tokenizer->vocab_size(); ++id) {
+    const std::string word = datasets::WordOfPiece(tokenizer->Piece(id));
+    if (word.empty() || word.find_first_of(" \n.") != std::string::npos) {
+      continue;
+    }
+    if (tokenizer->Encode(word) == std::vector<int>{id}) words.push_back(word);
   }
-  if (words.size() < 100) {
-    return absl::FailedPreconditionError("fewer than 100 corpus words");
+  if (words.size() < 16) {
+    return absl::FailedPreconditionError("fewer than 16 one-piece words");
   }
   return words;
 }
@@ -69,13 +62,15 @@ class Generator {
   Generator(std::vector<std::string> words, uint64_t seed)
       : words_(std::move(words)), rng_(seed) {}
 
-  // A span of 8-20 random words, then once or twice: 0-10 other words and the
-  // span again (whole, or a prefix of at least 4 words).
+  // A span of 8-20 random words, then two or three times: 0-5 other words and
+  // the span again (whole, or a prefix of at least 4 words). Every copy after
+  // the first is predictable only by in-context copying, so more copies give
+  // the induction circuit more of the loss (Olsson et al. 2022 Sec. 5).
   std::string Induction() {
     std::vector<std::string> span = Words(Uniform(8, 20));
     std::vector<std::string> text = span;
-    for (int copies = Uniform(1, 2); copies > 0; --copies) {
-      for (const std::string& w : Words(Uniform(0, 10))) text.push_back(w);
+    for (int copies = Uniform(2, 3); copies > 0; --copies) {
+      for (const std::string& w : Words(Uniform(0, 5))) text.push_back(w);
       const int repeat = Uniform(0, 1)
                              ? static_cast<int>(span.size())
                              : Uniform(4, static_cast<int>(span.size()));
@@ -144,7 +139,7 @@ int Main() {
     return ExitWithError(
         absl::InvalidArgumentError("--induction_share must be in [0, 1)"));
   }
-  absl::StatusOr<std::vector<std::string>> words = CorpusWords();
+  absl::StatusOr<std::vector<std::string>> words = OnePieceWords();
   if (!words.ok()) return ExitWithError(words.status());
   const size_t vocabulary = words->size();
   Generator generator(*std::move(words), absl::GetFlag(FLAGS_seed));
@@ -159,7 +154,7 @@ int Main() {
   }
   out.close();
   if (!out) return ExitWithError(absl::UnavailableError("cannot write --out"));
-  std::printf("%d synthetic documents from %zu corpus words\n",
+  std::printf("%d synthetic documents from %zu one-piece words\n",
               absl::GetFlag(FLAGS_documents), vocabulary);
   return 0;
 }
@@ -170,6 +165,6 @@ int Main() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(
       argc, argv,
-      "build_synthetic_documents --corpus=train.jsonl --out=F.jsonl");
+      "build_synthetic_documents --tokenizer=bpe.model --out=F.jsonl");
   return sparse_layers::experiments::Main();
 }

@@ -1,10 +1,13 @@
-"""The Lorsa experiment's build graph pieces: per-block attention caches of the base LM, and Lorsa / TopK
-SAE fits (<method>_b<slot>_k<K>: overlay, config, replacement_checkpoint) on them."""
+"""The Lorsa experiment's build graph, one seed at a time (lorsa_seed): the base LM lm_s<seed>, per-block
+attention caches of it, Lorsa / TopK SAE fits on them (<method>_b<slot>_k_s<seed>, <method>_b<slot>_grid<i>_s<seed>:
+overlay, config, replacement_checkpoint) and evaluation_s<seed> (evaluate_lorsa's tidy CSVs). The seed sets the
+base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20)."""
 
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "seed_overlay", "seed_tags", "seeded_name", "seeds_by_scale")
+load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
 
 # Cached blocks: four slots, every block of the smoke and cpu LMs, every third of the paper one.
 BLOCK_SLOTS = [0, 1, 2, 3]
@@ -32,11 +35,14 @@ CACHE_ROWS = by_scale({
 
 FIT_SCALES = {scale: "//experiments/lorsa_attention:fit_%s.textproto" % scale for scale in SCALES}
 
-def attention_caches(checkpoint):
-    """attn_cache_b<slot> for every slot; returns their names."""
+def _cache_name(slot, seed):
+    return seeded_name("attn_cache_b%d" % slot, seed)
+
+def attention_caches(checkpoint, seed):
+    """attn_cache_b<slot>_s<seed> of `checkpoint` for every slot; returns their names."""
     names = []
     for slot in BLOCK_SLOTS:
-        names.append("attn_cache_b%d" % slot)
+        names.append(_cache_name(slot, seed))
         activation_cache(
             name = names[-1],
             checkpoint = checkpoint,
@@ -44,6 +50,7 @@ def attention_caches(checkpoint):
             layer = block_of(slot),
             rows = CACHE_ROWS,
             site = "attn",
+            tags = seed_tags(seed, COSTLY_SEEDS),
         )
     return names
 
@@ -65,8 +72,9 @@ def _overlay_text(name, method, slot, k, scale):
         )
     return 'name: \\"%s\\" model { replacement { %s } }' % (name, layer)
 
-def attention_fit(name, method, slot, k_of_scale, base, base_config):
-    """One Lorsa ("lorsa") or SAE ("sae") fit on slot's cache; k_of_scale: {scale: K}."""
+def attention_fit(name, method, slot, k_of_scale, base, base_config, seed):
+    """One Lorsa ("lorsa") or SAE ("sae") fit on slot's cache of `base` (trained with `seed`, which
+    base_config carries into the fit: its initialisation and row order); k_of_scale: {scale: K}."""
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
@@ -85,18 +93,106 @@ def attention_fit(name, method, slot, k_of_scale, base, base_config):
         name = name,
         config = ":%s_config" % name,
         base = base,
-        activations = ":attn_cache_b%d" % slot,
+        activations = ":" + _cache_name(slot, seed),
+        tags = seed_tags(seed, COSTLY_SEEDS),
     )
 
-def attention_fits(base, base_config):
-    """Lorsa and SAE at the per-layer K on every slot (<method>_b<slot>_k), and at the scale's other Ks on
-    GRID_SLOT (<method>_b<GRID_SLOT>_grid<i>). Returns the fit names."""
+def attention_fits(base, base_config, seed):
+    """Lorsa and SAE at the per-layer K on every slot (<method>_b<slot>_k_s<seed>), and at the scale's other
+    Ks on GRID_SLOT (<method>_b<GRID_SLOT>_grid<i>_s<seed>). Returns the fit names."""
     names = []
     for method in ["lorsa", "sae"]:
         for slot in BLOCK_SLOTS:
-            names.append("%s_b%d_k" % (method, slot))
-            attention_fit(names[-1], method, slot, {s: LORSA_SHAPE[s].k for s in SCALES}, base, base_config)
+            names.append(seeded_name("%s_b%d_k" % (method, slot), seed))
+            attention_fit(names[-1], method, slot, {s: LORSA_SHAPE[s].k for s in SCALES}, base, base_config, seed)
         for i in range(len(LORSA_SHAPE["cpu"].other_ks)):
-            names.append("%s_b%d_grid%d" % (method, GRID_SLOT, i))
-            attention_fit(names[-1], method, GRID_SLOT, {s: LORSA_SHAPE[s].other_ks[i] for s in SCALES}, base, base_config)
+            names.append(seeded_name("%s_b%d_grid%d" % (method, GRID_SLOT, i), seed))
+            attention_fit(
+                names[-1],
+                method,
+                GRID_SLOT,
+                {s: LORSA_SHAPE[s].other_ks[i] for s in SCALES},
+                base,
+                base_config,
+                seed,
+            )
     return names
+
+# evaluate_lorsa's tidy CSVs (each with the seed column) and its listing.
+EVALUATION_FILES = [
+    "fits.csv",
+    "attribution.csv",
+    "attribution_shares.csv",
+    "heads.csv",
+    "probe_heads.csv",
+    "probe.csv",
+    "induction_heads.csv",
+    "top_activations.txt",
+]
+
+def _evaluation(name, base, caches, fits, seed):
+    native.genrule(
+        name = name,
+        srcs = [base, ":shards", "//datasets/text:bpe_small"] + [":" + c for c in caches] + [":" + f for f in fits],
+        outs = ["%s/%s" % (name, f) for f in EVALUATION_FILES],
+        cmd = ("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
+               "for d in $(locations :shards); do case $$d in */test) tokens=$$d;; esac; done; " +
+               "for f in $(locations //datasets/text:bpe_small); do case $$f in *.model) tokenizer=$$f;; esac; done; " +
+               "caches=; " + " ".join([
+                   ("for d in $(locations :%s); do case $$d in */test) " % c +
+                    "l=$$(sed -n 's/^layer: //p' $$d/test.activations.textproto); " +
+                    "caches=$$caches,$${l:-0}=$$d/test.activations.textproto;; esac; done;")
+                   for c in caches
+               ]) + " fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " % " ".join(["$(locations :%s)" % f for f in fits]) +
+               "$(location :evaluate_lorsa) --base=$$base --tokens=$$tokens/test.tokens.textproto --tokenizer=$$tokenizer " +
+               "--caches=$${caches#,} --out_dir=$(RULEDIR)/%s --threads=2 " % name +
+               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$fits 2>/dev/null"),
+        message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
+        exec_tools = [":evaluate_lorsa"],
+        tags = seed_tags(seed, COSTLY_SEEDS),
+    )
+
+def lorsa_seed(seed, base_config, scale_configs):
+    """Everything one seed builds: lm_s<seed>_config (base_config + scale_configs + the run's name
+    lorsa_base_lm_s<seed> + runtime.seed), lm_s<seed> on :shards, its caches and fits, and
+    evaluation_s<seed>."""
+    lm = seeded_name("lm", seed)
+    native.genrule(
+        name = lm + "_name",
+        outs = [lm + "_name.textproto"],
+        cmd = "echo 'name: \"%s\"' > $@" % seeded_name("lorsa_base_lm", seed),
+    )
+    seed_overlay(name = lm + "_seed", seed = seed)
+    experiment_config(
+        name = lm + "_config",
+        base = base_config,
+        scales = scale_configs,
+        overlays = [":%s_name" % lm, ":%s_seed" % lm],
+    )
+    lm_checkpoint(
+        name = lm,
+        config = ":%s_config" % lm,
+        data = ":shards",
+        tags = seed_tags(seed, COSTLY_SEEDS),
+    )
+    caches = attention_caches(":" + lm, seed)
+    fits = attention_fits(base = ":" + lm, base_config = ":%s_config" % lm, seed = seed)
+    _evaluation(seeded_name("evaluation", seed), ":" + lm, caches, fits, seed)
+
+
+def _lm(seed):
+    return ":" + seeded_name("lm", seed)
+
+def _lm_config(seed):
+    return ":%s_config" % seeded_name("lm", seed)
+
+def _evaluation_label(seed):
+    return ":" + seeded_name("evaluation", seed)
+
+def lorsa_results(name):
+    """The active scale's seeds' evaluations, base LMs and their configs."""
+    native.filegroup(
+        name = name,
+        srcs = seeds_by_scale(_evaluation_label, COSTLY_SEEDS) + seeds_by_scale(_lm, COSTLY_SEEDS) +
+               seeds_by_scale(_lm_config, COSTLY_SEEDS),
+    )

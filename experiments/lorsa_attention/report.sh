@@ -1,24 +1,28 @@
 #!/bin/bash
-# The Lorsa section (arXiv:2504.20938 Secs. 4.1, 4.2, 6.1, 8, App. E): the base LM's summary as a tidy CSV
-# (summary_table), then the claims engine on claims.textproto and evaluate_lorsa's tidy CSVs (tables of mean
-# +- 95% CI, figures, controls, verdicts; verdicts.csv and the merged CSVs land in <out_dir>), then the top
-# activations of the best-scoring Lorsa heads as evaluate_lorsa listed them.
+# The Lorsa section (arXiv:2504.20938 Secs. 4.1, 4.2, 6.1, 8, App. E): the base LMs' summaries as a tidy CSV
+# (summary_table, one row per seed), then the claims engine on claims.textproto and every seed's tidy CSVs
+# from evaluate_lorsa, merged per table (tables of mean +- 95% CI over seeds, figures, controls, verdicts;
+# verdicts.csv and the merged CSVs land in <out_dir>), then the top activations of the best-scoring Lorsa
+# heads as evaluate_lorsa listed them for each seed.
 # Usage: report.sh <out_dir> <judge_claims> <plot_lines.sh> <summary_table> <claims.textproto> <results...>
 set -euo pipefail
 out_dir=$1
 shift
-tables=() runs=()
+runs=() listings=()
+declare -A csvs=()
 for f in "$@"; do
   case "$f" in
     */judge_claims) judge=$f ;;
     */plot_lines.sh) plot=$f ;;
     */summary_table) summary_table=$f ;;
     */claims.textproto) claims=$f ;;
-    */lm.summary.textproto | */lm_config.textproto) runs+=("$f") ;;
-    */evaluation/*.csv) tables+=("--table=$(basename "$f")=$f") ;;
-    */evaluation/top_activations.txt) listing=$f ;;
+    */lm_s*.summary.textproto | */lm_s*_config.textproto) runs+=("$f") ;;
+    */evaluation_s*/*.csv) csvs[$(basename "$f")]+="${csvs[$(basename "$f")]:+,}$f" ;;
+    */evaluation_s*/top_activations.txt) listings+=("$f") ;;
   esac
 done
+tables=()
+for t in "${!csvs[@]}"; do tables+=("--table=$t=${csvs[$t]}"); done
 mkdir -p "$out_dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,10 +30,14 @@ trap 'rm -rf "$tmp"' EXIT
   "${runs[@]}"
 cp "$claims" "$out_dir/claims.textproto"
 "$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" --table=lm.csv="$tmp/lm.csv" "${tables[@]}"
-cp "$listing" "$out_dir/top_activations.txt"
+for listing in "${listings[@]}"; do
+  seed=$(basename "$(dirname "$listing")")
+  echo "# ${seed#evaluation_}"
+  cat "$listing"
+done >"$out_dir/top_activations.txt"
 echo
-echo "## Top activations of the best-scoring Lorsa heads (held-out windows; [[current token]])"
+echo "## Top activations of the best-scoring Lorsa heads (held-out windows; [[current token]]; first seed)"
 echo
 echo '```'
-head -n 60 "$listing"
+head -n 60 "${listings[0]}"
 echo '```'

@@ -6,7 +6,7 @@ design_table: design.csv, the variants' shapes and activated parameters at the a
 
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seeded_name")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seed_tags", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
 # The dense model's shape per scale, as base.textproto + <scale>.textproto set it (keep in sync: the smoke
@@ -38,10 +38,6 @@ VARIANTS = {
 # is 12.7 (4.3 at n = 3): a third seed is the cheapest way to resolve more of them (9 runs, about 15 min).
 MOHD_SEEDS = COSTLY_SEEDS
 
-# Seeds the smoke scale builds; the others are kept out of wildcard builds (`bazel test //...` would
-# otherwise train them at smoke for nothing) and built only through the section.
-_WILDCARD_SEEDS = MOHD_SEEDS["smoke"]
-
 def _is_mohd(variant):
     return variant != None and not hasattr(variant, "embedding_expand")
 
@@ -61,10 +57,6 @@ def _overlay(name, variant, width):
             variant.extra,
         )
     return text
-
-def seed_tags(seed):
-    """Tags of a costly target built at `seed`: manual when no wildcard-built scale uses the seed."""
-    return [] if seed in _WILDCARD_SEEDS else ["manual"]
 
 def mohd_run(variant_name, variant, seed):
     name = seeded_name(variant_name, seed)
@@ -87,7 +79,7 @@ def mohd_run(variant_name, variant, seed):
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
-        tags = seed_tags(seed),
+        tags = seed_tags(seed, MOHD_SEEDS),
     )
 
 def mohd_runs():
@@ -156,7 +148,7 @@ def activation_flow_run(seed):
                )),
         message = "Measuring the activation flow of the MoHD study's dense and x2 models, seed %d" % seed,
         exec_tools = ["//analysis/activation_flow"],
-        tags = seed_tags(seed),
+        tags = seed_tags(seed, MOHD_SEEDS),
     )
 
 def mohd_results(variants):

@@ -46,6 +46,11 @@ def seeds_by_scale(name_fn, seeds = SEEDS):
     """select() of the list of labels name_fn(seed) for the active scale's seeds."""
     return by_scale({scale: [name_fn(s) for s in seeds[scale]] for scale in seeds})
 
+def seed_tags(seed, seeds = SEEDS):
+    """Tags of a target built at `seed`: manual when no wildcard-built scale (smoke, cpu) uses the seed, so
+    `bazel test //...` at smoke never trains a seed only the paper scale needs."""
+    return [] if seed in seeds["smoke"] + seeds["cpu"] else ["manual"]
+
 def seed_overlay(name, seed, tags = None):
     """<name>.textproto: a config overlay `runtime { seed: <seed> }` for experiment_config(overlays=...)."""
     native.genrule(
