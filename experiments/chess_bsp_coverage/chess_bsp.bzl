@@ -1,5 +1,6 @@
 """chess_model: one chess GPT of the MoE-X (arXiv:2503.07639) BSP study as build targets: <name>_config,
-<name> (lm_checkpoint) and <name>_bsp (its coverage / reconstruction CSV, with the config's seed);
+<name> (lm_checkpoint) and <name>_bsp (its coverage / reconstruction CSV and its board-tracking CSV, legal-move
+rate and loss against the uniform-legal-move floor, both with the config's seed);
 chess_control: the same metrics for a random initialisation of a model's config."""
 
 load("//tools/config:config.bzl", "experiment_config")
@@ -34,11 +35,12 @@ def chess_model(name, init_from = None):
     native.genrule(
         name = name + "_bsp",
         srcs = [":" + name, _GAMES],
-        outs = [name + ".bsp.csv"],
+        outs = [name + ".bsp.csv", name + ".board.csv"],
         exec_tools = [":evaluate_bsp"],
         cmd = _SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % name +
               "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
-              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
+              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$(location %s.bsp.csv) " % name +
+              "--board_tracking_out=$(location %s.board.csv) 2>/dev/null" % name,
         message = "BSP coverage of " + name,
     )
 
@@ -46,9 +48,10 @@ def chess_control(name, model):
     native.genrule(
         name = name + "_bsp",
         srcs = [":%s_config" % model, _GAMES],
-        outs = [name + ".bsp.csv"],
+        outs = [name + ".bsp.csv", name + ".board.csv"],
         exec_tools = [":evaluate_bsp"],
         cmd = _SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (model, name) +
-              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
+              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$(location %s.bsp.csv) " % name +
+              "--board_tracking_out=$(location %s.board.csv) 2>/dev/null" % name,
         message = "BSP coverage of " + name,
     )
