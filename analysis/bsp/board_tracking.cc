@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/bsp/chess_moves.h"
 #include "datasets/chess/chess_games.h"
@@ -22,10 +23,14 @@ struct Totals {
 };
 
 // Continues every prefix by up to `max_length` characters, stopping at a
-// space or a game separator; greedy or sampled at temperature 1.
-std::vector<std::string> Continue(const std::vector<std::vector<int>> &prefixes,
-                                  const NextTokenLogProbs &log_probs,
-                                  int max_length, std::mt19937_64 *sampler) {
+// space or a game separator, or as soon as the text is no legal move's
+// prefix (it can only end illegal: cheap for models that do not track the
+// board); greedy or sampled at temperature 1.
+std::vector<std::string> Continue(
+    const std::vector<std::vector<int>>& prefixes,
+    const std::vector<std::vector<std::string>>& legal,
+    const NextTokenLogProbs& log_probs, int max_length,
+    std::mt19937_64* sampler) {
   const int n = static_cast<int>(prefixes.size());
   std::vector<std::vector<int>> ids = prefixes;
   std::vector<std::string> moves(n);
@@ -45,7 +50,7 @@ std::vector<std::string> Continue(const std::vector<std::vector<int>> &prefixes,
         {static_cast<int64_t>(active.size()), static_cast<int64_t>(longest)},
         torch::kLong);
     for (size_t a = 0; a < active.size(); ++a) {
-      const std::vector<int> &row = ids[active[a]];
+      const std::vector<int>& row = ids[active[a]];
       tokens[a]
           .narrow(0, 0, row.size())
           .copy_(torch::tensor(std::vector<int64_t>(row.begin(), row.end())));
@@ -71,6 +76,10 @@ std::vector<std::string> Continue(const std::vector<std::vector<int>> &prefixes,
       }
       moves[i] += c;
       ids[i].push_back(next);
+      done[i] = std::none_of(legal[i].begin(), legal[i].end(),
+                             [&](const std::string& san) {
+                               return absl::StartsWith(san, moves[i]);
+                             });
     }
   }
   return moves;
@@ -98,18 +107,18 @@ std::vector<PlySpan> PlySpans(absl::string_view text) {
 }
 
 absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
-    const std::vector<ChessGame> &games, const NextTokenLogProbs &log_probs,
-    const BoardTrackingOptions &options) {
+    const std::vector<ChessGame>& games, const NextTokenLogProbs& log_probs,
+    const BoardTrackingOptions& options) {
   std::map<std::string, Totals> by_policy;
   std::mt19937_64 sampler(options.sampling_seed);
   torch::NoGradGuard no_grad;
-  for (const ChessGame &game : games) {
+  for (const ChessGame& game : games) {
     const std::string text = game.text().substr(0, options.characters);
     auto ids = datasets::chess::EncodeGame(text);
     if (!ids.ok()) return ids.status();
     // Plies whose SAN and the space after it lie in the window.
     std::vector<PlySpan> plies;
-    for (const PlySpan &span : PlySpans(text)) {
+    for (const PlySpan& span : PlySpans(text)) {
       if (span.end >= static_cast<int>(text.size()) ||
           static_cast<int>(plies.size()) >= game.fens_size()) {
         break;
@@ -121,6 +130,7 @@ absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
     total.games = 1;
     std::vector<std::vector<int>> prefixes;
     std::vector<absl::flat_hash_set<std::string>> legal, continued_legal;
+    std::vector<std::vector<std::string>> continued_sans;
     for (int k = 0; k < static_cast<int>(plies.size()); ++k) {
       auto position = ParsePosition(game.fens(k));
       if (!position.ok()) return position.status();
@@ -148,6 +158,7 @@ absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
       const int k = (2 * j + 1) * continuable / (2 * chosen);
       prefixes.emplace_back(ids->begin(), ids->begin() + plies[k].start);
       continued_legal.push_back(legal[k]);
+      continued_sans.emplace_back(legal[k].begin(), legal[k].end());
     }
     // Loss over characters 1..E, E the space after the last complete ply.
     const int last = plies.back().end;
@@ -162,18 +173,18 @@ absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
                       .sum()
                       .item<double>();
     total.characters = last;
-    const std::vector<std::string> greedy =
-        Continue(prefixes, log_probs, options.max_move_length, nullptr);
-    const std::vector<std::string> sampled =
-        Continue(prefixes, log_probs, options.max_move_length, &sampler);
+    const std::vector<std::string> greedy = Continue(
+        prefixes, continued_sans, log_probs, options.max_move_length, nullptr);
+    const std::vector<std::string> sampled = Continue(
+        prefixes, continued_sans, log_probs, options.max_move_length, &sampler);
     total.plies = static_cast<int>(prefixes.size());
     for (int k = 0; k < total.plies; ++k) {
       total.legal_greedy += continued_legal[k].contains(greedy[k]);
       total.legal_sampled += continued_legal[k].contains(sampled[k]);
     }
     const std::string policy = game.policy() == "random" ? "random" : "engine";
-    for (const std::string &key : {std::string("all"), policy}) {
-      Totals &t = by_policy[key];
+    for (const std::string& key : {std::string("all"), policy}) {
+      Totals& t = by_policy[key];
       t.games += total.games;
       t.plies += total.plies;
       t.legal_greedy += total.legal_greedy;
@@ -184,10 +195,10 @@ absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
     }
   }
   std::vector<BoardTrackingResult> results;
-  for (const char *key : {"all", "random", "engine"}) {
+  for (const char* key : {"all", "random", "engine"}) {
     auto it = by_policy.find(key);
     if (it == by_policy.end()) continue;
-    const Totals &t = it->second;
+    const Totals& t = it->second;
     BoardTrackingResult r;
     r.policy = key;
     r.games = t.games;

@@ -29,7 +29,7 @@ struct PlySpan {
 std::vector<PlySpan> PlySpans(absl::string_view text);
 
 // (B, T) token ids -> (B, T, vocabulary) next-token log-probabilities.
-using NextTokenLogProbs = std::function<torch::Tensor(const torch::Tensor &)>;
+using NextTokenLogProbs = std::function<torch::Tensor(const torch::Tensor&)>;
 
 struct BoardTrackingOptions {
   int characters = 256;     // Window of each game read, as in the BSP study.
@@ -60,8 +60,8 @@ struct BoardTrackingResult {
 // Results for "all" games and for each policy ("random", engine levels
 // folded into "engine"), in that order.
 absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
-    const std::vector<datasets::chess::ChessGame> &games,
-    const NextTokenLogProbs &log_probs, const BoardTrackingOptions &options);
+    const std::vector<datasets::chess::ChessGame>& games,
+    const NextTokenLogProbs& log_probs, const BoardTrackingOptions& options);
 
 }  // namespace sparse_layers::analysis
 

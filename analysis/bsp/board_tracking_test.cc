@@ -12,13 +12,13 @@ namespace {
 
 using datasets::chess::ChessGame;
 
-ChessPosition Position(const std::string &fen) {
+ChessPosition Position(const std::string& fen) {
   auto position = ParsePosition(fen);
   EXPECT_TRUE(position.ok()) << position.status();
   return *position;
 }
 
-bool HasMove(const std::string &fen, const std::string &san) {
+bool HasMove(const std::string& fen, const std::string& san) {
   const std::vector<std::string> sans = LegalSanMoves(Position(fen));
   return std::find(sans.begin(), sans.end(), san) != sans.end();
 }
@@ -91,8 +91,8 @@ ChessGame OpeningGame() {
 }
 
 // A model that knows the game: all mass on the game's next character.
-NextTokenLogProbs Oracle(const std::string &text) {
-  return [text](const torch::Tensor &tokens) {
+NextTokenLogProbs Oracle(const std::string& text) {
+  return [text](const torch::Tensor& tokens) {
     auto ids = datasets::chess::EncodeGame(text);
     torch::Tensor logits = torch::zeros({tokens.size(0), tokens.size(1), 32});
     for (int64_t t = 0; t < tokens.size(1); ++t) {
@@ -109,7 +109,7 @@ TEST(BoardTrackingTest, OracleAndUniformModels) {
   auto oracle = EvaluateBoardTracking({game}, Oracle(game.text()), {});
   ASSERT_TRUE(oracle.ok()) << oracle.status();
   ASSERT_EQ(oracle->size(), 2u);  // all, random
-  const BoardTrackingResult &all = (*oracle)[0];
+  const BoardTrackingResult& all = (*oracle)[0];
   EXPECT_EQ(all.policy, "all");
   // e4 and e5 are followed by a space in the window; Nf3 is not.
   EXPECT_EQ(all.plies, 2);
@@ -123,7 +123,7 @@ TEST(BoardTrackingTest, OracleAndUniformModels) {
 
   auto uniform = EvaluateBoardTracking(
       {game},
-      [](const torch::Tensor &tokens) {
+      [](const torch::Tensor& tokens) {
         return torch::full({tokens.size(0), tokens.size(1), 32},
                            -std::log(32.0));
       },

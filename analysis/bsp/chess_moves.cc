@@ -26,23 +26,23 @@ int Square(int file, int rank) { return rank * 8 + file; }
 int Colour(int value) { return value > 0 ? 1 : value < 0 ? -1 : 0; }
 
 // Whether a piece of colour `by` (+1 white, -1 black) attacks `square`.
-bool Attacked(const ChessBoard &board, int square, int by) {
+bool Attacked(const ChessBoard& board, int square, int by) {
   const int f = File(square), r = Rank(square);
   // A pawn of colour `by` attacks from one rank behind it.
   for (int df : {-1, 1}) {
     const int pf = f + df, pr = r - by;
     if (OnBoard(pf, pr) && board[Square(pf, pr)] == by * kPawn) return true;
   }
-  for (const auto &step : kKnightSteps) {
+  for (const auto& step : kKnightSteps) {
     const int nf = f + step[0], nr = r + step[1];
     if (OnBoard(nf, nr) && board[Square(nf, nr)] == by * kKnight) return true;
   }
-  for (const auto &step : kKingSteps) {
+  for (const auto& step : kKingSteps) {
     const int nf = f + step[0], nr = r + step[1];
     if (OnBoard(nf, nr) && board[Square(nf, nr)] == by * kKing) return true;
   }
   for (int slider : {kRook, kBishop}) {
-    for (const auto &ray : slider == kRook ? kRookRays : kBishopRays) {
+    for (const auto& ray : slider == kRook ? kRookRays : kBishopRays) {
       for (int nf = f + ray[0], nr = r + ray[1]; OnBoard(nf, nr);
            nf += ray[0], nr += ray[1]) {
         const int value = board[Square(nf, nr)];
@@ -55,15 +55,15 @@ bool Attacked(const ChessBoard &board, int square, int by) {
   return false;
 }
 
-int KingSquare(const ChessBoard &board, int colour) {
+int KingSquare(const ChessBoard& board, int colour) {
   for (int s = 0; s < 64; ++s) {
     if (board[s] == colour * kKing) return s;
   }
   return -1;
 }
 
-void AddPawnMoves(const ChessPosition &p, int from, int colour,
-                  std::vector<ChessMove> &moves) {
+void AddPawnMoves(const ChessPosition& p, int from, int colour,
+                  std::vector<ChessMove>& moves) {
   const int f = File(from), r = Rank(from);
   const int last_rank = colour > 0 ? 7 : 0, start_rank = colour > 0 ? 1 : 6;
   auto add = [&](int to) {
@@ -88,8 +88,8 @@ void AddPawnMoves(const ChessPosition &p, int from, int colour,
   }
 }
 
-void AddCastling(const ChessPosition &p, int colour,
-                 std::vector<ChessMove> &moves) {
+void AddCastling(const ChessPosition& p, int colour,
+                 std::vector<ChessMove>& moves) {
   const int home = colour > 0 ? 0 : 56, right = colour > 0 ? 0 : 2;
   const int king = home + 4;
   if (p.board[king] != colour * kKing || Attacked(p.board, king, -colour)) {
@@ -109,7 +109,7 @@ void AddCastling(const ChessPosition &p, int colour,
   }
 }
 
-std::vector<ChessMove> PseudoLegalMoves(const ChessPosition &p) {
+std::vector<ChessMove> PseudoLegalMoves(const ChessPosition& p) {
   const int colour = p.white_to_move ? 1 : -1;
   std::vector<ChessMove> moves;
   for (int from = 0; from < 64; ++from) {
@@ -121,7 +121,7 @@ std::vector<ChessMove> PseudoLegalMoves(const ChessPosition &p) {
       continue;
     }
     if (piece == kKnight || piece == kKing) {
-      for (const auto &step : piece == kKnight ? kKnightSteps : kKingSteps) {
+      for (const auto& step : piece == kKnight ? kKnightSteps : kKingSteps) {
         const int nf = f + step[0], nr = r + step[1];
         if (OnBoard(nf, nr) && Colour(p.board[Square(nf, nr)]) != colour) {
           moves.push_back({from, Square(nf, nr), 0});
@@ -131,7 +131,7 @@ std::vector<ChessMove> PseudoLegalMoves(const ChessPosition &p) {
     }
     for (int slider : {kRook, kBishop}) {
       if (piece != slider && piece != kQueen) continue;
-      for (const auto &ray : slider == kRook ? kRookRays : kBishopRays) {
+      for (const auto& ray : slider == kRook ? kRookRays : kBishopRays) {
         for (int nf = f + ray[0], nr = r + ray[1]; OnBoard(nf, nr);
              nf += ray[0], nr += ray[1]) {
           const int target = p.board[Square(nf, nr)];
@@ -146,12 +146,12 @@ std::vector<ChessMove> PseudoLegalMoves(const ChessPosition &p) {
   return moves;
 }
 
-bool IsCastle(const ChessPosition &p, const ChessMove &m) {
+bool IsCastle(const ChessPosition& p, const ChessMove& m) {
   return std::abs(p.board[m.from]) == kKing &&
          std::abs(File(m.to) - File(m.from)) == 2;
 }
 
-bool IsEnPassant(const ChessPosition &p, const ChessMove &m) {
+bool IsEnPassant(const ChessPosition& p, const ChessMove& m) {
   return std::abs(p.board[m.from]) == kPawn && m.to == p.en_passant &&
          File(m.to) != File(m.from);
 }
@@ -183,7 +183,7 @@ absl::StatusOr<ChessPosition> ParsePosition(absl::string_view fen) {
   return position;
 }
 
-ChessPosition MakeMove(const ChessPosition &p, const ChessMove &m) {
+ChessPosition MakeMove(const ChessPosition& p, const ChessMove& m) {
   ChessPosition next = p;
   const int value = p.board[m.from], colour = Colour(value);
   if (IsEnPassant(p, m)) next.board[Square(File(m.to), Rank(m.from))] = 0;
@@ -215,16 +215,16 @@ ChessPosition MakeMove(const ChessPosition &p, const ChessMove &m) {
   return next;
 }
 
-bool InCheck(const ChessPosition &p) {
+bool InCheck(const ChessPosition& p) {
   const int colour = p.white_to_move ? 1 : -1;
   const int king = KingSquare(p.board, colour);
   return king >= 0 && Attacked(p.board, king, -colour);
 }
 
-std::vector<ChessMove> LegalMoves(const ChessPosition &p) {
+std::vector<ChessMove> LegalMoves(const ChessPosition& p) {
   std::vector<ChessMove> legal;
   const int colour = p.white_to_move ? 1 : -1;
-  for (const ChessMove &m : PseudoLegalMoves(p)) {
+  for (const ChessMove& m : PseudoLegalMoves(p)) {
     const ChessPosition next = MakeMove(p, m);
     const int king = KingSquare(next.board, colour);
     if (king >= 0 && !Attacked(next.board, king, -colour)) legal.push_back(m);
@@ -232,7 +232,7 @@ std::vector<ChessMove> LegalMoves(const ChessPosition &p) {
   return legal;
 }
 
-std::string ToSan(const ChessPosition &p, const ChessMove &m) {
+std::string ToSan(const ChessPosition& p, const ChessMove& m) {
   const int piece = std::abs(p.board[m.from]);
   auto square_name = [](int s) {
     return std::string{static_cast<char>('a' + File(s)),
@@ -250,7 +250,7 @@ std::string ToSan(const ChessPosition &p, const ChessMove &m) {
       // Disambiguate by file, else rank, else both (FIDE SAN).
       bool ambiguous = false, same_file = false, same_rank = false;
       if (piece != kKing) {
-        for (const ChessMove &other : LegalMoves(p)) {
+        for (const ChessMove& other : LegalMoves(p)) {
           if (other.to != m.to || other.from == m.from ||
               p.board[other.from] != p.board[m.from]) {
             continue;
@@ -277,20 +277,20 @@ std::string ToSan(const ChessPosition &p, const ChessMove &m) {
   return san;
 }
 
-std::vector<std::string> LegalSanMoves(const ChessPosition &position) {
+std::vector<std::string> LegalSanMoves(const ChessPosition& position) {
   std::vector<std::string> sans;
-  for (const ChessMove &m : LegalMoves(position)) {
+  for (const ChessMove& m : LegalMoves(position)) {
     sans.push_back(ToSan(position, m));
   }
   return sans;
 }
 
-int64_t Perft(const ChessPosition &position, int depth) {
+int64_t Perft(const ChessPosition& position, int depth) {
   if (depth == 0) return 1;
   const std::vector<ChessMove> moves = LegalMoves(position);
   if (depth == 1) return static_cast<int64_t>(moves.size());
   int64_t nodes = 0;
-  for (const ChessMove &m : moves)
+  for (const ChessMove& m : moves)
     nodes += Perft(MakeMove(position, m), depth - 1);
   return nodes;
 }

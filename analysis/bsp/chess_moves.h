@@ -32,22 +32,22 @@ struct ChessMove {
 
 absl::StatusOr<ChessPosition> ParsePosition(absl::string_view fen);
 
-std::vector<ChessMove> LegalMoves(const ChessPosition &position);
+std::vector<ChessMove> LegalMoves(const ChessPosition& position);
 
-ChessPosition MakeMove(const ChessPosition &position, const ChessMove &move);
+ChessPosition MakeMove(const ChessPosition& position, const ChessMove& move);
 
 // Whether the side to move is in check.
-bool InCheck(const ChessPosition &position);
+bool InCheck(const ChessPosition& position);
 
 // SAN of a legal move, with pgn-extract's conventions: "O-O", "exd5", "Nbd7",
 // "e8=Q", "+" for check and "#" for mate.
-std::string ToSan(const ChessPosition &position, const ChessMove &move);
+std::string ToSan(const ChessPosition& position, const ChessMove& move);
 
-std::vector<std::string> LegalSanMoves(const ChessPosition &position);
+std::vector<std::string> LegalSanMoves(const ChessPosition& position);
 
 // Leaf nodes of the legal move tree `depth` plies deep (the standard
 // move-generator check).
-int64_t Perft(const ChessPosition &position, int depth);
+int64_t Perft(const ChessPosition& position, int depth);
 
 }  // namespace sparse_layers::analysis
 

@@ -58,8 +58,8 @@ struct Collected {
   std::vector<analysis::ChessBoard> boards;
 };
 
-absl::StatusOr<Collected> Collect(layers::GptImpl &model,
-                                  const std::vector<ChessGame> &games,
+absl::StatusOr<Collected> Collect(layers::GptImpl& model,
+                                  const std::vector<ChessGame>& games,
                                   int characters) {
   const int layers = static_cast<int>(model.blocks.size());
   Collected collected;
@@ -67,7 +67,7 @@ absl::StatusOr<Collected> Collect(layers::GptImpl &model,
   collected.everywhere.resize(layers);
   collected.ffn_inputs.resize(layers);
   torch::NoGradGuard no_grad;
-  for (const ChessGame &game : games) {
+  for (const ChessGame& game : games) {
     const std::string text = game.text().substr(0, characters);
     auto ids = datasets::chess::EncodeGame(text);
     if (!ids.ok()) return ids.status();
@@ -104,10 +104,10 @@ absl::StatusOr<Collected> Collect(layers::GptImpl &model,
   return collected;
 }
 
-torch::Tensor Properties(const std::vector<analysis::ChessBoard> &boards,
+torch::Tensor Properties(const std::vector<analysis::ChessBoard>& boards,
                          bool mask_initial) {
   std::vector<torch::Tensor> rows;
-  for (const auto &board : boards) {
+  for (const auto& board : boards) {
     rows.push_back(analysis::PieceOnSquareProperties(board, mask_initial));
   }
   return torch::stack(rows);
@@ -117,7 +117,7 @@ torch::Tensor Properties(const std::vector<analysis::ChessBoard> &boards,
 // (MoE-X Sec. 3.1; App. A Fig. 11), 0-indexed; block 2 of a 4-block model.
 int HeadlineBlock(int n_layers) { return (3 * n_layers + 3) / 4 - 1; }
 
-double Pearson(const torch::Tensor &a, const torch::Tensor &b) {
+double Pearson(const torch::Tensor& a, const torch::Tensor& b) {
   const torch::Tensor x = a.to(torch::kDouble) - a.to(torch::kDouble).mean();
   const torch::Tensor y = b.to(torch::kDouble) - b.to(torch::kDouble).mean();
   const double denominator = (x.norm() * y.norm()).item<double>();
@@ -126,11 +126,11 @@ double Pearson(const torch::Tensor &a, const torch::Tensor &b) {
 }
 
 // The board-tracking CSV: one row per game policy, with the model's seed.
-absl::Status WriteBoardTracking(layers::GptImpl &model,
-                                const std::vector<ChessGame> &games,
+absl::Status WriteBoardTracking(layers::GptImpl& model,
+                                const std::vector<ChessGame>& games,
                                 uint64_t seed) {
   const analysis::NextTokenLogProbs log_probs =
-      [&model](const torch::Tensor &t) {
+      [&model](const torch::Tensor& t) {
         return torch::log_softmax(model.forward(t), -1);
       };
   analysis::BoardTrackingOptions options;
@@ -150,7 +150,7 @@ absl::Status WriteBoardTracking(layers::GptImpl &model,
       "model,ffn,policy,games,plies,legal_move_rate_greedy,"
       "legal_move_rate_sampled,characters,loss_nats_per_character,"
       "uniform_legal_floor_nats_per_character,loss_above_floor,seed\n";
-  for (const analysis::BoardTrackingResult &r : *results) {
+  for (const analysis::BoardTrackingResult& r : *results) {
     absl::StrAppend(
         &csv,
         absl::StrFormat("%s,%s,%s,%d,%d,%.4f,%.4f,%d,%.4f,%.4f,%.4f,%d\n",
@@ -195,7 +195,7 @@ absl::Status Run() {
   model->eval();
 
   std::vector<std::vector<ChessGame>> splits;
-  for (const std::string &path :
+  for (const std::string& path :
        {absl::GetFlag(FLAGS_bsp_train), absl::GetFlag(FLAGS_bsp_test)}) {
     auto jsonl = ReadFileToString(path);
     if (!jsonl.ok()) return jsonl.status();
@@ -253,7 +253,7 @@ absl::Status Run() {
           (chosen == sparsest).all(-1).to(torch::kDouble).mean().item<double>();
     }
     for (const bool mask_initial : {false, true}) {
-      const auto &[train_properties, test_properties] =
+      const auto& [train_properties, test_properties] =
           properties[mask_initial ? 1 : 0];
       const analysis::CoverageResult coverage = analysis::Coverage(
           train_features, maxima, train_properties, thresholds);
@@ -291,7 +291,7 @@ absl::Status Run() {
 }  // namespace
 }  // namespace sparse_layers::experiments
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   sparse_layers::InitMain(
       argc, argv, "BSP coverage and reconstruction of one chess model.");
   (void)sparse_layers::backend::SetTorchThreads(2);
