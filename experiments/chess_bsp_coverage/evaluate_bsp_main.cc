@@ -44,7 +44,7 @@ ABSL_FLAG(std::string, out, "", "Output CSV, one row per (layer, BSP set).");
 ABSL_FLAG(std::string, board_tracking_out, "",
           "Optional CSV of board tracking on the BSP-test games, one row per "
           "game policy (all, random, engine).");
-ABSL_FLAG(int, board_tracking_games, 100,
+ABSL_FLAG(int, board_tracking_games, 50,
           "BSP-test games read for board tracking (the first ones).");
 
 namespace sparse_layers::experiments {
