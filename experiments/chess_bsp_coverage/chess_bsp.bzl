@@ -1,8 +1,13 @@
-"""chess_model: one chess GPT of the MoE-X (arXiv:2503.07639) BSP study as build targets: <name>_config,
-<name> (lm_checkpoint) and <name>_bsp (its coverage / reconstruction CSV, with the config's seed);
-chess_control: the same metrics for a random initialisation of a model's config."""
+"""chess_model: one chess GPT of the MoE-X (arXiv:2503.07639) BSP study at every seed, as build targets
+<name>_s<seed>_config, <name>_s<seed> (lm_checkpoint; a mixture upcycles from its parent at the same seed) and
+<name>_s<seed>_bsp (its coverage / reconstruction CSV and its board-tracking CSV, legal-move rate and loss
+against the uniform-legal-move floor; rows are named <name>, the seed is their `seed` column); chess_control:
+the same metrics for a random initialisation of a model's config at each seed; chess_results: the active
+scale's outputs for the report."""
 
 load("//tools/config:config.bzl", "experiment_config")
+load("//tools/scale:scale.bzl", "by_scale")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
 SCALES = {
@@ -11,44 +16,83 @@ SCALES = {
     "paper": "paper.textproto",
 }
 
+# Whole trainings are costly: the project's costly-node seeds at cpu and paper scale. The smoke test checks
+# the section's structure, not intervals: one seed keeps its ~30 slot-queued actions (CI) from doubling.
+CHESS_SEEDS = {
+    "smoke": [1],
+    "cpu": COSTLY_SEEDS["cpu"],
+    "paper": COSTLY_SEEDS["paper"],
+}
+
+# `bazel test //...` builds at smoke: seeds only cpu or paper use stay out of wildcard builds.
+def _tags(seed):
+    return [] if seed in CHESS_SEEDS["smoke"] else ["manual"]
+
 _GAMES = "//datasets/chess:games"
 
 # Picks the BSP splits out of the dataset's outputs.
 _SPLITS = ("for f in $(locations %s); do case $$f in *bsp_train.jsonl) train=$$f;; " % _GAMES +
            "*bsp_test.jsonl) test=$$f;; esac; done; ")
 
-def chess_model(name, init_from = None):
-    experiment_config(
-        name = name + "_config",
-        base = "base.textproto",
-        scales = SCALES,
-        overlays = ["models/%s.textproto" % name],
-    )
-    lm_checkpoint(
-        name = name,
-        config = ":%s_config" % name,
-        data = _GAMES,
-        tokenizer = "//datasets/chess:vocabulary.chars",
-        init_from = init_from,
-    )
-    native.genrule(
-        name = name + "_bsp",
-        srcs = [":" + name, _GAMES],
-        outs = [name + ".bsp.csv"],
-        exec_tools = [":evaluate_bsp"],
-        cmd = _SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % name +
-              "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
-              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
-        message = "BSP coverage of " + name,
+def _outputs(name):
+    return "--out=$(location %s.bsp.csv) --board_tracking_out=$(location %s.board.csv) 2>/dev/null" % (
+        name,
+        name,
     )
 
+def chess_model(name, init_from = None):
+    for seed in all_seeds(CHESS_SEEDS):
+        run = seeded_name(name, seed)
+        seed_overlay(name = run + "_seed", seed = seed)
+        experiment_config(
+            name = run + "_config",
+            base = "base.textproto",
+            scales = SCALES,
+            overlays = ["models/%s.textproto" % name, ":%s_seed" % run],
+        )
+        lm_checkpoint(
+            name = run,
+            config = ":%s_config" % run,
+            data = _GAMES,
+            tokenizer = "//datasets/chess:vocabulary.chars",
+            init_from = seeded_name(init_from, seed) if init_from else None,
+            tags = _tags(seed),
+        )
+        native.genrule(
+            name = run + "_bsp",
+            srcs = [":" + run, _GAMES],
+            outs = [run + ".bsp.csv", run + ".board.csv"],
+            exec_tools = [":evaluate_bsp"],
+            cmd = _SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % run +
+                  "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
+                  "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
+                  _outputs(run),
+            message = "BSP coverage of " + run,
+            tags = _tags(seed),
+        )
+
 def chess_control(name, model):
-    native.genrule(
-        name = name + "_bsp",
-        srcs = [":%s_config" % model, _GAMES],
-        outs = [name + ".bsp.csv"],
-        exec_tools = [":evaluate_bsp"],
-        cmd = _SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (model, name) +
-              "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ 2>/dev/null",
-        message = "BSP coverage of " + name,
-    )
+    for seed in all_seeds(CHESS_SEEDS):
+        run = seeded_name(name, seed)
+        native.genrule(
+            name = run + "_bsp",
+            srcs = [":%s_config" % seeded_name(model, seed), _GAMES],
+            outs = [run + ".bsp.csv", run + ".board.csv"],
+            exec_tools = [":evaluate_bsp"],
+            cmd = _SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (
+                      seeded_name(model, seed),
+                      name,
+                  ) +
+                  "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
+                  _outputs(run),
+            message = "BSP coverage of " + run,
+            tags = _tags(seed),
+        )
+
+def chess_results(models, controls):
+    """select() of the active scale's seeded outputs: checkpoints with summaries, merged configs, CSVs."""
+    return by_scale({
+        scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models for suffix in ["", "_config", "_bsp"]] +
+               [":%s_bsp" % seeded_name("random_" + m, s) for s in seeds for m in controls]
+        for scale, seeds in CHESS_SEEDS.items()
+    })

@@ -6,13 +6,20 @@
 // expert's true l0 (Fig. 9). Without --checkpoint the model is the randomly
 // initialised control. Every row carries the config's runtime.seed (`seed`,
 // the claims engine's seed column) and whether its block is the paper's
-// reading depth (`headline_block`).
+// reading depth (`headline_block`). With --board_tracking_out, also whether
+// the model tracks the board at all (analysis/bsp/board_tracking.h): its
+// legal-move rate and its loss against the uniform-legal-move floor on the
+// BSP-test games, one row per game policy.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "analysis/bsp/board_tracking.h"
 #include "analysis/bsp/chess_board.h"
 #include "analysis/bsp/feature_classifiers.h"
 #include "datasets/chess/chess_games.h"
@@ -34,6 +41,11 @@ ABSL_FLAG(std::string, bsp_test, "", "BSP-test games (JSONL).");
 ABSL_FLAG(int, characters, 256,
           "Characters of each game run through the model.");
 ABSL_FLAG(std::string, out, "", "Output CSV, one row per (layer, BSP set).");
+ABSL_FLAG(std::string, board_tracking_out, "",
+          "Optional CSV of board tracking on the BSP-test games, one row per "
+          "game policy (all, random, engine).");
+ABSL_FLAG(int, board_tracking_games, 50,
+          "BSP-test games read for board tracking (the first ones).");
 
 namespace sparse_layers::experiments {
 namespace {
@@ -113,6 +125,48 @@ double Pearson(const torch::Tensor& a, const torch::Tensor& b) {
                          : std::nan("");
 }
 
+// The board-tracking CSV: one row per game policy, with the model's seed.
+absl::Status WriteBoardTracking(layers::GptImpl& model,
+                                const std::vector<ChessGame>& games,
+                                uint64_t seed) {
+  const analysis::NextTokenLogProbs log_probs =
+      [&model](const torch::Tensor& t) {
+        return torch::log_softmax(model.forward(t), -1);
+      };
+  analysis::BoardTrackingOptions options;
+  options.characters = absl::GetFlag(FLAGS_characters);
+  options.sampling_seed = seed;
+  const std::vector<ChessGame> read(
+      games.begin(),
+      games.begin() +
+          std::min<size_t>(games.size(),
+                           absl::GetFlag(FLAGS_board_tracking_games)));
+  const absl::Time start = absl::Now();
+  auto results = analysis::EvaluateBoardTracking(read, log_probs, options);
+  if (!results.ok()) return results.status();
+  std::fprintf(stderr, "evaluate_bsp: board tracking of %zu games: %.1f s\n",
+               read.size(), absl::ToDoubleSeconds(absl::Now() - start));
+  std::string csv =
+      "model,ffn,policy,games,plies,legal_move_rate_greedy,"
+      "legal_move_rate_sampled,characters,loss_nats_per_character,"
+      "uniform_legal_floor_nats_per_character,loss_above_floor,seed\n";
+  for (const analysis::BoardTrackingResult& r : *results) {
+    absl::StrAppend(
+        &csv,
+        absl::StrFormat("%s,%s,%s,%d,%d,%.4f,%.4f,%d,%.4f,%.4f,%.4f,%d\n",
+                        absl::GetFlag(FLAGS_name), model.options().ffn,
+                        r.policy, r.games, r.plies, r.legal_move_rate_greedy,
+                        r.legal_move_rate_sampled, r.characters,
+                        r.loss_nats_per_character,
+                        r.uniform_legal_floor_nats_per_character,
+                        r.loss_nats_per_character -
+                            r.uniform_legal_floor_nats_per_character,
+                        seed));
+  }
+  std::fputs(csv.c_str(), stderr);
+  return WriteFileAtomically(absl::GetFlag(FLAGS_board_tracking_out), csv);
+}
+
 absl::Status Run() {
   // Evaluation is as heavy as training: share the cores through the slots.
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
@@ -149,6 +203,7 @@ absl::Status Run() {
     if (!games.ok()) return games.status();
     splits.push_back(*std::move(games));
   }
+  const absl::Time start = absl::Now();
   const int characters = absl::GetFlag(FLAGS_characters);
   auto train = Collect(*model, splits[0], characters);
   if (!train.ok()) return train.status();
@@ -223,7 +278,14 @@ absl::Status Run() {
     }
   }
   std::fputs(csv.c_str(), stderr);
-  return WriteFileAtomically(absl::GetFlag(FLAGS_out), csv);
+  std::fprintf(stderr, "evaluate_bsp: coverage and reconstruction: %.1f s\n",
+               absl::ToDoubleSeconds(absl::Now() - start));
+  if (absl::Status s = WriteFileAtomically(absl::GetFlag(FLAGS_out), csv);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::GetFlag(FLAGS_board_tracking_out).empty()) return absl::OkStatus();
+  return WriteBoardTracking(*model, splits[1], seed);
 }
 
 }  // namespace

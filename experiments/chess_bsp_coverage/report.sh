@@ -1,13 +1,13 @@
 #!/bin/bash
 # The MoE-X (arXiv:2503.07639) chess section: the runs' validation losses as a tidy CSV
 # (//tools/train:summary_table), then the claims engine (//analysis/claims:judge_claims) judges
-# claims.textproto on them and on evaluate_bsp's CSVs, printing the section (tables with 95% intervals,
-# figures, controls, verdicts) and writing verdicts.csv.
+# claims.textproto on them and on evaluate_bsp's CSVs (coverage and board tracking), printing the section
+# (tables with 95% intervals, figures, controls, verdicts) and writing verdicts.csv.
 # Usage: report.sh <out_dir> <tools...> <summaries, configs and .bsp.csv files...> (experiment_report.bzl)
 set -euo pipefail
 out_dir=$1
 shift
-runs=() bsp=()
+runs=() bsp=() board=()
 for f in "$@"; do
   case "$f" in
     */judge_claims) judge=$f ;;
@@ -17,6 +17,7 @@ for f in "$@"; do
     */paper_table1.csv) paper=$f ;;
     *.summary.textproto | *_config.textproto) runs+=("$f") ;;
     *.bsp.csv) bsp+=("$f") ;;
+    *.board.csv) board+=("$f") ;;
   esac
 done
 mkdir -p "$out_dir"
@@ -26,5 +27,6 @@ trap 'rm -rf "$scratch"' EXIT
   --config_fields=seed=runtime.seed,ffn=model.ffn "${runs[@]}"
 "$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" \
   --table=chess_bsp_coverage.csv="$(IFS=,; echo "${bsp[*]}")" --table=runs.csv="$scratch/runs.csv" \
+  --table=board_tracking.csv="$(IFS=,; echo "${board[*]}")" \
   --table=paper_table1.csv="$paper"
 cp "$claims" "$out_dir/claims.textproto"

@@ -3,7 +3,8 @@
 # controls) at every block with one headline block, a seed column, coverage and reconstruction in [0, 1],
 # the column Fig. 9's claim judges (router_l0_pearson_pairs) a correlation for every mixture at the headline
 # block, every control and claim of claims.textproto in verdicts.csv, the engine's summary counting them all,
-# and both figures drawn. Verdict values are not checked: at smoke scale they mean nothing.
+# both figures drawn, and every model's board-tracking row (legal-move rates in [0, 1], a positive floor).
+# Verdict values are not checked: at smoke scale they mean nothing.
 set -euo pipefail
 # $1: the report section built at the test's scale (tools/report/experiment_report.bzl).
 section=$1
@@ -32,6 +33,16 @@ mixtures=$(awk -F, -v f="$ffn" -v b="$block" -v p="$pairs" 'NR > 1 && $b == 1 &&
     n++ } END { print n + 0 }' "$csv") || fail "router_l0_pearson_pairs"
 # 4 mixtures and their random controls, on 2 BSP sets.
 [[ "$mixtures" -eq 16 ]] || fail "expected 16 mixture rows with router_l0_pearson_pairs, got $mixtures"
+# Board tracking: every model's row for all games, rates in [0, 1], a positive uniform-legal-move floor.
+board="$section/board_tracking.csv"
+bmodel=$(col "$board" model) policy=$(col "$board" policy) greedy=$(col "$board" legal_move_rate_greedy)
+sampled=$(col "$board" legal_move_rate_sampled) floor=$(col "$board" uniform_legal_floor_nats_per_character)
+bseed=$(col "$board" seed)
+awk -F, -v m="$bmodel" -v p="$policy" -v g="$greedy" -v s="$sampled" -v f="$floor" -v sd="$bseed" 'NR > 1 {
+    if (!($g >= 0 && $g <= 1 && $s >= 0 && $s <= 1 && $f > 0) || $sd !~ /^[0-9]+$/) { print "bad: " $0; bad = 1 }
+    if ($p == "all") all[$m]++ }
+  END { n = 0; for (k in all) n++; if (n != 19) { print n " models with an all-games row"; bad = 1 }
+        exit bad }' "$board" || fail "board_tracking.csv"
 # The engine checks the verdicts against the claims file: every control and claim once, each verdict in
 # its vocabulary (judge_claims --verify, analysis/claims).
 "$2" --verify --claims="$3" "$section/verdicts.csv" || fail "verdicts.csv"
