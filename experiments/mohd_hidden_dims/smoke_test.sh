@@ -11,8 +11,8 @@ cp -r "$1" "$out"
 section="$out/section.md"
 cat "$section"
 fail() { echo "smoke_test: $*"; exit 1; }
-variants=(dense mohd_50 mohd_75 mohd_x2 mohd_x2_no_scaling mohd_x2_no_fusion mohd_x2_no_shared mohd_x2_random_routing)
-ids=(E9_learned_routing C1 C2_50 C2_75 C3 C3_dense_like C3_worst_vs_shared C3_worst_vs_fusion C4 C5
+variants=(dense dense_wide_embedding mohd_50 mohd_75 mohd_x2 mohd_x2_no_scaling mohd_x2_no_fusion mohd_x2_no_shared mohd_x2_random_routing)
+ids=(E9_learned_routing E9_embedding_width C1 C2_50 C2_75 C3 C3_dense_like C3_worst_vs_shared C3_worst_vs_fusion C4 C5
   order_shared_vs_fusion M1 M2_attention_median M2_ffn_median M3 M4 M5)
 
 # runs.csv (summary_table): arm,name,validation_perplexity,...,seed,d_model,...

@@ -96,6 +96,18 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
         "model.norm '", model.norm(), "': use layernorm or rmsnorm"));
   }
   options.tie_embeddings = model.tie_embeddings();
+  if (model.embedding_width() != 0) {
+    if (model.embedding_width() <= model.d_model()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.embedding_width ", model.embedding_width(),
+                       " must be 0 or above d_model ", model.d_model()));
+    }
+    if (model.tie_embeddings()) {
+      return absl::InvalidArgumentError(
+          "model.embedding_width needs tie_embeddings: false");
+    }
+    options.embedding_width = model.embedding_width();
+  }
   options.qk_norm = model.qk_norm();
   if (options.qk_norm && options.attention != "mha") {
     return absl::InvalidArgumentError("model.qk_norm needs attention 'mha'");
@@ -287,11 +299,18 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   if (!options.tie_embeddings) {
     model->unembedding = model->register_module(
         "unembedding",
-        torch::nn::Linear(
-            torch::nn::LinearOptions(options.d_model, options.vocab_size)
-                .bias(false)));
+        torch::nn::Linear(torch::nn::LinearOptions(model->EmbeddingWidth(),
+                                                   options.vocab_size)
+                              .bias(false)));
     torch::NoGradGuard no_grad;
     torch::nn::init::normal_(model->unembedding->weight, 0.0, 0.02);
+  }
+  if (options.embedding_width > 0) {
+    model->embedding_out = model->register_module(
+        "embedding_out",
+        torch::nn::Linear(
+            torch::nn::LinearOptions(options.d_model, options.embedding_width)
+                .bias(false)));
   }
   model->hooks_["hook_embed"] = &model->hook_embed;
   model->hooks_["hook_final"] = &model->hook_final;
@@ -315,7 +334,7 @@ GptImpl::GptImpl(const GptOptions& options)
     : hook_embed("hook_embed"), hook_final("hook_final"), options_(options) {
   token_embedding = register_module(
       "token_embedding",
-      torch::nn::Embedding(options.vocab_size, options.d_model));
+      torch::nn::Embedding(options.vocab_size, EmbeddingWidth()));
   torch::NoGradGuard no_grad;
   torch::nn::init::normal_(token_embedding->weight, 0.0, 0.02);
   if (!options.rotary) {
@@ -323,6 +342,13 @@ GptImpl::GptImpl(const GptOptions& options)
         "position_embedding",
         torch::nn::Embedding(options.context_length, options.d_model));
     torch::nn::init::normal_(position_embedding->weight, 0.0, 0.01);
+  }
+  if (options.embedding_width > 0) {
+    embedding_in = register_module(
+        "embedding_in",
+        torch::nn::Linear(
+            torch::nn::LinearOptions(options.embedding_width, options.d_model)
+                .bias(false)));
   }
 }
 
@@ -332,6 +358,7 @@ torch::Tensor GptImpl::Hidden(const torch::Tensor& tokens) {
   TORCH_CHECK(length <= options_.context_length,
               "sequence longer than the context length");
   torch::Tensor x = token_embedding->forward(tokens);
+  if (embedding_in) x = embedding_in->forward(x);
   if (position_embedding) {
     x = x + position_embedding->weight.slice(0, 0, length);
   }
@@ -343,8 +370,10 @@ torch::Tensor GptImpl::Hidden(const torch::Tensor& tokens) {
 }
 
 torch::Tensor GptImpl::UnembeddingWeight() const {
-  return options_.tie_embeddings ? token_embedding->weight
-                                 : unembedding->weight;
+  if (options_.tie_embeddings) return token_embedding->weight;
+  // (vocab, E) x (E, d_model): the wide head read from the blocks' width.
+  return embedding_out ? unembedding->weight.matmul(embedding_out->weight)
+                       : unembedding->weight;
 }
 
 torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
@@ -427,7 +456,11 @@ Lorsa GptImpl::LorsaReplacement() const {
 int64_t GptImpl::ParameterCount() const { return CountParameters(*this); }
 
 int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
-  return 2 * options_.d_model * options_.vocab_size +  // Unembedding.
+  const int64_t width = EmbeddingWidth();
+  return 2 * width * options_.vocab_size +  // Unembedding.
+         (options_.embedding_width > 0
+              ? 4 * width * options_.d_model  // Projections in and out.
+              : 0) +
          BlockFlopsPerToken(sequence_length);
 }
 

@@ -61,6 +61,9 @@ struct GptOptions {
   bool qk_norm = false;
   bool rms_norm = false;
   bool tie_embeddings = true;
+  // Token embedding and LM head width when above d_model (0: d_model), with
+  // projections to and from d_model; needs untied embeddings.
+  int64_t embedding_width = 0;
 };
 
 // Checks the config's model section and fills GptOptions.
@@ -154,8 +157,16 @@ class GptImpl : public torch::nn::Module {
   int64_t BlockFlopsPerToken(int64_t sequence_length) const;
 
   const GptOptions& options() const { return options_; }
+  // The token embedding's and LM head's width: embedding_width or d_model.
+  int64_t EmbeddingWidth() const {
+    return options_.embedding_width > 0 ? options_.embedding_width
+                                        : options_.d_model;
+  }
   torch::nn::Embedding token_embedding{nullptr};
   torch::nn::Embedding position_embedding{nullptr};  // Learned positions only.
+  // Wide embedding only: embedding_width -> d_model and back.
+  torch::nn::Linear embedding_in{nullptr};
+  torch::nn::Linear embedding_out{nullptr};
   std::vector<Block> blocks;
   torch::nn::AnyModule final_norm;
   torch::nn::Linear unembedding{nullptr};  // Untied only.

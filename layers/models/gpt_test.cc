@@ -139,6 +139,41 @@ TEST(GptTest, ParameterAndFlopCountsFollowTheArchitecture) {
             2 * d * v + 2 * (8 * d * d + 4 * 12 * d + 4 * d * h));
 }
 
+TEST(GptTest, WideEmbeddingProjectsToAndFromTheBlocksWidth) {
+  // The MoHD study's embedding-width control: a 24-wide embedding and head
+  // around 16-wide blocks (arXiv:2412.05644 Table 2 counts no embeddings).
+  GptOptions options = SmallOptions(true, false, "gelu_mlp");
+  options.tie_embeddings = false;
+  auto narrow = MakeModel(options);
+  options.embedding_width = 24;
+  auto wide = MakeModel(options);
+  const int64_t d = 16, v = 50, e = 24;
+  EXPECT_EQ(wide->ParameterCount(),
+            narrow->ParameterCount() + 2 * v * (e - d) + 2 * e * d);
+  EXPECT_EQ(wide->ForwardFlopsPerToken(12) - narrow->ForwardFlopsPerToken(12),
+            2 * v * (e - d) + 4 * e * d);
+  EXPECT_EQ(wide->token_embedding->weight.sizes(),
+            (std::vector<int64_t>{v, e}));
+  EXPECT_EQ(wide->UnembeddingWeight().sizes(), (std::vector<int64_t>{v, d}));
+  // Logits: the blocks' final hidden state, projected to e, times the e-wide
+  // head.
+  torch::NoGradGuard no_grad;
+  const torch::Tensor tokens = Tokens();
+  const torch::Tensor expected = torch::nn::functional::linear(
+      torch::nn::functional::linear(wide->Hidden(tokens),
+                                    wide->embedding_out->weight),
+      wide->unembedding->weight);
+  EXPECT_TRUE(torch::allclose(wide->forward(tokens), expected, 1e-4, 1e-5));
+  // The embedding enters the blocks through the projection.
+  const torch::Tensor embedded =
+      wide->embedding_in->forward(wide->token_embedding->forward(tokens));
+  std::vector<torch::Tensor> captured;
+  wide->FindHook("hook_embed")->Add(CaptureHook(&captured));
+  wide->forward(tokens);
+  ASSERT_EQ(captured.size(), 1u);
+  EXPECT_TRUE(torch::allclose(captured[0], embedded, 1e-5, 1e-6));
+}
+
 TEST(GptTest, InitialLossIsNearUniformAndCausal) {
   auto model = MakeModel(SmallOptions(true, true, "swiglu"));
   const torch::Tensor tokens = Tokens();
@@ -293,6 +328,15 @@ TEST(GptTest, BadLayerOptionsAreRejected) {
   model.mutable_layer_options()->set_lorsa_ov_heads(16);
   EXPECT_TRUE(GptOptionsFromConfig(model).ok());
   model.set_attention("linear");
+  EXPECT_FALSE(GptOptionsFromConfig(model).ok());
+  // A wide embedding must be wider than d_model and untied.
+  model = TinyModelConfig();
+  model.set_tie_embeddings(false);
+  model.set_embedding_width(model.d_model());
+  EXPECT_FALSE(GptOptionsFromConfig(model).ok());
+  model.set_embedding_width(2 * model.d_model());
+  EXPECT_TRUE(GptOptionsFromConfig(model).ok());
+  model.set_tie_embeddings(true);
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
 }
 
