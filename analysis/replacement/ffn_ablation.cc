@@ -4,17 +4,17 @@
 
 namespace sparse_layers::analysis {
 
-std::vector<double> FfnAblationCosts(
-    layers::GptImpl& model, const std::function<double()>& cross_entropy) {
-  const double intact = cross_entropy();
-  std::vector<double> costs;
+FfnAblation FfnAblationCosts(layers::GptImpl& model,
+                             const std::function<double()>& cross_entropy) {
+  FfnAblation ablation;
+  ablation.intact_cross_entropy = cross_entropy();
   for (int block = 0; block < static_cast<int>(model.blocks.size()); ++block) {
     model.ReplaceFfn(
         block, [](const torch::Tensor& x) { return torch::zeros_like(x); });
-    costs.push_back(cross_entropy() - intact);
+    ablation.costs.push_back(cross_entropy() - ablation.intact_cross_entropy);
     model.ReplaceFfn(block, nullptr);
   }
-  return costs;
+  return ablation;
 }
 
 }  // namespace sparse_layers::analysis

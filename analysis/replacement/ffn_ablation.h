@@ -11,10 +11,16 @@
 
 namespace sparse_layers::analysis {
 
-// For every block in turn: `cross_entropy()` of the model with that block's
-// FFN output zeroed, minus the intact model's. The model is left intact.
-std::vector<double> FfnAblationCosts(
-    layers::GptImpl& model, const std::function<double()>& cross_entropy);
+struct FfnAblation {
+  double intact_cross_entropy = 0;
+  // Per block: CE with that block's FFN output zeroed minus the intact CE.
+  std::vector<double> costs;
+};
+
+// `cross_entropy()` of the intact model, then with each block's FFN output
+// zeroed in turn. The model is left intact.
+FfnAblation FfnAblationCosts(layers::GptImpl& model,
+                             const std::function<double()>& cross_entropy);
 
 }  // namespace sparse_layers::analysis
 

@@ -63,9 +63,9 @@ absl::Status Run() {
   const auto cross_entropy = [&] {
     return MeanCrossEntropy(*base->model, *sampler, batches);
   };
-  const double intact = cross_entropy();
-  const std::vector<double> costs =
-      FfnAblationCosts(*base->model, cross_entropy);
+  const FfnAblation ablation = FfnAblationCosts(*base->model, cross_entropy);
+  const double intact = ablation.intact_cross_entropy;
+  const std::vector<double>& costs = ablation.costs;
   std::string csv = "base,block,ce_base,ce_zero,ablation_cost,seed\n";
   for (size_t block = 0; block < costs.size(); ++block) {
     absl::StrAppendFormat(&csv, "%s,%d,%.6f,%.6f,%.6f,%d\n",

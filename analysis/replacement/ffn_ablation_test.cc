@@ -33,7 +33,9 @@ TEST(FfnAblationCostsTest, IsTheZeroAblatedMinusIntactCrossEntropyPerBlock) {
     return model->CrossEntropy(tokens, targets).item<double>();
   };
   const double intact = ce();
-  const std::vector<double> costs = FfnAblationCosts(*model, ce);
+  const FfnAblation ablation = FfnAblationCosts(*model, ce);
+  EXPECT_EQ(ablation.intact_cross_entropy, intact);
+  const std::vector<double>& costs = ablation.costs;
   ASSERT_EQ(costs.size(), 3u);
   EXPECT_EQ(costs[1], 0.0);
   for (int block : {0, 2}) {
