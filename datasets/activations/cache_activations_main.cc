@@ -39,6 +39,20 @@ namespace sparse_layers::datasets {
 namespace {
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {RequiredFlag(FLAGS_checkpoint), FlagFilesExist(FLAGS_checkpoint),
+           RequiredFlag(FLAGS_tokens), FlagFilesExist(FLAGS_tokens),
+           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_rows, 1),
+           FlagAtLeast(FLAGS_sequence_length, 0), FlagAtLeast(FLAGS_batch, 1),
+           FlagAtLeast(FLAGS_shard_rows, 1)});
+      !s.ok()) {
+    return s;
+  }
+  if (absl::GetFlag(FLAGS_site) != "ffn" &&
+      absl::GetFlag(FLAGS_site) != "attn") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--site ", absl::GetFlag(FLAGS_site), ": use ffn or attn"));
+  }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
     return s;
@@ -57,6 +71,11 @@ absl::Status Run() {
   const int length = absl::GetFlag(FLAGS_sequence_length) > 0
                          ? absl::GetFlag(FLAGS_sequence_length)
                          : model.options().context_length;
+  if (length > model.options().context_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sequence_length ", length, " exceeds the model's context of ",
+        model.options().context_length));
+  }
   const int batch = absl::GetFlag(FLAGS_batch);
   auto sampler = BatchSampler::Create(shards->get(), batch, length,
                                       loaded->config.runtime().seed());
@@ -73,10 +92,6 @@ absl::Status Run() {
   header.set_split((*shards)->manifest().split());
   header.set_layer(layer);
   const std::string site = absl::GetFlag(FLAGS_site);
-  if (site != "ffn" && site != "attn") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--site ", site, ": use ffn or attn"));
-  }
   header.set_hook_in(absl::StrCat("blocks.", layer, ".", site, ".hook_in"));
   header.set_hook_out(absl::StrCat("blocks.", layer, ".", site, ".hook_out"));
   header.set_d_in(model.options().d_model);
@@ -133,7 +148,5 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "Caches one block's FFN input/output pairs.");
-  absl::Status status = sparse_layers::datasets::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }

@@ -53,6 +53,18 @@ absl::Status WriteTokens(const std::string& dir, const std::string& split,
 }
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {RequiredFlag(FLAGS_pgn), FlagFilesExist(FLAGS_pgn),
+           RequiredFlag(FLAGS_games_manifest),
+           FlagFilesExist(FLAGS_games_manifest), RequiredFlag(FLAGS_out_dir),
+           FlagAtLeast(FLAGS_train_games, 0),
+           FlagAtLeast(FLAGS_validation_games, 0),
+           FlagAtLeast(FLAGS_bsp_games, 0),
+           FlagAtLeast(FLAGS_bsp_characters, 1),
+           FlagAtLeast(FLAGS_bsp_min_dots, 0)});
+      !s.ok()) {
+    return s;
+  }
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
   auto pgn = ReadFileToString(absl::GetFlag(FLAGS_pgn));
   if (!pgn.ok()) return pgn.status();
@@ -137,10 +149,5 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "Builds the chess splits from pgn-extract output.");
-  const absl::Status status = sparse_layers::datasets::chess::Run();
-  if (!status.ok()) {
-    fprintf(stderr, "build_chess_dataset: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::datasets::chess::Run);
 }

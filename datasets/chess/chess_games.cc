@@ -151,6 +151,11 @@ absl::StatusOr<std::vector<ChessGame>> ParseGamesJsonl(
       return absl::InvalidArgumentError(
           absl::StrCat("not a ChessGame: ", line.substr(0, 80)));
     }
+    // Every consumer reads the position after each ply.
+    if (game.fens().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "game ", game.index(), " has no FENs: ", line.substr(0, 80)));
+    }
     games.push_back(std::move(game));
   }
   return games;

@@ -32,6 +32,7 @@ absl::StatusOr<std::vector<ChessGame>> ParsePgnExtractOutput(
 absl::StatusOr<std::vector<int>> EncodeGame(absl::string_view text);
 
 std::string GameToJson(const ChessGame& game);
+// One ChessGame per line; a game without FENs is an error.
 absl::StatusOr<std::vector<ChessGame>> ParseGamesJsonl(absl::string_view jsonl);
 
 }  // namespace sparse_layers::datasets::chess

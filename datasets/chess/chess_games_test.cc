@@ -1,9 +1,12 @@
 #include "datasets/chess/chess_games.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "absl/time/clock.h"
 #include "datasets/chess/uci_engine.h"
 #include "gtest/gtest.h"
 
@@ -51,6 +54,15 @@ TEST(PgnExtractOutputTest, ParsesTextFensIndexAndPolicy) {
   EXPECT_EQ((*round_trip)[0].SerializeAsString(), game.SerializeAsString());
 }
 
+TEST(GamesJsonlTest, RejectsAGameWithoutFens) {
+  const auto games =
+      ParseGamesJsonl("{\"text\": \";1.e4 e5\", \"index\": \"3\"}\n");
+  EXPECT_EQ(games.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(games.status().message().find("game 3 has no FENs"),
+            std::string::npos)
+      << games.status();
+}
+
 TEST(PgnExtractOutputTest, RejectsAMoveWithoutItsFen) {
   EXPECT_FALSE(
       ParsePgnExtractOutput("[Event \"1\"]\n\n1. e4 e5 { x } *\n").ok());
@@ -79,6 +91,54 @@ TEST(UciEngineTest, LegalMovesAndSearchFromStockfish) {
     EXPECT_NE(std::find(legal->begin(), legal->end(), move.move), legal->end());
   }
   EXPECT_GE((*best)[0].centipawns, (*best)[2].centipawns);
+}
+
+// A fake engine: a shell script in TEST_TMPDIR.
+std::string FakeEngine(const std::string& name, const std::string& body) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(UciEngineTest, MissingEngineFailsAtOnce) {
+  const absl::Time start = absl::Now();
+  auto engine = UciEngine::Start("/nonexistent/engine");
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(engine.status().message().find("No such file or directory"),
+            std::string::npos)
+      << engine.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+// An engine that echoes (cat), never answers (sleep) or exits at once: an
+// error within the timeout, no hang, and no child left to wait for.
+TEST(UciEngineTest, EngineThatDoesNotSpeakUciTimesOut) {
+  for (const auto& [name, body] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"echo_engine", "exec cat"},
+           {"silent_engine", "exec sleep 1000"},
+           {"quitting_engine", "exit 0"}}) {
+    const absl::Time start = absl::Now();
+    auto engine =
+        UciEngine::Start(FakeEngine(name, body), absl::Milliseconds(300));
+    EXPECT_FALSE(engine.ok()) << name;
+    EXPECT_NE(engine.status().message().find("cannot start the UCI engine"),
+              std::string::npos)
+        << engine.status();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << name;
+  }
+}
+
+TEST(UciEngineTest, EngineThatStopsAnsweringTimesOutMidGame) {
+  // Says uciok, then never answers "isready" (nor reads "quit").
+  auto engine = UciEngine::Start(
+      FakeEngine("mute_engine",
+                 "read line; echo 'id name Mute'; echo uciok; exec sleep 1000"),
+      absl::Milliseconds(300));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ((*engine)->name(), "Mute");
+  EXPECT_EQ((*engine)->NewGame().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
 // The long-algebraic -> SAN + FEN step, run on pgn-extract itself: capture,

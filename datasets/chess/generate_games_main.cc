@@ -10,7 +10,6 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -18,8 +17,12 @@
 #include "datasets/chess/uci_engine.h"
 #include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
+#include "tools/common/main.h"
 
 ABSL_FLAG(std::string, engine, "/usr/games/stockfish", "UCI engine binary.");
+ABSL_FLAG(double, engine_timeout_seconds, 30,
+          "Seconds the engine may take to answer one request before the run "
+          "fails (an engine that does not speak UCI would hang it).");
 ABSL_FLAG(int64_t, games, 100, "Games to generate.");
 ABSL_FLAG(int64_t, first_game, 0,
           "Index of the first game (splits use "
@@ -108,6 +111,18 @@ absl::StatusOr<Game> PlayGame(UciEngine& engine, int64_t index,
 }
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {RequiredFlag(FLAGS_engine), RequiredFlag(FLAGS_out),
+           RequiredFlag(FLAGS_manifest), FlagAtLeast(FLAGS_games, 0),
+           FlagAtLeast(FLAGS_first_game, 0),
+           FlagInRange(FLAGS_random_fraction, 0.0, 1.0),
+           FlagAtLeast(FLAGS_multipv, 1),
+           FlagAtLeast(FLAGS_max_opening_plies, 0),
+           FlagAtLeast(FLAGS_max_plies, 1), FlagInRange(FLAGS_workers, 1, 256),
+           FlagInRange(FLAGS_engine_timeout_seconds, 0.001, 86400.0)});
+      !s.ok()) {
+    return s;
+  }
   std::vector<Level> levels;
   for (absl::string_view text :
        absl::StrSplit(absl::GetFlag(FLAGS_levels), ',')) {
@@ -130,7 +145,9 @@ absl::Status Run() {
   std::vector<std::thread> workers;
   for (int w = 0; w < absl::GetFlag(FLAGS_workers); ++w) {
     workers.emplace_back([&, w] {
-      auto engine = UciEngine::Start(absl::GetFlag(FLAGS_engine));
+      auto engine = UciEngine::Start(
+          absl::GetFlag(FLAGS_engine),
+          absl::Seconds(absl::GetFlag(FLAGS_engine_timeout_seconds)));
       if (!engine.ok()) {
         errors[w] = engine.status();
         return;
@@ -194,11 +211,9 @@ absl::Status Run() {
 }  // namespace sparse_layers::datasets::chess
 
 int main(int argc, char** argv) {
-  absl::ParseCommandLine(argc, argv);
-  const absl::Status status = sparse_layers::datasets::chess::Run();
-  if (!status.ok()) {
-    fprintf(stderr, "generate_games: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  sparse_layers::ParseMainFlags(
+      argc, argv,
+      "generate_games --engine=/usr/games/stockfish --games=N --out=F.pgn "
+      "--manifest=F.textproto");
+  return sparse_layers::RunMain(sparse_layers::datasets::chess::Run);
 }

@@ -1,10 +1,15 @@
 #include "datasets/chess/uci_engine.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 #include <map>
 
 #include "absl/strings/numbers.h"
@@ -15,10 +20,34 @@
 
 namespace sparse_layers::datasets::chess {
 
+namespace {
+
+// A write to an engine that has exited must fail with EPIPE, not kill the
+// process with SIGPIPE.
+void IgnoreSigpipe() {
+  static const bool kIgnored = [] {
+    signal(SIGPIPE, SIG_IGN);
+    return true;
+  }();
+  (void)kIgnored;
+}
+
+std::string ErrnoText(int error) {
+  char buffer[256];
+  return strerror_r(error, buffer, sizeof(buffer));  // GNU: returns the text.
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::Start(
-    const std::string& path) {
-  int to_child[2], from_child[2];
-  if (pipe(to_child) != 0 || pipe(from_child) != 0) {
+    const std::string& path, absl::Duration timeout) {
+  IgnoreSigpipe();
+  // Close-on-exec: another worker's engine must not inherit these ends (it
+  // would hold this engine's input open), and the exec-status pipe tells
+  // whether exec succeeded (closed empty) or failed (the errno).
+  int to_child[2], from_child[2], exec_status[2];
+  if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0 ||
+      pipe2(exec_status, O_CLOEXEC) != 0) {
     return absl::InternalError("pipe() failed");
   }
   const pid_t pid = fork();
@@ -26,29 +55,47 @@ absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::Start(
   if (pid == 0) {
     dup2(to_child[0], STDIN_FILENO);
     dup2(from_child[1], STDOUT_FILENO);
-    close(to_child[1]);
-    close(from_child[0]);
     execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
+    const int error = errno;
+    (void)!write(exec_status[1], &error, sizeof(error));
     _exit(127);
   }
   close(to_child[0]);
   close(from_child[1]);
+  close(exec_status[1]);
   std::unique_ptr<UciEngine> engine(new UciEngine());
   engine->pid_ = pid;
-  engine->to_engine_ = fdopen(to_child[1], "w");
-  engine->from_engine_ = fdopen(from_child[0], "r");
-  if (auto s = engine->Send("uci"); !s.ok()) return s;
-  while (true) {
-    auto line = engine->ReadLine();
+  engine->to_engine_ = to_child[1];
+  engine->from_engine_ = from_child[0];
+  engine->timeout_ = timeout;
+  engine->path_ = path;
+  int exec_error = 0;
+  ssize_t n;
+  do {
+    n = read(exec_status[0], &exec_error, sizeof(exec_error));
+  } while (n < 0 && errno == EINTR);
+  close(exec_status[0]);
+  if (n == sizeof(exec_error)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot run the UCI engine ", path, ": ",
+                     ErrnoText(exec_error), " (install Debian's stockfish)"));
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Status started = engine->Send("uci");
+  while (started.ok()) {
+    auto line = engine->ReadLine(deadline);
     if (!line.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cannot start the UCI engine ", path,
-          " (install Debian's stockfish): ", line.status().message()));
+      started = line.status();
+      break;
     }
     absl::string_view text = *line;
     if (absl::ConsumePrefix(&text, "id name "))
       engine->name_ = std::string(text);
     if (*line == "uciok") break;
+  }
+  if (!started.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot start the UCI engine ", path, ": ", started.message()));
   }
   // One thread: node-limited single-threaded search is deterministic.
   if (auto s = engine->Send("setoption name Threads value 1"); !s.ok()) {
@@ -58,42 +105,75 @@ absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::Start(
 }
 
 UciEngine::~UciEngine() {
-  if (to_engine_ != nullptr) {
+  if (to_engine_ >= 0) {
     (void)Send("quit");
-    fclose(to_engine_);
+    close(to_engine_);
   }
-  if (from_engine_ != nullptr) fclose(from_engine_);
-  if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  if (from_engine_ >= 0) close(from_engine_);
+  if (pid_ <= 0) return;
+  // A second to quit, then SIGKILL: an engine that ignores "quit" (or never
+  // spoke UCI) must not hang the caller.
+  for (int i = 0; i < 100; ++i) {
+    if (waitpid(pid_, nullptr, WNOHANG) != 0) return;
+    usleep(10000);
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
 }
 
 absl::Status UciEngine::Send(const std::string& line) {
-  if (fputs((line + "\n").c_str(), to_engine_) < 0 || fflush(to_engine_) != 0) {
-    return absl::InternalError("the UCI engine closed its input");
+  const std::string text = line + "\n";
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = write(to_engine_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::InternalError(
+          absl::StrCat("the UCI engine ", path_, " closed its input"));
+    }
+    done += n;
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> UciEngine::ReadLine() {
-  char* buffer = nullptr;
-  size_t capacity = 0;
-  const ssize_t length = getline(&buffer, &capacity, from_engine_);
-  if (length < 0) {
-    free(buffer);
-    return absl::InternalError("the UCI engine closed its output");
+absl::StatusOr<std::string> UciEngine::ReadLine(absl::Time deadline) {
+  while (true) {
+    if (const size_t end = pending_.find('\n'); end != std::string::npos) {
+      std::string line = pending_.substr(0, end);
+      pending_.erase(0, end + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      return line;
+    }
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the UCI engine ", path_, " did not answer within ",
+                       absl::FormatDuration(timeout_)));
+    }
+    pollfd ready{from_engine_, POLLIN, 0};
+    const int polled =
+        poll(&ready, 1,
+             static_cast<int>(std::ceil(
+                 absl::ToDoubleMilliseconds(std::min(left, absl::Hours(1))))));
+    if (polled < 0 && errno != EINTR)
+      return absl::InternalError("poll() failed");
+    if (polled <= 0) continue;  // Timed out or interrupted: the loop decides.
+    char buffer[4096];
+    const ssize_t n = read(from_engine_, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::InternalError(
+          absl::StrCat("the UCI engine ", path_, " closed its output"));
+    }
+    pending_.append(buffer, n);
   }
-  std::string line(buffer, length);
-  free(buffer);
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
-    line.pop_back();
-  }
-  return line;
 }
 
 absl::Status UciEngine::NewGame() {
   if (auto s = Send("ucinewgame"); !s.ok()) return s;
   if (auto s = Send("isready"); !s.ok()) return s;
+  const absl::Time deadline = absl::Now() + timeout_;
   while (true) {
-    auto line = ReadLine();
+    auto line = ReadLine(deadline);
     if (!line.ok()) return line.status();
     if (*line == "readyok") return absl::OkStatus();
   }
@@ -109,9 +189,10 @@ absl::StatusOr<std::vector<std::string>> UciEngine::LegalMoves(
     const std::vector<std::string>& moves) {
   if (auto s = SetPosition(moves); !s.ok()) return s;
   if (auto s = Send("go perft 1"); !s.ok()) return s;
+  const absl::Time deadline = absl::Now() + timeout_;
   std::vector<std::string> legal;
   while (true) {
-    auto line = ReadLine();
+    auto line = ReadLine(deadline);
     if (!line.ok()) return line.status();
     if (absl::StartsWith(*line, "Nodes searched")) return legal;
     const std::vector<std::string> parts = absl::StrSplit(*line, ": ");
@@ -130,9 +211,10 @@ absl::StatusOr<std::vector<ScoredMove>> UciEngine::Search(
   }
   if (auto s = SetPosition(moves); !s.ok()) return s;
   if (auto s = Send(absl::StrCat("go nodes ", nodes)); !s.ok()) return s;
+  const absl::Time deadline = absl::Now() + timeout_;
   std::map<int, ScoredMove> by_rank;  // The deepest report of each line wins.
   while (true) {
-    auto line = ReadLine();
+    auto line = ReadLine(deadline);
     if (!line.ok()) return line.status();
     if (absl::StartsWith(*line, "bestmove")) break;
     if (!absl::StartsWith(*line, "info ")) continue;

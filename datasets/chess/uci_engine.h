@@ -6,13 +6,13 @@
 
 #include <sys/types.h>
 
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace sparse_layers::datasets::chess {
 
@@ -25,9 +25,12 @@ struct ScoredMove {
 
 class UciEngine {
  public:
-  // Starts `path` with one search thread and waits for "uciok".
+  // Starts `path` with one search thread and waits for "uciok". Every request
+  // (this one included) fails after `timeout` without its answer, so an
+  // engine that does not speak UCI is an error, not a hang.
   static absl::StatusOr<std::unique_ptr<UciEngine>> Start(
-      const std::string& path);
+      const std::string& path, absl::Duration timeout = absl::Seconds(30));
+  // Asks the engine to quit; kills it if it has not within a second.
   ~UciEngine();
 
   // The engine's `id name` line, e.g. "Stockfish 15.1".
@@ -46,12 +49,16 @@ class UciEngine {
  private:
   UciEngine() = default;
   absl::Status Send(const std::string& line);
-  absl::StatusOr<std::string> ReadLine();
+  // The next line, without its end; an error after `deadline`.
+  absl::StatusOr<std::string> ReadLine(absl::Time deadline);
   absl::Status SetPosition(const std::vector<std::string>& moves);
 
   pid_t pid_ = -1;
-  FILE* to_engine_ = nullptr;
-  FILE* from_engine_ = nullptr;
+  int to_engine_ = -1;
+  int from_engine_ = -1;
+  std::string pending_;  // Read but not yet returned by ReadLine.
+  absl::Duration timeout_;
+  std::string path_;
   std::string name_;
   int multipv_ = 1;
 };

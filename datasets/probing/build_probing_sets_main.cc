@@ -96,6 +96,14 @@ std::map<std::string, std::string> TaskLabels(const Document& document) {
 }
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {RequiredFlag(FLAGS_corpus), FlagFilesExist(FLAGS_corpus),
+           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_max_per_class, 1),
+           FlagAtLeast(FLAGS_passage_chars, 1),
+           FlagAtLeast(FLAGS_max_passages_per_document, 1)});
+      !s.ok()) {
+    return s;
+  }
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
   // task -> label -> passages.
   std::map<std::string, std::map<std::string, std::vector<Passage>>> tasks;
@@ -164,7 +172,5 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv, "Builds labelled probing sets.");
-  absl::Status status = sparse_layers::datasets::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }

@@ -30,8 +30,13 @@ namespace {
 absl::Status Run() {
   const std::string split = absl::GetFlag(FLAGS_split);
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
-  if (split.empty() || out_dir.empty()) {
-    return absl::InvalidArgumentError("--split and --out_dir are required");
+  if (absl::Status s = FirstError(
+          {RequiredFlag(FLAGS_input), FlagFilesExist(FLAGS_input),
+           RequiredFlag(FLAGS_split), RequiredFlag(FLAGS_tokenizer),
+           FlagFilesExist(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
+           FlagAtLeast(FLAGS_shard_tokens, 1)});
+      !s.ok()) {
+    return s;
   }
   std::string error;
   std::unique_ptr<Tokenizer> tokenizer =
@@ -83,7 +88,5 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "Encodes a JSONL split into uint16 token shards.");
-  absl::Status status = sparse_layers::datasets::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }

@@ -47,10 +47,15 @@ absl::Status Run() {
   }
   const SplitFractions fractions{absl::GetFlag(FLAGS_validation_fraction),
                                  absl::GetFlag(FLAGS_test_fraction)};
-  if (fractions.validation <= 0 || fractions.test < 0 ||
-      fractions.validation + fractions.test >= 1) {
+  // Written as the ranges that hold, so that NaN fails them.
+  if (!(fractions.validation > 0 && fractions.test >= 0 &&
+        fractions.validation + fractions.test < 1)) {
     return absl::InvalidArgumentError(
         "need 0 < --validation_fraction, 0 <= --test_fraction, sum < 1");
+  }
+  if (absl::Status s = FlagAtLeast(FLAGS_max_documents_per_source, 0);
+      !s.ok()) {
+    return s;
   }
   const int max_per_source = absl::GetFlag(FLAGS_max_documents_per_source);
 
@@ -146,7 +151,5 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "Writes deterministic train/validation/test JSONL "
                           "splits of text corpora with manifests.");
-  absl::Status status = sparse_layers::datasets::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }

@@ -56,8 +56,14 @@ absl::Status Run() {
   const std::string input = absl::GetFlag(FLAGS_input);
   const std::string prefix = absl::GetFlag(FLAGS_out_prefix);
   const int vocab_size = absl::GetFlag(FLAGS_vocab_size);
-  if (input.empty() || prefix.empty()) {
-    return absl::InvalidArgumentError("--input and --out_prefix are required");
+  // 256 byte pieces and 3 specials come first; shards store ids as uint16.
+  if (absl::Status s =
+          FirstError({RequiredFlag(FLAGS_input), FlagFilesExist(FLAGS_input),
+                      RequiredFlag(FLAGS_out_prefix),
+                      FlagInRange(FLAGS_vocab_size, 260, 65536),
+                      FlagAtLeast(FLAGS_max_sentences, 0)});
+      !s.ok()) {
+    return s;
   }
   absl::StatusOr<std::string> jsonl = ReadFileToString(input);
   if (!jsonl.ok()) return jsonl.status();
@@ -138,7 +144,5 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(
       argc, argv, "Trains a SentencePiece BPE tokenizer on a JSONL split.");
-  absl::Status status = sparse_layers::datasets::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }

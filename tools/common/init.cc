@@ -1,12 +1,8 @@
 #include "tools/common/init.h"
 
-#include <cstdio>
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/strings/str_format.h"
 #include "layers/backend/torch_runtime.h"
 
 ABSL_FLAG(int, threads, 2,
@@ -14,30 +10,16 @@ ABSL_FLAG(int, threads, 2,
           "bit-identical only for the same value.");
 
 namespace sparse_layers {
-namespace {
-std::string& ProgramName() {
-  static std::string* name = new std::string("program");
-  return *name;
-}
-}  // namespace
 
 std::vector<std::string> InitMain(int argc, char** argv,
                                   absl::string_view usage) {
-  absl::SetProgramUsageMessage(usage);
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
-  std::string program = positional.empty() ? "" : positional[0];
-  ProgramName() = program.substr(program.rfind('/') + 1);
+  std::vector<std::string> positional = ParseMainFlags(argc, argv, usage);
   if (absl::Status status =
           backend::SetTorchThreads(absl::GetFlag(FLAGS_threads));
       !status.ok()) {
     std::exit(ExitWithError(status));
   }
-  return std::vector<std::string>(positional.begin() + 1, positional.end());
-}
-
-int ExitWithError(const absl::Status& status) {
-  absl::FPrintF(stderr, "%s: error: %s\n", ProgramName(), status.message());
-  return 1;
+  return positional;
 }
 
 }  // namespace sparse_layers

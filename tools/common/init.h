@@ -1,5 +1,6 @@
-// Start-up shared by every binary's main(): parses Abseil flags and sets
-// LibTorch's thread count.
+// Start-up shared by every LibTorch binary's main(): parses Abseil flags and
+// sets LibTorch's thread count. The one-line error exit and the top-level
+// handler (RunMain) come from main.h.
 #ifndef SPARSE_LAYERS_TOOLS_COMMON_INIT_H_
 #define SPARSE_LAYERS_TOOLS_COMMON_INIT_H_
 
@@ -7,22 +8,18 @@
 #include <vector>
 
 #include "absl/flags/declare.h"
-#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "tools/common/main.h"
 
 // --threads (default 2): LibTorch intra-op threads.
 ABSL_DECLARE_FLAG(int, threads);
 
 namespace sparse_layers {
 
-// Parses flags (exits on --help or a bad flag), applies --threads, and returns
-// the positional arguments (without argv[0]).
+// ParseMainFlags, then applies --threads (one error line and exit 1 if it is
+// out of range).
 std::vector<std::string> InitMain(int argc, char** argv,
                                   absl::string_view usage);
-
-// Prints `status` as one line "<program>: error: <message>" on stderr and
-// returns the exit code 1.
-int ExitWithError(const absl::Status& status);
 
 }  // namespace sparse_layers
 
