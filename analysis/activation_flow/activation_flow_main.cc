@@ -145,6 +145,14 @@ void AppendSharing(const std::string& model_name, const Captures& captures,
 }
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {RequiredFlag(FLAGS_models), RequiredFile(FLAGS_tokens),
+           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_windows, 1),
+           FlagAtLeast(FLAGS_sequence_length, 2),
+           FlagAtLeast(FLAGS_shuffled_windows, 1)});
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
     return s;
@@ -172,6 +180,10 @@ absl::Status Run() {
     if (!probe.ok()) return probe.status();
     const int windows = static_cast<int>(std::min<int64_t>(
         absl::GetFlag(FLAGS_windows), probe->EvalWindowCount()));
+    if (windows < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tokens holds no window of ", length, " tokens"));
+    }
     auto sampler =
         datasets::BatchSampler::Create(shards->get(), windows, length, 1);
     if (!sampler.ok()) return sampler.status();
@@ -199,7 +211,5 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "activation_flow --models=name=ckpt.pt,... "
                           "--tokens=T --out_dir=DIR");
-  const absl::Status status = sparse_layers::analysis::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::analysis::Run);
 }

@@ -18,14 +18,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/claims/judge.h"
+#include "tools/common/main.h"
 
 namespace {
-
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "judge_claims: error: %s\n",
-               std::string(status.message()).c_str());
-  return 1;
-}
 
 constexpr char kUsage[] =
     "usage: judge_claims --claims=F --out_dir=D [--plot=P] "
@@ -33,9 +28,7 @@ constexpr char kUsage[] =
     "       judge_claims --summarize VERDICTS.csv...\n"
     "       judge_claims --verify --claims=F [--min_n=N] VERDICTS.csv\n";
 
-}  // namespace
-
-int main(int argc, char** argv) {
+absl::Status Run(int argc, char** argv) {
   sparse_layers::claims::JudgeOptions options;
   bool summarize = false, verify = false;
   int min_n = 0;
@@ -47,14 +40,14 @@ int main(int argc, char** argv) {
     };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
-      return 0;
+      return absl::OkStatus();
     } else if (arg == "--summarize") {
       summarize = true;
     } else if (arg == "--verify") {
       verify = true;
     } else if (absl::StartsWith(arg, "--min_n=")) {
-      if (!absl::SimpleAtoi(value("--min_n="), &min_n)) {
-        return Fail(absl::InvalidArgumentError("--min_n takes a whole number"));
+      if (!absl::SimpleAtoi(value("--min_n="), &min_n) || min_n < 0) {
+        return absl::InvalidArgumentError("--min_n takes a whole number >= 0");
       }
     } else if (absl::StartsWith(arg, "--claims=")) {
       options.claims_path = value("--claims=");
@@ -64,45 +57,51 @@ int main(int argc, char** argv) {
       options.plot_script = value("--plot=");
     } else if (absl::StartsWith(arg, "--table=")) {
       auto table = sparse_layers::claims::ParseTableFlag(value("--table="));
-      if (!table.ok()) return Fail(table.status());
+      if (!table.ok()) return table.status();
       options.tables.push_back(*std::move(table));
     } else if (absl::StartsWith(arg, "--")) {
-      return Fail(absl::InvalidArgumentError(
-          absl::StrCat("unknown flag ", arg, " (see --help)")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag ", arg, " (see --help)"));
     } else {
       positional.push_back(arg);
     }
   }
   if (summarize) {
     if (positional.empty())
-      return Fail(
-          absl::InvalidArgumentError("--summarize needs verdicts.csv files"));
+      return absl::InvalidArgumentError("--summarize needs verdicts.csv files");
     auto summary = sparse_layers::claims::Summarize(positional);
-    if (!summary.ok()) return Fail(summary.status());
+    if (!summary.ok()) return summary.status();
     std::cout << *summary;
-    return 0;
+    return absl::OkStatus();
   }
   if (verify) {
     if (positional.size() != 1 || options.claims_path.empty()) {
-      return Fail(absl::InvalidArgumentError(
-          "--verify needs --claims and one verdicts.csv"));
+      return absl::InvalidArgumentError(
+          "--verify needs --claims and one verdicts.csv");
     }
     auto checked = sparse_layers::claims::Verify(options.claims_path,
                                                  positional[0], min_n);
-    if (!checked.ok()) return Fail(checked.status());
+    if (!checked.ok()) return checked.status();
     std::cout << *checked;
-    return 0;
+    return absl::OkStatus();
   }
   if (!positional.empty())
-    return Fail(absl::InvalidArgumentError(
-        absl::StrCat("unexpected argument ", positional[0])));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument ", positional[0]));
   if (options.claims_path.empty() || options.out_dir.empty() ||
       options.tables.empty()) {
-    return Fail(absl::InvalidArgumentError(
-        "--claims, --out_dir and at least one --table are required"));
+    return absl::InvalidArgumentError(
+        "--claims, --out_dir and at least one --table are required");
   }
   auto section = sparse_layers::claims::Judge(options);
-  if (!section.ok()) return Fail(section.status());
+  if (!section.ok()) return section.status();
   std::cout << *section;
-  return 0;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sparse_layers::SetProgramName(argv[0]);
+  return sparse_layers::RunMain([&] { return Run(argc, argv); });
 }

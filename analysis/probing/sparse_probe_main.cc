@@ -74,6 +74,14 @@ Part PartOf(uint64_t seed, const std::string& group) {
 }
 
 absl::Status Run(const std::vector<std::string>& fits) {
+  if (absl::Status s = FirstError(
+          {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokenizer),
+           RequiredFile(FLAGS_data), RequiredFlag(FLAGS_out),
+           FlagAtLeast(FLAGS_layer, -1), FlagAtLeast(FLAGS_max_tokens, 1),
+           FlagAtLeast(FLAGS_candidates, 1), FilesExist("fit", fits)});
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
     return s;
@@ -102,6 +110,11 @@ absl::Status Run(const std::vector<std::string>& fits) {
     widest = std::max(widest, fitted->layer->units());
   }
   if (layer < 0) layer = base->model->options().n_layers * 2 / 3;
+  if (layer >= base->model->options().n_layers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--layer ", layer, ": the base model has ",
+                     base->model->options().n_layers, " blocks"));
+  }
   const int64_t d = base->model->options().d_model;
   torch::manual_seed(absl::GetFlag(FLAGS_seed));
   const torch::Tensor random_directions =
@@ -111,6 +124,12 @@ absl::Status Run(const std::vector<std::string>& fits) {
   layers::GptImpl& model = *base->model;
   std::vector<torch::Tensor> xs, ys, hidden;
   const std::string prefix = absl::StrCat("blocks.", layer, ".ffn.");
+  for (const char* hook : {"hook_in", "hook_out", "hook_hidden"}) {
+    if (model.FindHook(prefix + hook) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the base model has no hook ", prefix, hook));
+    }
+  }
   model.FindHook(prefix + "hook_in")->Add(layers::CaptureHook(&xs));
   model.FindHook(prefix + "hook_out")->Add(layers::CaptureHook(&ys));
   model.FindHook(prefix + "hook_hidden")->Add(layers::CaptureHook(&hidden));
@@ -215,7 +234,6 @@ absl::Status Run(const std::vector<std::string>& fits) {
 int main(int argc, char** argv) {
   const std::vector<std::string> fits = sparse_layers::InitMain(
       argc, argv, "Sparse probing of FFN units and replacement layers.");
-  absl::Status status = sparse_layers::analysis::Run(fits);
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(
+      [&] { return sparse_layers::analysis::Run(fits); });
 }

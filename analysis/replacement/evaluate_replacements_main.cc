@@ -60,6 +60,15 @@ double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
 }
 
 absl::Status Run(const std::vector<std::string>& replacements) {
+  if (absl::Status s = FirstError(
+          {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
+           RequiredFile(FLAGS_activations), RequiredFlag(FLAGS_out),
+           FlagAtLeast(FLAGS_batches, 1), FlagAtLeast(FLAGS_batch_size, 1),
+           FlagAtLeast(FLAGS_rows, 1), FlagAtLeast(FLAGS_rank_experts, 1),
+           FilesExist("replacement", replacements)});
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
     return s;
@@ -140,7 +149,6 @@ absl::Status Run(const std::vector<std::string>& replacements) {
 int main(int argc, char** argv) {
   const std::vector<std::string> replacements = sparse_layers::InitMain(
       argc, argv, "Evaluates fitted replacement layers (CE, NMSE, l0, rank).");
-  absl::Status status = sparse_layers::analysis::Run(replacements);
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(
+      [&] { return sparse_layers::analysis::Run(replacements); });
 }

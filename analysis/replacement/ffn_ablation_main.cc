@@ -35,14 +35,12 @@ namespace sparse_layers::analysis {
 namespace {
 
 absl::Status Run() {
-  if (absl::GetFlag(FLAGS_base).empty() ||
-      absl::GetFlag(FLAGS_tokens).empty() || absl::GetFlag(FLAGS_out).empty()) {
-    return absl::InvalidArgumentError(
-        "--base, --tokens and --out are required");
-  }
-  if (absl::GetFlag(FLAGS_batches) < 1 || absl::GetFlag(FLAGS_batch_size) < 1) {
-    return absl::InvalidArgumentError(
-        "--batches and --batch_size must be at least 1");
+  if (absl::Status s =
+          FirstError({RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
+                      RequiredFlag(FLAGS_out), FlagAtLeast(FLAGS_batches, 1),
+                      FlagAtLeast(FLAGS_batch_size, 1)});
+      !s.ok()) {
+    return s;
   }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
@@ -85,7 +83,5 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "Measures each block's FFN zero-ablation cost.");
-  absl::Status status = sparse_layers::analysis::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::analysis::Run);
 }

@@ -82,6 +82,19 @@ double MeanNll(layers::GptImpl& base, const std::vector<int64_t>& prompt,
 }
 
 absl::Status Run(const std::vector<std::string>& fits) {
+  if (absl::Status s = FirstError(
+          {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokenizer),
+           RequiredFile(FLAGS_tokens), RequiredFlag(FLAGS_out),
+           FlagAtLeast(FLAGS_reference_batches, 1), FlagAtLeast(FLAGS_units, 1),
+           FlagAtLeast(FLAGS_samples, 1), FlagAtLeast(FLAGS_new_tokens, 1),
+           FlagInRange(FLAGS_alpha_scale, -1e6, 1e6),
+           FlagInRange(FLAGS_temperature, 1e-6, 1e6),
+           FlagInRange(FLAGS_top_p, 1e-6, 1.0),
+           FlagInRange(FLAGS_frequency_penalty, -1e6, 1e6),
+           FilesExist("fit", fits)});
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
     return s;
@@ -126,6 +139,10 @@ absl::Status Run(const std::vector<std::string>& fits) {
     layers::HookPoint* codes_hook = model.FindHook(absl::StrCat(
         "blocks.", spec.layer(),
         spec.on_output() ? ".ffn.sae.hook_codes" : ".ffn.hook_hidden"));
+    if (codes_hook == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": its model has no code hook at block ", spec.layer()));
+    }
     // Reference activations: the codes of every position of held-out windows.
     std::vector<torch::Tensor> codes;
     std::vector<int64_t> reference_tokens;
@@ -208,7 +225,6 @@ absl::Status Run(const std::vector<std::string>& fits) {
 int main(int argc, char** argv) {
   const std::vector<std::string> fits = sparse_layers::InitMain(
       argc, argv, "Steers fitted replacement layers' units and scores them.");
-  absl::Status status = sparse_layers::analysis::Run(fits);
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(
+      [&] { return sparse_layers::analysis::Run(fits); });
 }

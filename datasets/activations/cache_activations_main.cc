@@ -40,8 +40,7 @@ namespace {
 
 absl::Status Run() {
   if (absl::Status s = FirstError(
-          {RequiredFlag(FLAGS_checkpoint), FlagFilesExist(FLAGS_checkpoint),
-           RequiredFlag(FLAGS_tokens), FlagFilesExist(FLAGS_tokens),
+          {RequiredFile(FLAGS_checkpoint), RequiredFile(FLAGS_tokens),
            RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_rows, 1),
            FlagAtLeast(FLAGS_sequence_length, 0), FlagAtLeast(FLAGS_batch, 1),
            FlagAtLeast(FLAGS_shard_rows, 1)});

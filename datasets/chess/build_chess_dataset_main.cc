@@ -54,10 +54,8 @@ absl::Status WriteTokens(const std::string& dir, const std::string& split,
 
 absl::Status Run() {
   if (absl::Status s = FirstError(
-          {RequiredFlag(FLAGS_pgn), FlagFilesExist(FLAGS_pgn),
-           RequiredFlag(FLAGS_games_manifest),
-           FlagFilesExist(FLAGS_games_manifest), RequiredFlag(FLAGS_out_dir),
-           FlagAtLeast(FLAGS_train_games, 0),
+          {RequiredFile(FLAGS_pgn), RequiredFile(FLAGS_games_manifest),
+           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_train_games, 0),
            FlagAtLeast(FLAGS_validation_games, 0),
            FlagAtLeast(FLAGS_bsp_games, 0),
            FlagAtLeast(FLAGS_bsp_characters, 1),

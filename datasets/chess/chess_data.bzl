@@ -32,7 +32,9 @@ def _chess_games_impl(ctx):
     )
     san = ctx.actions.declare_file(prefix + "games.san.pgn")
     ctx.actions.run_shell(
-        command = "%s -s -Wsan --fencomments -w 1000000 \"$1\" > \"$2\" 2> /dev/null && test -s \"$2\"" %
+        # pgn-extract's progress stays out of the build log; a failure shows its last lines.
+        command = ("log=$(mktemp); %s -s -Wsan --fencomments -w 1000000 \"$1\" > \"$2\" 2> \"$log\" && " +
+                   "test -s \"$2\" || { tail -n 5 \"$log\" >&2; rm -f \"$log\"; exit 1; }; rm -f \"$log\"") %
                   ctx.attr.pgn_extract,
         arguments = [lalg.path, san.path],
         inputs = [lalg],

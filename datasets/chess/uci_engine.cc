@@ -109,16 +109,22 @@ UciEngine::~UciEngine() {
     (void)Send("quit");
     close(to_engine_);
   }
-  if (from_engine_ >= 0) close(from_engine_);
-  if (pid_ <= 0) return;
-  // A second to quit, then SIGKILL: an engine that ignores "quit" (or never
-  // spoke UCI) must not hang the caller.
-  for (int i = 0; i < 100; ++i) {
-    if (waitpid(pid_, nullptr, WNOHANG) != 0) return;
-    usleep(10000);
+  // Its output stays open until it has exited, so that an engine still
+  // writing does not die of (and print) a broken pipe.
+  if (pid_ > 0) {
+    // A second to quit, then SIGKILL: an engine that ignores "quit" (or never
+    // spoke UCI) must not hang the caller.
+    bool exited = false;
+    for (int i = 0; i < 100 && !exited; ++i) {
+      exited = waitpid(pid_, nullptr, WNOHANG) != 0;
+      if (!exited) usleep(10000);
+    }
+    if (!exited) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
   }
-  kill(pid_, SIGKILL);
-  waitpid(pid_, nullptr, 0);
+  if (from_engine_ >= 0) close(from_engine_);
 }
 
 absl::Status UciEngine::Send(const std::string& line) {

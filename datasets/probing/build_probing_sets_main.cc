@@ -96,11 +96,11 @@ std::map<std::string, std::string> TaskLabels(const Document& document) {
 }
 
 absl::Status Run() {
-  if (absl::Status s = FirstError(
-          {RequiredFlag(FLAGS_corpus), FlagFilesExist(FLAGS_corpus),
-           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_max_per_class, 1),
-           FlagAtLeast(FLAGS_passage_chars, 1),
-           FlagAtLeast(FLAGS_max_passages_per_document, 1)});
+  if (absl::Status s =
+          FirstError({RequiredFile(FLAGS_corpus), RequiredFlag(FLAGS_out_dir),
+                      FlagAtLeast(FLAGS_max_per_class, 1),
+                      FlagAtLeast(FLAGS_passage_chars, 1),
+                      FlagAtLeast(FLAGS_max_passages_per_document, 1)});
       !s.ok()) {
     return s;
   }

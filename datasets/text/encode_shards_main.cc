@@ -31,9 +31,8 @@ absl::Status Run() {
   const std::string split = absl::GetFlag(FLAGS_split);
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
   if (absl::Status s = FirstError(
-          {RequiredFlag(FLAGS_input), FlagFilesExist(FLAGS_input),
-           RequiredFlag(FLAGS_split), RequiredFlag(FLAGS_tokenizer),
-           FlagFilesExist(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
+          {RequiredFile(FLAGS_input), RequiredFlag(FLAGS_split),
+           RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
            FlagAtLeast(FLAGS_shard_tokens, 1)});
       !s.ok()) {
     return s;

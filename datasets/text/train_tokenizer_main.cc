@@ -58,8 +58,7 @@ absl::Status Run() {
   const int vocab_size = absl::GetFlag(FLAGS_vocab_size);
   // 256 byte pieces and 3 specials come first; shards store ids as uint16.
   if (absl::Status s =
-          FirstError({RequiredFlag(FLAGS_input), FlagFilesExist(FLAGS_input),
-                      RequiredFlag(FLAGS_out_prefix),
+          FirstError({RequiredFile(FLAGS_input), RequiredFlag(FLAGS_out_prefix),
                       FlagInRange(FLAGS_vocab_size, 260, 65536),
                       FlagAtLeast(FLAGS_max_sentences, 0)});
       !s.ok()) {

@@ -5,6 +5,7 @@ against the uniform-legal-move floor; rows are named <name>, the seed is their `
 the same metrics for a random initialisation of a model's config at each seed; chess_results: the active
 scale's outputs for the report."""
 
+load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seeded_name")
@@ -35,7 +36,7 @@ _SPLITS = ("for f in $(locations %s); do case $$f in *bsp_train.jsonl) train=$$f
            "*bsp_test.jsonl) test=$$f;; esac; done; ")
 
 def _outputs(name):
-    return "--out=$(location %s.bsp.csv) --board_tracking_out=$(location %s.board.csv) 2>/dev/null" % (
+    return "--out=$(location %s.bsp.csv) --board_tracking_out=$(location %s.board.csv)" % (
         name,
         name,
     )
@@ -63,10 +64,10 @@ def chess_model(name, init_from = None):
             srcs = [":" + run, _GAMES],
             outs = [run + ".bsp.csv", run + ".board.csv"],
             exec_tools = [":evaluate_bsp"],
-            cmd = _SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % run +
-                  "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
-                  "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
-                  _outputs(run),
+            cmd = quiet(_SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % run +
+                        "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
+                        "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
+                        _outputs(run)),
             message = "BSP coverage of " + run,
             tags = _tags(seed),
         )
@@ -79,12 +80,12 @@ def chess_control(name, model):
             srcs = [":%s_config" % seeded_name(model, seed), _GAMES],
             outs = [run + ".bsp.csv", run + ".board.csv"],
             exec_tools = [":evaluate_bsp"],
-            cmd = _SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (
-                      seeded_name(model, seed),
-                      name,
-                  ) +
-                  "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
-                  _outputs(run),
+            cmd = quiet(_SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (
+                            seeded_name(model, seed),
+                            name,
+                        ) +
+                        "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
+                        _outputs(run)),
             message = "BSP coverage of " + run,
             tags = _tags(seed),
         )

@@ -168,6 +168,20 @@ absl::Status WriteBoardTracking(layers::GptImpl& model,
 }
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {FlagFilesExist(FLAGS_checkpoint), FlagFilesExist(FLAGS_config),
+           RequiredFile(FLAGS_bsp_train), RequiredFile(FLAGS_bsp_test),
+           RequiredFlag(FLAGS_out), FlagAtLeast(FLAGS_characters, 1),
+           FlagAtLeast(FLAGS_board_tracking_games, 1)});
+      !s.ok()) {
+    return s;
+  }
+  if (absl::GetFlag(FLAGS_checkpoint).empty() ==
+      absl::GetFlag(FLAGS_config).empty()) {
+    return absl::InvalidArgumentError(
+        "give one of --checkpoint (a trained model) and --config (its "
+        "randomly initialised control)");
+  }
   // Evaluation is as heavy as training: share the cores through the slots.
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
@@ -295,10 +309,5 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(
       argc, argv, "BSP coverage and reconstruction of one chess model.");
   (void)sparse_layers::backend::SetTorchThreads(2);
-  const absl::Status status = sparse_layers::experiments::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "evaluate_bsp: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::experiments::Run);
 }

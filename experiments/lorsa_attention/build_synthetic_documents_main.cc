@@ -133,14 +133,19 @@ class Generator {
   std::mt19937_64 rng_;
 };
 
-int Main() {
+absl::Status Run() {
   const double induction_share = absl::GetFlag(FLAGS_induction_share);
   if (!(induction_share >= 0 && induction_share < 1)) {
-    return ExitWithError(
-        absl::InvalidArgumentError("--induction_share must be in [0, 1)"));
+    return absl::InvalidArgumentError("--induction_share must be in [0, 1)");
+  }
+  if (absl::Status s = FirstError(
+          {RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out),
+           FlagAtLeast(FLAGS_documents, 0), FlagAtLeast(FLAGS_segments, 1)});
+      !s.ok()) {
+    return s;
   }
   absl::StatusOr<std::vector<std::string>> words = OnePieceWords();
-  if (!words.ok()) return ExitWithError(words.status());
+  if (!words.ok()) return words.status();
   const size_t vocabulary = words->size();
   Generator generator(*std::move(words), absl::GetFlag(FLAGS_seed));
   std::ofstream out(absl::GetFlag(FLAGS_out), std::ios::binary);
@@ -153,10 +158,10 @@ int Main() {
     out << datasets::DocumentToJson(document) << "\n";
   }
   out.close();
-  if (!out) return ExitWithError(absl::UnavailableError("cannot write --out"));
+  if (!out) return absl::UnavailableError("cannot write --out");
   std::printf("%d synthetic documents from %zu one-piece words\n",
               absl::GetFlag(FLAGS_documents), vocabulary);
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -166,5 +171,5 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(
       argc, argv,
       "build_synthetic_documents --tokenizer=bpe.model --out=F.jsonl");
-  return sparse_layers::experiments::Main();
+  return sparse_layers::RunMain(sparse_layers::experiments::Run);
 }

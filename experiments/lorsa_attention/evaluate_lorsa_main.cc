@@ -138,6 +138,18 @@ absl::StatusOr<std::vector<Fit>> LoadFits(
 }
 
 absl::Status Run(const std::vector<std::string>& paths) {
+  if (absl::Status s = FirstError(
+          {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
+           RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
+           FlagAtLeast(FLAGS_batches, 1), FlagAtLeast(FLAGS_windows, 1),
+           FlagAtLeast(FLAGS_attribution_windows, 1),
+           FlagAtLeast(FLAGS_min_active, 0),
+           FlagAtLeast(FLAGS_probe_sequences, 1),
+           FlagAtLeast(FLAGS_probe_period, 1),
+           FlagAtLeast(FLAGS_listing_windows, 1), FilesExist("fit", paths)});
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
       !s.ok()) {
     return s;
@@ -524,7 +536,6 @@ int main(int argc, char** argv) {
       argc, argv,
       "evaluate_lorsa --base=lm.pt --tokens=T --tokenizer=M --caches=L=C,... "
       "--out_dir=DIR fit.pt...");
-  const absl::Status status = sparse_layers::experiments::Run(fits);
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(
+      [&] { return sparse_layers::experiments::Run(fits); });
 }

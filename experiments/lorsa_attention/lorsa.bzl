@@ -4,6 +4,7 @@ overlay, config, replacement_checkpoint) and evaluation_s<seed> (evaluate_lorsa'
 base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20)."""
 
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
+load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "seed_overlay", "seed_tags", "seeded_name", "seeds_by_scale")
@@ -135,7 +136,7 @@ def _evaluation(name, base, caches, fits, seed):
         name = name,
         srcs = [base, ":shards", "//datasets/text:bpe_small"] + [":" + c for c in caches] + [":" + f for f in fits],
         outs = ["%s/%s" % (name, f) for f in EVALUATION_FILES],
-        cmd = ("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
+        cmd = quiet("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
                "for d in $(locations :shards); do case $$d in */test) tokens=$$d;; esac; done; " +
                "for f in $(locations //datasets/text:bpe_small); do case $$f in *.model) tokenizer=$$f;; esac; done; " +
                "caches=; " + " ".join([
@@ -146,7 +147,7 @@ def _evaluation(name, base, caches, fits, seed):
                ]) + " fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " % " ".join(["$(locations :%s)" % f for f in fits]) +
                "$(location :evaluate_lorsa) --base=$$base --tokens=$$tokens/test.tokens.textproto --tokenizer=$$tokenizer " +
                "--caches=$${caches#,} --out_dir=$(RULEDIR)/%s --threads=2 " % name +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$fits 2>/dev/null"),
+               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$fits"),
         message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
         exec_tools = [":evaluate_lorsa"],
         tags = seed_tags(seed, COSTLY_SEEDS),

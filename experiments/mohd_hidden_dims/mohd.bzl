@@ -4,6 +4,7 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 //datasets/text:shards_small), <name> = <variant>_s<seed>. mohd_runs: every variant at every seed.
 design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
+load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seed_tags", "seeded_name")
@@ -133,14 +134,12 @@ def activation_flow_run(seed):
             seeded_name("flow", seed) + ".csv",
             seeded_name("sharing", seed) + ".csv",
         ],
-        cmd = ("log=$$(mktemp); for f in $(locations %s); do case $$f in *.pt) dense=$$f;; esac; done; " % dense +
+        cmd = (quiet("for f in $(locations %s); do case $$f in *.pt) dense=$$f;; esac; done; " % dense +
                "for f in $(locations %s); do case $$f in *.pt) x2=$$f;; esac; done; " % x2 +
                "for d in $(locations //datasets/text:shards_small); do case $$d in */validation) tokens=$$d;; esac; done; " +
                "$(location //analysis/activation_flow) --models=dense=$$dense,mohd_x2=$$x2 " +
                "--tokens=$$tokens/validation.tokens.textproto --out_dir=$(@D)/%s --threads=2 " % name +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$(cat $(location :activation_flow_flags)) " +
-               # Progress stays out of the build log; a failure shows the tool's own error lines.
-               "2> $$log || { tail -n 5 $$log >&2; rm -f $$log; exit 1; }; rm -f $$log; " +
+               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$(cat $(location :activation_flow_flags))") + "; " +
                "for t in flow sharing; do sed '1s/^/seed,/; 2,$$s/^/%d,/' $(@D)/%s/$$t.csv > $(@D)/$${t}_s%d.csv; done" % (
                    seed,
                    name,

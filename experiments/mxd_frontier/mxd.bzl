@@ -4,6 +4,7 @@ and <name> (replacement_checkpoint: the fit, cached like any training run). Ever
 built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evaluations, probes and steering
 runs made from them (issue 20: seeds as a build dimension)."""
 
+load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
@@ -68,14 +69,14 @@ def frontier_evaluation(name, base_name, base, activations, fits):
         srcs = [base, activations, "//datasets/text:shards"] + [":" + f for f in fits],
         outs = [name + ".csv"],
         exec_tools = ["//analysis/replacement:evaluate_replacements"],
-        cmd = ("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
+        cmd = quiet("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
                "for d in $(locations %s); do case $$d in */test) cache=$$d;; esac; done; " % activations +
                "for d in $(locations //datasets/text:shards); do case $$d in */test) tokens=$$d;; esac; done; " +
                "fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " %
                " ".join(["$(locations :%s)" % f for f in fits]) +
                "$(location //analysis/replacement:evaluate_replacements) --base=$$base --base_name=%s " % base_name +
                "--tokens=$$tokens/test.tokens.textproto --activations=$$cache/test.activations.textproto " +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ $$fits 2>/dev/null"),
+               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ $$fits"),
         message = "Evaluating the %s replacement frontier" % base_name,
         tags = SEEDED_TAGS,
     )
@@ -128,13 +129,14 @@ def _feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, examp
         srcs = [base, "//datasets/text:bpe"] + fits + extra_srcs,
         outs = [name + ".csv", name + ".txt"],
         exec_tools = [tool],
-        cmd = (_pick(base, ".pt", "base") + _pick("//datasets/text:bpe", ".model", "tokenizer") +
+        cmd = quiet(_pick(base, ".pt", "base") + _pick("//datasets/text:bpe", ".model", "tokenizer") +
                "fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " %
                " ".join(["$(locations %s)" % f for f in fits]) +
                "$(location %s) --base=$$base --base_name=%s --tokenizer=$$tokenizer --seed=%d " %
                (tool, base_name, seed) +
                extra_args + " --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$(location %s.csv) $$fits " % name +
-               ("--examples=$(location %s.txt) 2>/dev/null" % name if examples else "2> $(location %s.txt)" % name)),
+               ("--examples=$(location %s.txt)" % name if examples else ""),
+               log = None if examples else "$(location %s.txt)" % name),
         message = "Running %s on the %s features" % (tool, base_name),
         tags = SEEDED_TAGS,
     )

@@ -9,12 +9,11 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "analysis/claims/tidy_table.h"
 #include "experiments/slimpajama_isoflop/isoflop_frontier.h"
 #include "tools/common/file_io.h"
+#include "tools/common/main.h"
 
 ABSL_FLAG(std::string, runs, "",
           "Tidy CSV of the runs (//tools/train:summary_table).");
@@ -26,10 +25,11 @@ namespace {
 
 absl::Status Run() {
   const std::string path = absl::GetFlag(FLAGS_runs);
-  if (path.empty() || absl::GetFlag(FLAGS_runs_out).empty() ||
-      absl::GetFlag(FLAGS_frontier_out).empty()) {
-    return absl::InvalidArgumentError(
-        "--runs, --runs_out and --frontier_out are required");
+  if (absl::Status s =
+          FirstError({RequiredFile(FLAGS_runs), RequiredFlag(FLAGS_runs_out),
+                      RequiredFlag(FLAGS_frontier_out)});
+      !s.ok()) {
+    return s;
   }
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
@@ -51,14 +51,7 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   // No LibTorch here (tools/common:init would link it): a table needs none.
-  absl::SetProgramUsageMessage(
-      "isoflop_frontier --runs=F --runs_out=F --frontier_out=F");
-  absl::ParseCommandLine(argc, argv);
-  const absl::Status status = sparse_layers::experiments::Run();
-  if (!status.ok()) {
-    std::fprintf(stderr, "isoflop_frontier: error: %s\n",
-                 std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  sparse_layers::ParseMainFlags(
+      argc, argv, "isoflop_frontier --runs=F --runs_out=F --frontier_out=F");
+  return sparse_layers::RunMain(sparse_layers::experiments::Run);
 }

@@ -20,21 +20,27 @@ ABSL_FLAG(std::string, name, "", "Run name.");
 namespace sparse_layers::experiments {
 namespace {
 
-int Main() {
+absl::Status Run() {
+  if (absl::Status s =
+          FirstError({RequiredFlag(FLAGS_name), FlagAtLeast(FLAGS_scale, 0),
+                      FlagInRange(FLAGS_max_flops, 0.0, 1e30)});
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<Ladder> ladder = ParseLadder(absl::GetFlag(FLAGS_ladder));
-  if (!ladder.ok()) return ExitWithError(ladder.status());
+  if (!ladder.ok()) return ladder.status();
   config::ExperimentConfig overlay;
   overlay.set_name(absl::GetFlag(FLAGS_name));
   absl::StatusOr<config::ModelConfig> model = LadderModel(
       *ladder, absl::GetFlag(FLAGS_type), absl::GetFlag(FLAGS_scale),
       /*vocab_size=*/0, /*context_length=*/0);
-  if (!model.ok()) return ExitWithError(model.status());
+  if (!model.ok()) return model.status();
   *overlay.mutable_model() = *model;
   overlay.mutable_budget()->set_max_flops(absl::GetFlag(FLAGS_max_flops));
   std::string text;
   google::protobuf::TextFormat::PrintToString(overlay, &text);
   std::fputs(text.c_str(), stdout);
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -44,5 +50,5 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "ladder_overlay --type=T --scale=S --max_flops=F: "
                           "one isoflop run's config overlay");
-  return sparse_layers::experiments::Main();
+  return sparse_layers::RunMain(sparse_layers::experiments::Run);
 }

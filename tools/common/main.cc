@@ -89,14 +89,14 @@ absl::Status FirstError(std::initializer_list<absl::Status> checks) {
   return absl::OkStatus();
 }
 
-absl::Status FlagFilesExist(absl::string_view name,
-                            const std::vector<std::string>& paths) {
+absl::Status FilesExist(absl::string_view what,
+                        const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     std::error_code error;
     if (!std::filesystem::is_regular_file(path, error) ||
         access(path.c_str(), R_OK) != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--", name, ": ", path, " is not a readable file"));
+          absl::StrCat(what, ": ", path, " is not a readable file"));
     }
   }
   return absl::OkStatus();

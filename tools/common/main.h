@@ -70,19 +70,31 @@ absl::Status FlagAtLeast(const absl::Flag<T>& flag, U minimum) {
                    " must be >= ", minimum, ", got ", value));
 }
 
+// Every path in `paths` names a readable regular file; errors start with
+// `what` (a flag, "--data", or a positional argument's role, "fit").
+absl::Status FilesExist(absl::string_view what,
+                        const std::vector<std::string>& paths);
+
 // Every path of a string or list flag names a readable regular file (an
 // unset flag passes; pair with RequiredFlag).
-absl::Status FlagFilesExist(absl::string_view name,
-                            const std::vector<std::string>& paths);
 inline absl::Status FlagFilesExist(
     const absl::Flag<std::vector<std::string>>& flag) {
-  return FlagFilesExist(absl::GetFlagReflectionHandle(flag).Name(),
-                        absl::GetFlag(flag));
+  return FilesExist(
+      absl::StrCat("--", absl::GetFlagReflectionHandle(flag).Name()),
+      absl::GetFlag(flag));
 }
 inline absl::Status FlagFilesExist(const absl::Flag<std::string>& flag) {
   const std::string path = absl::GetFlag(flag);
   if (path.empty()) return absl::OkStatus();
-  return FlagFilesExist(absl::GetFlagReflectionHandle(flag).Name(), {path});
+  return FilesExist(
+      absl::StrCat("--", absl::GetFlagReflectionHandle(flag).Name()), {path});
+}
+
+// RequiredFlag, then FlagFilesExist.
+template <typename T>
+absl::Status RequiredFile(const absl::Flag<T>& flag) {
+  if (absl::Status s = RequiredFlag(flag); !s.ok()) return s;
+  return FlagFilesExist(flag);
 }
 
 }  // namespace sparse_layers

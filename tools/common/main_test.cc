@@ -55,8 +55,9 @@ TEST_F(RunMainTest, C10ErrorIsItsFirstLineWithoutBacktrace) {
 }
 
 TEST_F(RunMainTest, StdAndUnknownExceptionsAreOneLine) {
-  EXPECT_EQ(Capture([]() -> absl::Status { throw std::length_error("too long"); }),
-            std::make_pair(1, std::string("tool: error: too long\n")));
+  EXPECT_EQ(
+      Capture([]() -> absl::Status { throw std::length_error("too long"); }),
+      std::make_pair(1, std::string("tool: error: too long\n")));
   EXPECT_EQ(Capture([]() -> absl::Status { throw 7; }),
             std::make_pair(1, std::string("tool: error: unknown exception\n")));
 }
@@ -95,6 +96,7 @@ TEST(FlagChecksTest, RequiredAndFiles) {
   absl::SetFlag(&FLAGS_test_path, file);
   EXPECT_TRUE(RequiredFlag(FLAGS_test_path).ok());
   EXPECT_TRUE(FlagFilesExist(FLAGS_test_path).ok());
+  EXPECT_TRUE(RequiredFile(FLAGS_test_path).ok());
   absl::SetFlag(&FLAGS_test_paths, std::vector<std::string>{file, dir});
   EXPECT_THAT(FlagFilesExist(FLAGS_test_paths).message(),
               HasSubstr("--test_paths: " + dir + " is not a readable file"));

@@ -37,24 +37,28 @@ absl::Status WriteCanonical(const ExperimentConfig& config,
   return absl::OkStatus();
 }
 
-int Main(const std::vector<std::string>& paths) {
+absl::Status Run(const std::vector<std::string>& paths) {
+  if (paths.empty()) return absl::InvalidArgumentError("no config file given");
+  if (absl::Status s = FilesExist("config", paths); !s.ok()) return s;
   absl::StatusOr<ExperimentConfig> config = LoadExperimentConfig(paths);
-  if (!config.ok()) return ExitWithError(config.status());
+  if (!config.ok()) return config.status();
   if (const std::string out = absl::GetFlag(FLAGS_out); !out.empty()) {
     if (absl::Status status = WriteCanonical(*config, out); !status.ok()) {
-      return ExitWithError(status);
+      return status;
     }
   }
   std::printf("ok: %s\n", config->name().c_str());
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
 }  // namespace sparse_layers::config
 
 int main(int argc, char** argv) {
-  return sparse_layers::config::Main(sparse_layers::InitMain(
+  const std::vector<std::string> paths = sparse_layers::InitMain(
       argc, argv,
       "check_config FILE.textproto [OVERLAY.textproto ...] [--out=MERGED]: "
-      "validate (and merge) ExperimentConfig files"));
+      "validate (and merge) ExperimentConfig files");
+  return sparse_layers::RunMain(
+      [&] { return sparse_layers::config::Run(paths); });
 }

@@ -12,10 +12,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "tools/common/file_io.h"
+#include "tools/common/main.h"
 #include "tools/train/summary_table.h"
 
 ABSL_FLAG(std::string, out, "", "CSV path (default: stdout)");
@@ -34,6 +33,9 @@ namespace {
 absl::Status Run(const std::vector<std::string>& paths) {
   if (paths.empty()) {
     return absl::InvalidArgumentError("no summary or config files given");
+  }
+  if (absl::Status s = FilesExist("summary or config", paths); !s.ok()) {
+    return s;
   }
   SummaryTableOptions options;
   options.fields = absl::GetFlag(FLAGS_fields);
@@ -54,16 +56,10 @@ absl::Status Run(const std::vector<std::string>& paths) {
 
 int main(int argc, char** argv) {
   // No LibTorch here (tools/common:init would link it): a table needs none.
-  absl::SetProgramUsageMessage(
+  const std::vector<std::string> paths = sparse_layers::ParseMainFlags(
+      argc, argv,
       "summary_table --out=F.csv --fields=f,... [--config_fields=p,...] "
       "SUMMARY_OR_CONFIG...");
-  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  const absl::Status status = sparse_layers::train::Run(
-      std::vector<std::string>(args.begin() + 1, args.end()));
-  if (!status.ok()) {
-    std::fprintf(stderr, "summary_table: error: %s\n",
-                 std::string(status.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return sparse_layers::RunMain(
+      [&] { return sparse_layers::train::Run(paths); });
 }

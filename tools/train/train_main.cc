@@ -48,8 +48,18 @@ namespace sparse_layers::train {
 namespace {
 
 absl::Status Run() {
+  if (absl::Status s = FirstError(
+          {RequiredFlag(FLAGS_out), RequiredFile(FLAGS_config),
+           FlagFilesExist(FLAGS_train_data),
+           FlagFilesExist(FLAGS_validation_data),
+           FlagFilesExist(FLAGS_tokenizer), FlagFilesExist(FLAGS_init_from),
+           FlagFilesExist(FLAGS_train_activations),
+           FlagFilesExist(FLAGS_validation_activations),
+           FlagFilesExist(FLAGS_build_identity)});
+      !s.ok()) {
+    return s;
+  }
   const std::string out = absl::GetFlag(FLAGS_out);
-  if (out.empty()) return absl::InvalidArgumentError("--out is required");
   absl::StatusOr<config::ExperimentConfig> config =
       config::LoadExperimentConfig(absl::GetFlag(FLAGS_config));
   if (!config.ok()) return config.status();
@@ -98,7 +108,5 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv, "Trains a language model from a config.");
-  absl::Status status = sparse_layers::train::Run();
-  if (!status.ok()) return sparse_layers::ExitWithError(status);
-  return 0;
+  return sparse_layers::RunMain(sparse_layers::train::Run);
 }

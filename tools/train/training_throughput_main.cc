@@ -80,8 +80,16 @@ void Measure(int64_t d_model, int64_t n_layers, double peak) {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "Training throughput of the LibTorch GPT.");
-  const double peak = sparse_layers::train::MatmulPeakGflops();
-  sparse_layers::train::Measure(128, 4, peak);
-  sparse_layers::train::Measure(256, 6, peak);
-  return 0;
+  return sparse_layers::RunMain([]() -> absl::Status {
+    if (absl::Status s = sparse_layers::FirstError(
+            {sparse_layers::FlagAtLeast(FLAGS_steps, 1),
+             sparse_layers::FlagAtLeast(FLAGS_batch_size, 1)});
+        !s.ok()) {
+      return s;
+    }
+    const double peak = sparse_layers::train::MatmulPeakGflops();
+    sparse_layers::train::Measure(128, 4, peak);
+    sparse_layers::train::Measure(256, 6, peak);
+    return absl::OkStatus();
+  });
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Every binary, given a bad flag or a bad input that this test makes itself, prints exactly one stderr line
+# "<program>: error: <message>", exits 1 (no crash signal, no hang) and leaves nothing at its output path.
+# Arguments: the binaries, "--", then the fixture for the cases that need a real model: a tiny config,
+# the token-shard directory and the tokenizer (runfiles paths).
+set -u
+declare -A bin
+while [[ $# -gt 0 && "$1" != "--" ]]; do
+  bin[$(basename "$1")]="$1"
+  shift
+done
+shift
+config="$1" shards="$TEST_SRCDIR/sparse_layers/$2" tokenizer="$TEST_SRCDIR/sparse_layers/$3"
+work="$TEST_TMPDIR/bad_input"
+mkdir -p "$work"
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# expect PROGRAM OUTPUT MESSAGE ARGS...: the run of PROGRAM with ARGS fails as promised, its one line
+# contains MESSAGE, and OUTPUT (a file or directory; "-" for none) does not exist afterwards.
+expect() {
+  local program="$1" output="$2" message="$3"
+  shift 3
+  timeout 120 "${bin[$program]}" "$@" >"$work/stdout" 2>"$work/stderr"
+  local status=$? lines line
+  lines="$(wc -l <"$work/stderr")"
+  line="$(head -n 1 "$work/stderr")"
+  echo "$program $*: exit $status: $line"
+  if [[ $status -ne 1 ]]; then
+    fail "$program $*: exit status $status, expected 1 (124: hang, >128: signal)"
+  elif [[ "$lines" -ne 1 ]]; then
+    fail "$program $*: $lines stderr lines, expected 1:"$'\n'"$(cat "$work/stderr")"
+  elif [[ "$line" != "$program: error: "*"$message"* ]]; then
+    fail "$program $*: '$line' is not '$program: error: ...$message...'"
+  fi
+  if [[ "$output" != "-" && -e "$output" ]]; then
+    fail "$program $*: left $output behind"
+  fi
+  rm -rf "$output"
+}
+
+# Inputs: a tiny trained model, labelled texts, chess games without FENs, a fake UCI engine.
+printf 'budget { max_steps: 2 }\neval { every_steps: 2 batches: 1 sample_tokens: 0 }\n' >"$work/short.textproto"
+"${bin[train]}" --config="$config,$work/short.textproto" \
+  --train_data="$shards/train/train.tokens.textproto" \
+  --validation_data="$shards/validation/validation.tokens.textproto" \
+  --out="$work/lm.pt" 2>"$work/train.log" || { cat "$work/train.log" >&2; exit 1; }
+for i in $(seq 1 12); do
+  echo "{\"text\": \"text number $i of the tiny probing set, long enough\", \"label\": \"l$((i % 2))\"}"
+done >"$work/texts.jsonl"
+echo '{"text": ";1.e4 e5 2.Nf3", "index": "0"}' >"$work/no_fens.jsonl"
+printf '#!/bin/sh\nexec cat\n' >"$work/echo_engine"
+chmod +x "$work/echo_engine"
+touch "$work/empty.pgn" "$work/empty.textproto"
+tokens="$shards/test/test.tokens.textproto"
+out="$work/out"
+
+# The reported crashes: segfaults, a protobuf FATAL, a length_error, SIGPIPE and a hang.
+expect sparse_probe "$out" "--layer 99: the base model has 2 blocks" \
+  --base="$work/lm.pt" --tokenizer="$tokenizer" --data="$work/texts.jsonl" --layer=99 --out="$out"
+expect steer "$out" "--samples must be >= 1, got 0" \
+  --base="$work/lm.pt" --tokenizer="$tokenizer" --tokens="$tokens" --samples=0 --out="$out"
+expect evaluate_bsp "$out" "game 0 has no FENs" \
+  --config="$config" --bsp_train="$work/no_fens.jsonl" --bsp_test="$work/no_fens.jsonl" --out="$out"
+expect build_chess_dataset "$out" "--train_games must be >= 0, got -1" \
+  --pgn="$work/empty.pgn" --games_manifest="$work/empty.textproto" --train_games=-1 --out_dir="$out"
+expect generate_games "$out" "cannot run the UCI engine /nonexistent: No such file or directory" \
+  --engine=/nonexistent --games=2 --out="$out" --manifest="$out"
+expect generate_games "$out" "did not answer within 500ms" --engine="$work/echo_engine" \
+  --engine_timeout_seconds=0.5 --games=2 --out="$out" --manifest="$out"
+expect evaluate_replacements "$out" "--rows must be >= 1, got 0" \
+  --base="$work/lm.pt" --tokens="$tokens" --activations="$tokens" --rows=0 --out="$out"
+
+# An exception from a layer constructor (heads that do not divide the width) is one line too.
+sed 's/n_heads: 2/n_heads: 3/' "$config" >"$work/three_heads.textproto"
+expect evaluate_bsp "$out" "" \
+  --config="$work/three_heads.textproto" --bsp_train="$work/no_fens.jsonl" --bsp_test="$work/no_fens.jsonl" \
+  --out="$out"
+
+# Flags out of range, missing or naming no file: one case per binary.
+expect build_probing_sets "$out" "--passage_chars must be >= 1, got 0" \
+  --corpus="$work/texts.jsonl" --out_dir="$out" --passage_chars=0
+expect encode_shards "$out" "--shard_tokens must be >= 1, got 0" \
+  --input="$work/texts.jsonl" --split=train --tokenizer="$tokenizer" --out_dir="$out" --shard_tokens=0
+expect train_tokenizer "$out.model" "--vocab_size must be in [260, 65536], got 10" \
+  --input="$work/texts.jsonl" --out_prefix="$out" --vocab_size=10
+expect prepare_corpus "$out" "need 0 < --validation_fraction" \
+  --sources=local:"$work" --out_dir="$out" --validation_fraction=nan
+expect cache_activations "$out" "--site attention: use ffn or attn" \
+  --checkpoint="$work/lm.pt" --tokens="$tokens" --out_dir="$out" --site=attention
+expect cache_activations "$out" "--layer 99 is not a block of the model" \
+  --checkpoint="$work/lm.pt" --tokens="$tokens" --out_dir="$out" --layer=99
+expect evaluate_lorsa "$out" "--batches must be >= 1, got 0" \
+  --base="$work/lm.pt" --tokens="$tokens" --tokenizer="$tokenizer" --out_dir="$out" --batches=0
+expect build_synthetic_documents "$out" "--tokenizer is required" --out="$out"
+expect isoflop_frontier "$out" "--runs: $work/missing.csv is not a readable file" \
+  --runs="$work/missing.csv" --runs_out="$out" --frontier_out="$out"
+expect ladder_overlay - "--scale must be >= 0, got -1" --name=x --scale=-1
+expect factual_recall "$out" "--brown_dir: $work/missing is not a directory" \
+  --model="$work/lm.pt" --dense_model="$work/lm.pt" --tokenizer="$tokenizer" --facts="$work/texts.jsonl" \
+  --brown_dir="$work/missing" --tokens="$tokens" --out_dir="$out"
+expect build_fact_documents "$out" "--distractor_fraction must be in [0, 1], got 2" \
+  --facts="$work/texts.jsonl" --out="$out" --distractor_fraction=2
+expect check_config "$out" "config: $work is not a readable file" "$work" --out="$out"
+expect training_throughput - "--steps must be >= 1, got 0" --steps=0
+expect train "$out" "--config: $work/missing.textproto is not a readable file" \
+  --config="$work/missing.textproto" --out="$out"
+expect summary_table "$out" "summary or config: $work/missing is not a readable file" \
+  --out="$out" --fields=steps "$work/missing"
+expect activation_flow "$out" "--windows must be >= 1, got 0" \
+  --models=a="$work/lm.pt" --tokens="$tokens" --out_dir="$out" --windows=0
+expect ffn_ablation "$out" "--batch_size must be >= 1, got -3" \
+  --base="$work/lm.pt" --tokens="$tokens" --out="$out" --batch_size=-3
+expect judge_claims "$out" "--min_n takes a whole number >= 0" --min_n=-1 --verify "$out"
+
+if [[ $failures -gt 0 ]]; then
+  echo "$failures failures" >&2
+  exit 1
+fi
+echo "PASS"
