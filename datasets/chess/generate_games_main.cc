@@ -17,7 +17,7 @@
 #include "datasets/chess/chess.pb.h"
 #include "datasets/chess/uci_engine.h"
 #include "google/protobuf/text_format.h"
-#include "tools/common/file_io.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, engine, "/usr/games/stockfish", "UCI engine binary.");
 ABSL_FLAG(int64_t, games, 100, "Games to generate.");
@@ -121,6 +121,14 @@ absl::Status Run() {
     }
     levels.push_back(level);
   }
+  // Both outputs are locked and checked before the games are played.
+  StagedOutputs outputs;
+  for (const std::string& path :
+       {absl::GetFlag(FLAGS_out), absl::GetFlag(FLAGS_manifest)}) {
+    if (auto staged = outputs.StageFile(path); !staged.ok()) {
+      return staged.status();
+    }
+  }
   const int64_t count = absl::GetFlag(FLAGS_games),
                 first = absl::GetFlag(FLAGS_first_game);
   std::vector<Game> games(count);
@@ -184,10 +192,14 @@ absl::Status Run() {
   }
   std::string manifest_text;
   google::protobuf::TextFormat::PrintToString(manifest, &manifest_text);
-  if (auto s = WriteFileAtomically(absl::GetFlag(FLAGS_out), pgn); !s.ok()) {
+  if (auto s = outputs.WriteFile(absl::GetFlag(FLAGS_out), pgn); !s.ok()) {
     return s;
   }
-  return WriteFileAtomically(absl::GetFlag(FLAGS_manifest), manifest_text);
+  if (auto s = outputs.WriteFile(absl::GetFlag(FLAGS_manifest), manifest_text);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

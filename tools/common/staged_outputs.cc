@@ -98,6 +98,8 @@ absl::StatusOr<std::string> StagedOutputs::Stage(const std::string& path,
   if (committed_) {
     return absl::FailedPreconditionError("outputs were already committed");
   }
+  if (path.empty())
+    return absl::InvalidArgumentError("an output path is empty");
   for (const Output& output : outputs_) {
     if (output.path == path && output.directory == directory) {
       return output.staged;
