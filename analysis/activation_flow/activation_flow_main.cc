@@ -29,8 +29,8 @@
 #include "datasets/text/token_shards.h"
 #include "layers/hooks/hook_point.h"
 #include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "name=checkpoint.pt, ...");
@@ -198,10 +198,15 @@ absl::Status Run() {
                  parts[0].c_str(), windows, length);
   }
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
-  if (absl::Status s = WriteFileAtomically(dir + "/flow.csv", flow); !s.ok()) {
+  StagedOutputs outputs;  // Both tables or neither.
+  if (absl::Status s = outputs.WriteFile(dir + "/flow.csv", flow); !s.ok()) {
     return s;
   }
-  return WriteFileAtomically(dir + "/sharing.csv", sharing);
+  if (absl::Status s = outputs.WriteFile(dir + "/sharing.csv", sharing);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

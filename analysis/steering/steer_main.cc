@@ -33,8 +33,8 @@
 #include "layers/models/sampling.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
@@ -209,14 +209,20 @@ absl::Status Run(const std::vector<std::string>& fits) {
     std::fprintf(stderr, "steer: %s: %d units steered\n",
                  fitted->config.name().c_str(), units);
   }
+  // The table and its examples appear together or not at all.
+  StagedOutputs outputs;
   if (!absl::GetFlag(FLAGS_examples).empty()) {
     if (absl::Status s =
-            WriteFileAtomically(absl::GetFlag(FLAGS_examples), examples);
+            outputs.WriteFile(absl::GetFlag(FLAGS_examples), examples);
         !s.ok()) {
       return s;
     }
   }
-  return WriteFileAtomically(absl::GetFlag(FLAGS_out), csv);
+  if (absl::Status s = outputs.WriteFile(absl::GetFlag(FLAGS_out), csv);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "tools/common/cpu_slots.h"
 #include "tools/common/digest.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "Trained model (.pt)");
@@ -104,8 +105,10 @@ absl::Status Run() {
   header.set_config_sha256(Sha256Hex(config_text));
   header.set_tokens_manifest_sha256(
       Sha256Hex((*shards)->manifest().SerializeAsString()));
-  ActivationWriter writer(absl::GetFlag(FLAGS_out_dir), header,
-                          absl::GetFlag(FLAGS_shard_rows));
+  StagedOutputs staged;  // Shards and manifest, or (on an error) nothing.
+  auto out_dir = staged.StageDirectory(absl::GetFlag(FLAGS_out_dir));
+  if (!out_dir.ok()) return out_dir.status();
+  ActivationWriter writer(*out_dir, header, absl::GetFlag(FLAGS_shard_rows));
 
   std::vector<torch::Tensor> inputs, outputs;
   model.FindHook(header.hook_in())->Add(layers::CaptureHook(&inputs));
@@ -133,6 +136,7 @@ absl::Status Run() {
   }
   auto manifest = writer.Finish();
   if (!manifest.ok()) return manifest.status();
+  if (absl::Status s = staged.Commit(); !s.ok()) return s;
   std::fprintf(stderr,
                "cache_activations: %lld rows of blocks.%d.%s (%s split) in "
                "%d shards\n",

@@ -13,6 +13,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, pgn, "", "pgn-extract output (SAN with FEN comments).");
 ABSL_FLAG(std::string, games_manifest, "", "generate_games' manifest.");
@@ -90,6 +91,8 @@ absl::Status Run() {
         absl::StrCat("the pool has ", games->size(), " games, fewer than ",
                      n_train + n_validation + 2 * n_bsp));
   }
+  // Shards, BSP games and manifest appear together or not at all.
+  StagedOutputs outputs;
   auto begin = games->begin();
   const std::vector<ChessGame> train(begin, begin + n_train);
   const std::vector<ChessGame> validation(begin + n_train,
@@ -97,8 +100,10 @@ absl::Status Run() {
   for (const auto& [split, list] :
        {std::pair<std::string, const std::vector<ChessGame>*>{"train", &train},
         {"validation", &validation}}) {
-    if (auto s = WriteTokens(absl::StrCat(out_dir, "/", split), split, *list,
-                             manifest.source_sha256(), manifest.add_splits());
+    auto dir = outputs.StageDirectory(absl::StrCat(out_dir, "/", split));
+    if (!dir.ok()) return dir.status();
+    if (auto s = WriteTokens(*dir, split, *list, manifest.source_sha256(),
+                             manifest.add_splits());
         !s.ok()) {
       return s;
     }
@@ -129,16 +134,20 @@ absl::Status Run() {
       summary->set_games(summary->games() + 1);
       summary->set_characters(summary->characters() + game.text().size());
     }
-    if (auto s = WriteFileAtomically(
-            absl::StrCat(out_dir, "/", split, ".jsonl"), jsonl);
+    if (auto s = outputs.WriteFile(absl::StrCat(out_dir, "/", split, ".jsonl"),
+                                   jsonl);
         !s.ok()) {
       return s;
     }
   }
   std::string text;
   google::protobuf::TextFormat::PrintToString(manifest, &text);
-  return WriteFileAtomically(
-      absl::StrCat(out_dir, "/dataset.manifest.textproto"), text);
+  if (auto s = outputs.WriteFile(
+          absl::StrCat(out_dir, "/dataset.manifest.textproto"), text);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

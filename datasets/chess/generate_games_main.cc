@@ -18,6 +18,7 @@
 #include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, engine, "/usr/games/stockfish", "UCI engine binary.");
 ABSL_FLAG(double, engine_timeout_seconds, 30,
@@ -136,6 +137,14 @@ absl::Status Run() {
     }
     levels.push_back(level);
   }
+  // Both outputs are locked and checked before the games are played.
+  StagedOutputs outputs;
+  for (const std::string& path :
+       {absl::GetFlag(FLAGS_out), absl::GetFlag(FLAGS_manifest)}) {
+    if (auto staged = outputs.StageFile(path); !staged.ok()) {
+      return staged.status();
+    }
+  }
   const int64_t count = absl::GetFlag(FLAGS_games),
                 first = absl::GetFlag(FLAGS_first_game);
   std::vector<Game> games(count);
@@ -201,10 +210,14 @@ absl::Status Run() {
   }
   std::string manifest_text;
   google::protobuf::TextFormat::PrintToString(manifest, &manifest_text);
-  if (auto s = WriteFileAtomically(absl::GetFlag(FLAGS_out), pgn); !s.ok()) {
+  if (auto s = outputs.WriteFile(absl::GetFlag(FLAGS_out), pgn); !s.ok()) {
     return s;
   }
-  return WriteFileAtomically(absl::GetFlag(FLAGS_manifest), manifest_text);
+  if (auto s = outputs.WriteFile(absl::GetFlag(FLAGS_manifest), manifest_text);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::vector<std::string>, corpus, {},
           "The corpus split JSONL files (datasets/text:mixed)");
@@ -140,6 +141,7 @@ absl::Status Run() {
   }
   const size_t cap = absl::GetFlag(FLAGS_max_per_class);
   std::string summary;
+  StagedOutputs outputs;  // Every task's set and classes.tsv, or nothing.
   for (auto& [task, classes] : tasks) {
     std::vector<Passage> kept;
     for (auto& [label, passages] : classes) {
@@ -156,15 +158,19 @@ absl::Status Run() {
     for (const Passage& passage : kept) {
       absl::StrAppend(&out, DocumentToJson(passage.document), "\n");
     }
-    if (absl::Status s = WriteFileAtomically(
-            absl::StrCat(out_dir, "/", task, ".jsonl"), out);
+    if (absl::Status s =
+            outputs.WriteFile(absl::StrCat(out_dir, "/", task, ".jsonl"), out);
         !s.ok()) {
       return s;
     }
   }
   std::fputs(summary.c_str(), stderr);
-  return WriteFileAtomically(absl::StrCat(out_dir, "/classes.tsv"),
-                             "task\tlabel\tpassages\n" + summary);
+  if (absl::Status s = outputs.WriteFile(absl::StrCat(out_dir, "/classes.tsv"),
+                                         "task\tlabel\tpassages\n" + summary);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

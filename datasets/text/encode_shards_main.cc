@@ -15,6 +15,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, input, "", "A JSONL split");
 ABSL_FLAG(std::string, split, "", "Split name recorded in the manifest");
@@ -61,7 +62,11 @@ absl::Status Run() {
   if (!tokenizer_digest.ok()) return tokenizer_digest.status();
   manifest.set_tokenizer_sha256(*tokenizer_digest);
 
-  TokenSplitWriter writer(out_dir, manifest, absl::GetFlag(FLAGS_shard_tokens));
+  // Shards and manifest appear together, or (on an error) not at all.
+  StagedOutputs outputs;
+  absl::StatusOr<std::string> staged = outputs.StageDirectory(out_dir);
+  if (!staged.ok()) return staged.status();
+  TokenSplitWriter writer(*staged, manifest, absl::GetFlag(FLAGS_shard_tokens));
   for (absl::string_view record :
        absl::StrSplit(*jsonl, '\n', absl::SkipEmpty())) {
     absl::StatusOr<Document> document = ParseJsonDocument(record);
@@ -74,6 +79,7 @@ absl::Status Run() {
   }
   absl::StatusOr<TokenShardManifest> written = writer.Finish();
   if (!written.ok()) return written.status();
+  if (absl::Status status = outputs.Commit(); !status.ok()) return status;
   std::fprintf(
       stderr, "encode_shards: %s: %lld documents, %lld tokens, %d shards\n",
       split.c_str(), static_cast<long long>(written->documents()),

@@ -19,6 +19,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(
     std::vector<std::string>, sources, {},
@@ -59,12 +60,16 @@ absl::Status Run() {
   }
   const int max_per_source = absl::GetFlag(FLAGS_max_documents_per_source);
 
+  // The three splits and their manifests appear together or not at all.
+  StagedOutputs outputs;
   std::vector<std::unique_ptr<AtomicFileWriter>> writers;
   std::vector<SplitManifestBuilder> manifests;
   std::vector<Sha256> digests(3);
   for (Split split : {Split::kTrain, Split::kValidation, Split::kTest}) {
-    auto writer = AtomicFileWriter::Open(
+    auto staged = outputs.StageFile(
         absl::StrCat(out_dir, "/", SplitName(split), ".jsonl"));
+    if (!staged.ok()) return staged.status();
+    auto writer = AtomicFileWriter::Open(*staged);
     if (!writer.ok()) return writer.status();
     writers.push_back(*std::move(writer));
     manifests.emplace_back(split);
@@ -134,14 +139,14 @@ absl::Status Run() {
     }
     std::string text;
     google::protobuf::TextFormat::PrintToString(manifest, &text);
-    if (absl::Status status = WriteFileAtomically(
+    if (absl::Status status = outputs.WriteFile(
             absl::StrCat(out_dir, "/", SplitName(split), ".manifest.textproto"),
             text);
         !status.ok()) {
       return status;
     }
   }
-  return absl::OkStatus();
+  return outputs.Commit();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -18,6 +19,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, input, "", "Training split (JSONL documents)");
 ABSL_FLAG(std::string, out_prefix, "", "Output prefix: <prefix>.model etc.");
@@ -87,11 +89,22 @@ absl::Status Run() {
         absl::StrFormat("line i*%d/%d for i < %d", total, limit, limit);
   }
 
+  // Model, vocabulary and manifest appear together or not at all.
+  StagedOutputs outputs;
+  absl::StatusOr<std::string> model = outputs.StageFile(prefix + ".model");
+  if (!model.ok()) return model.status();
+  absl::StatusOr<std::string> vocab = outputs.StageFile(prefix + ".vocab");
+  if (!vocab.ok()) return vocab.status();
+  // SentencePiece records its input and output paths in the model: they must
+  // not depend on the pid.
   const std::string sentences_path = prefix + ".sentences.tmp";
   {
     std::ofstream out(sentences_path, std::ios::binary);
     for (const std::string& line : lines) out << line << '\n';
-    if (!out) return absl::InternalError("cannot write " + sentences_path);
+    if (!out) {
+      std::remove(sentences_path.c_str());
+      return absl::InternalError("cannot write " + sentences_path);
+    }
   }
   const std::string temporary_prefix = prefix + ".tmp";
   // identity normalisation and kept whitespace: decode(encode(x)) == x.
@@ -111,11 +124,11 @@ absl::Status Run() {
     return absl::InternalError(
         absl::StrCat("SentencePiece training failed: ", error));
   }
-  for (const char* suffix : {".model", ".vocab"}) {
-    if (std::rename((temporary_prefix + suffix).c_str(),
-                    (prefix + suffix).c_str()) != 0) {
+  for (const auto& [suffix, staged] :
+       {std::pair{".model", *model}, std::pair{".vocab", *vocab}}) {
+    if (std::rename((temporary_prefix + suffix).c_str(), staged.c_str()) != 0) {
       return absl::InternalError(
-          absl::StrCat("cannot rename ", prefix, suffix));
+          absl::StrCat("cannot rename ", temporary_prefix, suffix));
     }
   }
 
@@ -126,7 +139,7 @@ absl::Status Run() {
   manifest.set_sentences(static_cast<int64_t>(lines.size()));
   manifest.set_sentence_rule(sentence_rule);
   manifest.set_source_sha256(Sha256Hex(*jsonl));
-  absl::StatusOr<std::string> model_digest = Sha256OfFile(prefix + ".model");
+  absl::StatusOr<std::string> model_digest = Sha256OfFile(*model);
   if (!model_digest.ok()) return model_digest.status();
   manifest.set_sha256(*model_digest);
   manifest.set_unk_id(0);
@@ -134,7 +147,11 @@ absl::Status Run() {
   manifest.set_eos_id(2);
   std::string text;
   google::protobuf::TextFormat::PrintToString(manifest, &text);
-  return WriteFileAtomically(prefix + ".manifest.textproto", text);
+  if (absl::Status s = outputs.WriteFile(prefix + ".manifest.textproto", text);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

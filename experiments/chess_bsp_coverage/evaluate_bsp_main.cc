@@ -29,6 +29,7 @@
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/config/config_loader.h"
 #include "tools/train/model_loader.h"
 
@@ -128,7 +129,7 @@ double Pearson(const torch::Tensor& a, const torch::Tensor& b) {
 // The board-tracking CSV: one row per game policy, with the model's seed.
 absl::Status WriteBoardTracking(layers::GptImpl& model,
                                 const std::vector<ChessGame>& games,
-                                uint64_t seed) {
+                                uint64_t seed, StagedOutputs& outputs) {
   const analysis::NextTokenLogProbs log_probs =
       [&model](const torch::Tensor& t) {
         return torch::log_softmax(model.forward(t), -1);
@@ -164,7 +165,7 @@ absl::Status WriteBoardTracking(layers::GptImpl& model,
                         seed));
   }
   std::fputs(csv.c_str(), stderr);
-  return WriteFileAtomically(absl::GetFlag(FLAGS_board_tracking_out), csv);
+  return outputs.WriteFile(absl::GetFlag(FLAGS_board_tracking_out), csv);
 }
 
 absl::Status Run() {
@@ -294,12 +295,18 @@ absl::Status Run() {
   std::fputs(csv.c_str(), stderr);
   std::fprintf(stderr, "evaluate_bsp: coverage and reconstruction: %.1f s\n",
                absl::ToDoubleSeconds(absl::Now() - start));
-  if (absl::Status s = WriteFileAtomically(absl::GetFlag(FLAGS_out), csv);
+  StagedOutputs outputs;  // Both tables or neither.
+  if (absl::Status s = outputs.WriteFile(absl::GetFlag(FLAGS_out), csv);
       !s.ok()) {
     return s;
   }
-  if (absl::GetFlag(FLAGS_board_tracking_out).empty()) return absl::OkStatus();
-  return WriteBoardTracking(*model, splits[1], seed);
+  if (!absl::GetFlag(FLAGS_board_tracking_out).empty()) {
+    if (absl::Status s = WriteBoardTracking(*model, splits[1], seed, outputs);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 // the local-corpus JSONL that datasets/text:text_corpus mixes in.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <random>
 #include <string>
 #include <utility>
@@ -59,7 +58,7 @@ absl::Status Run() {
   std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
   std::bernoulli_distribution distractor(
       absl::GetFlag(FLAGS_distractor_fraction));
-  std::ofstream out(absl::GetFlag(FLAGS_out), std::ios::binary);
+  std::string out;
   for (int d = 0; d < absl::GetFlag(FLAGS_documents); ++d) {
     std::shuffle(facts.begin(), facts.end(), rng);
     std::string text;
@@ -71,10 +70,12 @@ absl::Status Run() {
     document.set_id(absl::StrCat("facts-", d));
     document.set_source("facts");
     document.set_text(text);
-    out << datasets::DocumentToJson(document) << "\n";
+    absl::StrAppend(&out, datasets::DocumentToJson(document), "\n");
   }
-  out.close();
-  if (!out) return absl::UnavailableError("cannot write --out");
+  if (absl::Status s = WriteFileAtomically(absl::GetFlag(FLAGS_out), out);
+      !s.ok()) {
+    return s;
+  }
   std::printf("%zu facts x %d documents\n", facts.size(),
               absl::GetFlag(FLAGS_documents));
   return absl::OkStatus();

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <tuple>
@@ -33,6 +32,7 @@
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, model, "", "The product-key (sgatlin) LM, .pt");
@@ -506,18 +506,18 @@ absl::Status Run() {
       return s;
   }
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
+  StagedOutputs outputs;  // Every table or none.
   for (const auto& [file, text] :
        std::vector<std::pair<std::string, std::string*>>{
            {"recall.csv", &recall},
            {"patching.csv", &patching},
            {"block_contrasts.csv", &contrasts},
            {"neighbours.csv", &neighbours}}) {
-    std::ofstream out(dir + "/" + file, std::ios::binary);
-    out << *text;
-    if (!out)
-      return absl::UnavailableError(absl::StrCat("cannot write ", file));
+    if (absl::Status s = outputs.WriteFile(dir + "/" + file, *text); !s.ok()) {
+      return s;
+    }
   }
-  return absl::OkStatus();
+  return outputs.Commit();
 }
 
 }  // namespace

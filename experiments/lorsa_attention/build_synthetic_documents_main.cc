@@ -6,7 +6,6 @@
 // datasets/text:text_corpus mixes in.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/tokenizer.h"
+#include "tools/common/file_io.h"
 #include "tools/common/init.h"
 
 ABSL_FLAG(std::string, tokenizer, "",
@@ -148,17 +148,19 @@ absl::Status Run() {
   if (!words.ok()) return words.status();
   const size_t vocabulary = words->size();
   Generator generator(*std::move(words), absl::GetFlag(FLAGS_seed));
-  std::ofstream out(absl::GetFlag(FLAGS_out), std::ios::binary);
+  std::string out;
   for (int d = 0; d < absl::GetFlag(FLAGS_documents); ++d) {
     datasets::Document document;
     document.set_id(absl::StrCat("synthetic-", d));
     document.set_source("synthetic");
     document.set_text(
         generator.Document(absl::GetFlag(FLAGS_segments), induction_share));
-    out << datasets::DocumentToJson(document) << "\n";
+    absl::StrAppend(&out, datasets::DocumentToJson(document), "\n");
   }
-  out.close();
-  if (!out) return absl::UnavailableError("cannot write --out");
+  if (absl::Status s = WriteFileAtomically(absl::GetFlag(FLAGS_out), out);
+      !s.ok()) {
+    return s;
+  }
   std::printf("%d synthetic documents from %zu one-piece words\n",
               absl::GetFlag(FLAGS_documents), vocabulary);
   return absl::OkStatus();

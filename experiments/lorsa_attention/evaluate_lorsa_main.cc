@@ -55,8 +55,8 @@
 #include "datasets/text/tokenizer.h"
 #include "layers/hooks/hook_point.h"
 #include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
@@ -510,6 +510,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   }
 
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
+  StagedOutputs outputs;  // Every table or none.
   for (const auto& [file, text] :
        std::vector<std::pair<std::string, std::string*>>{
            {"fits.csv", &fits_csv},
@@ -520,12 +521,11 @@ absl::Status Run(const std::vector<std::string>& paths) {
            {"probe.csv", &probe_csv},
            {"induction_heads.csv", &induction_csv},
            {"top_activations.txt", &listing}}) {
-    if (absl::Status s = WriteFileAtomically(dir + "/" + file, *text);
-        !s.ok()) {
+    if (absl::Status s = outputs.WriteFile(dir + "/" + file, *text); !s.ok()) {
       return s;
     }
   }
-  return absl::OkStatus();
+  return outputs.Commit();
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "experiments/slimpajama_isoflop/isoflop_frontier.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
+#include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, runs, "",
           "Tidy CSV of the runs (//tools/train:summary_table).");
@@ -37,13 +38,18 @@ absl::Status Run() {
   if (!runs.ok()) return runs.status();
   auto tables = IsoflopFrontier(*runs);
   if (!tables.ok()) return tables.status();
+  StagedOutputs outputs;  // Both tables or neither.
   if (absl::Status s =
-          WriteFileAtomically(absl::GetFlag(FLAGS_runs_out), tables->runs);
+          outputs.WriteFile(absl::GetFlag(FLAGS_runs_out), tables->runs);
       !s.ok()) {
     return s;
   }
-  return WriteFileAtomically(absl::GetFlag(FLAGS_frontier_out),
-                             tables->frontier);
+  if (absl::Status s = outputs.WriteFile(absl::GetFlag(FLAGS_frontier_out),
+                                         tables->frontier);
+      !s.ok()) {
+    return s;
+  }
+  return outputs.Commit();
 }
 
 }  // namespace

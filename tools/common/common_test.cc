@@ -1,9 +1,19 @@
-#include <cstdlib>
-#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
+#include "tools/common/staged_outputs.h"
 
 namespace sparse_layers {
 namespace {
@@ -34,6 +44,119 @@ TEST(FileIoTest, AtomicWriteRoundTripsAndUncommittedLeavesNothing) {
   EXPECT_FALSE(ReadFileToString(other).ok());
   EXPECT_EQ(ReadFileToString(path + ".missing").status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// A fresh directory under TEST_TMPDIR.
+std::string TestDir(const std::string& name) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The names in `dir`, sorted, joined by spaces.
+std::string Listing(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::string joined;
+  for (const std::string& name : names) absl::StrAppend(&joined, " ", name);
+  return joined;
+}
+
+// A pid that no process holds: a child's, after it exited and was reaped.
+pid_t DeadPid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  return child;
+}
+
+TEST(FileIoTest, WriteRemovesStaleTemporariesOfDeadProcessesOnly) {
+  const std::string dir = TestDir("stale");
+  const std::string path = dir + "/model.pt";
+  const std::string dead = absl::StrCat(path, ".tmp.", DeadPid());
+  const std::string live = absl::StrCat(path, ".tmp.", getppid());
+  for (const std::string& file : {dead, live, dead + ".staged"}) {
+    ASSERT_TRUE(WriteFileAtomically(file, "killed mid-write").ok());
+  }
+  std::filesystem::create_directories(dead + ".old/shard");
+  ASSERT_TRUE(WriteFileAtomically(path, "new").ok());
+  EXPECT_EQ(Listing(dir), absl::StrCat(" model.pt model.pt.tmp.", getppid()));
+}
+
+TEST(StagedOutputsTest, CommitRenamesEveryOutputIntoPlace) {
+  const std::string dir = TestDir("commit");
+  ASSERT_TRUE(WriteFileAtomically(dir + "/b.txt", "old b").ok());
+  std::filesystem::create_directories(dir + "/shards/stale_shard");
+  StagedOutputs outputs;
+  auto shards = outputs.StageDirectory(dir + "/shards");
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  ASSERT_TRUE(WriteFileAtomically(*shards + "/s0.bin", "s0").ok());
+  ASSERT_TRUE(outputs.WriteFile(dir + "/a.txt", "a").ok());
+  ASSERT_TRUE(outputs.WriteFile(dir + "/b.txt", "b").ok());
+  // Nothing appears before the commit.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/a.txt"));
+  EXPECT_EQ(*ReadFileToString(dir + "/b.txt"), "old b");
+  ASSERT_TRUE(outputs.Commit().ok());
+  EXPECT_EQ(*ReadFileToString(dir + "/a.txt"), "a");
+  EXPECT_EQ(*ReadFileToString(dir + "/b.txt"), "b");
+  EXPECT_EQ(Listing(dir + "/shards"), " s0.bin");
+  EXPECT_EQ(Listing(dir), " a.txt b.txt shards");  // No temporary, no lock.
+}
+
+TEST(StagedOutputsTest, FailureOrAbandonLeavesNothingNew) {
+  const std::string dir = TestDir("abandon");
+  ASSERT_TRUE(WriteFileAtomically(dir + "/a.txt", "old a").ok());
+  {
+    StagedOutputs outputs;
+    ASSERT_TRUE(outputs.WriteFile(dir + "/a.txt", "new a").ok());
+    auto shards = outputs.StageDirectory(dir + "/shards");
+    ASSERT_TRUE(shards.ok());
+    ASSERT_TRUE(WriteFileAtomically(*shards + "/s0.bin", "s0").ok());
+    ASSERT_TRUE(outputs.WriteFile(dir + "/b.txt", "b").ok());
+    // The last rename fails (its staged file vanished): a.txt and shards/,
+    // already renamed, are undone.
+    std::filesystem::remove(
+        absl::StrCat(dir, "/b.txt.tmp.", getpid(), ".staged"));
+    const absl::Status status = outputs.Commit();
+    EXPECT_FALSE(status.ok());
+    EXPECT_TRUE(absl::StrContains(status.message(), "b.txt")) << status;
+  }
+  EXPECT_EQ(Listing(dir), " a.txt");
+  EXPECT_EQ(*ReadFileToString(dir + "/a.txt"), "old a");
+  {
+    StagedOutputs outputs;  // Destroyed without Commit(): a failed run.
+    ASSERT_TRUE(outputs.WriteFile(dir + "/c.txt", "c").ok());
+    ASSERT_TRUE(outputs.StageDirectory(dir + "/shards").ok());
+  }
+  EXPECT_EQ(Listing(dir), " a.txt");
+}
+
+TEST(StagedOutputsTest, SecondWriterOfAnOutputFailsAtOnce) {
+  const std::string dir = TestDir("lock");
+  auto first = std::make_unique<StagedOutputs>();
+  ASSERT_TRUE(first->StageFile(dir + "/model.pt").ok());
+  StagedOutputs second;
+  const absl::StatusOr<std::string> refused =
+      second.StageFile(dir + "/model.pt");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            absl::StrCat(dir, "/model.pt is being written by another run (pid ",
+                         getpid(), " holds ", dir, "/model.pt.lock)"));
+  first.reset();  // Released: the output is free again, and no lock remains.
+  EXPECT_EQ(Listing(dir), "");
+  EXPECT_TRUE(second.StageFile(dir + "/model.pt").ok());
+}
+
+TEST(StagedOutputsTest, UnwritablePathsFailWhenStaged) {
+  const std::string dir = TestDir("unwritable");
+  StagedOutputs outputs;
+  EXPECT_FALSE(outputs.StageFile(dir + "/missing/summary.textproto").ok());
+  EXPECT_FALSE(outputs.StageFile(dir).ok());  // A directory, not a file.
+  EXPECT_EQ(Listing(dir), "");
 }
 
 }  // namespace

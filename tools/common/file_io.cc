@@ -1,14 +1,20 @@
 #include "tools/common/file_io.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace sparse_layers {
@@ -30,6 +36,29 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   return contents.str();
 }
 
+void RemoveStaleTemporaries(const std::string& path) {
+  const std::filesystem::path target(path);
+  const std::filesystem::path dir =
+      target.has_parent_path() ? target.parent_path() : ".";
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::vector<std::filesystem::path> stale;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, prefix)) continue;
+    const absl::string_view rest =
+        absl::string_view(name).substr(prefix.size());
+    const size_t end = std::min(rest.find('.'), rest.size());
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(rest.substr(0, end), &pid) || pid <= 0) continue;
+    // kill(pid, 0) fails with ESRCH only when no such process exists.
+    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) {
+      stale.push_back(entry.path());
+    }
+  }
+  for (const auto& file : stale) std::filesystem::remove_all(file, error);
+}
+
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents) {
   absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
@@ -43,6 +72,7 @@ absl::Status WriteFileAtomically(const std::string& path,
 
 absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(
     const std::string& path) {
+  RemoveStaleTemporaries(path);
   std::string temporary = absl::StrCat(path, ".tmp.", getpid());
   std::FILE* file = std::fopen(temporary.c_str(), "wb");
   if (file == nullptr) return ErrnoError("cannot create", temporary);

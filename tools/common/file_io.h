@@ -15,6 +15,11 @@ namespace sparse_layers {
 
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
 
+// Removes the temporaries `path`.tmp.<pid>[.*] of processes that no longer
+// run (a killed writer's); those of live processes stay. Every atomic write
+// calls it, so a kill leaves litter only until the next write of the path.
+void RemoveStaleTemporaries(const std::string& path);
+
 // Writes `contents` to `path` through `path`.tmp.<pid> and rename(2).
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents);

@@ -2,7 +2,6 @@
 // <name>" or one error line. With --out, also writes the merged config as
 // canonical text: the single file a pipeline step reads.
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
+#include "tools/common/file_io.h"
 #include "tools/common/init.h"
 #include "tools/config/config_loader.h"
 
@@ -19,22 +19,14 @@ ABSL_FLAG(std::string, out, "",
 namespace sparse_layers::config {
 namespace {
 
-// Writes to a temporary name first, so a failed run leaves no partial file.
 absl::Status WriteCanonical(const ExperimentConfig& config,
                             const std::string& path) {
   std::string text;
   if (!google::protobuf::TextFormat::PrintToString(config, &text)) {
     return absl::InternalError("cannot print the merged config");
   }
-  const std::string temporary = path + ".tmp";
-  std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-  file << "# Merged and validated by //tools/config:check_config.\n" << text;
-  file.close();
-  if (!file || std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(
+      path, "# Merged and validated by //tools/config:check_config.\n" + text);
 }
 
 absl::Status Run(const std::vector<std::string>& paths) {

@@ -2,6 +2,7 @@
 # A Bazel HTTP remote cache served by Debian's nginx (WebDAV PUT, plain GET) for one user or a small team.
 #
 #   tools/remote_cache/nginx_cache.sh start [--dir DIR] [--listen ADDR:PORT]   # prints the --remote_cache URL
+#                                                 (PORT "free": a free port between 20000 and 60000, for tests)
 #   tools/remote_cache/nginx_cache.sh stop|status [--dir DIR]
 #
 # Bazel stores /cache/ac/<sha256> (action results) and /cache/cas/<sha256> (file contents) under DIR/data.
@@ -42,6 +43,13 @@ case "$command" in
       echo "$0: already running (pid $pid); url: $(cat "$dir/url")" >&2
       cat "$dir/url"
       exit 0
+    fi
+    if [[ "$listen" == *:free ]]; then
+      host=${listen%:free}
+      for candidate in $(shuf -i 20000-60000 -n 50); do
+        if ! (exec 3<>"/dev/tcp/$host/$candidate") 2>/dev/null; then listen="$host:$candidate"; break; fi
+      done
+      [[ "$listen" != *:free ]] || { echo "$0: no free port on $host" >&2; exit 1; }
     fi
     mkdir -p "$dir/data" "$dir/tmp"
     dir=$(cd "$dir" && pwd)

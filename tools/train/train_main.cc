@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/init.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/config/config_loader.h"
 #include "tools/train/trainer.h"
 
@@ -60,6 +61,20 @@ absl::Status Run() {
     return s;
   }
   const std::string out = absl::GetFlag(FLAGS_out);
+  // Locked for the whole run (a second training on --out fails at once) and
+  // checked before it; the final checkpoint, log and summary appear together.
+  // Periodic checkpoints still go to --out, for --resume.
+  StagedOutputs outputs;
+  auto checkpoint = outputs.StageFile(out);
+  auto log_csv = outputs.StageFile(absl::GetFlag(FLAGS_log_csv).empty()
+                                       ? out + ".csv"
+                                       : absl::GetFlag(FLAGS_log_csv));
+  auto summary_path = outputs.StageFile(absl::GetFlag(FLAGS_summary).empty()
+                                            ? out + ".summary.textproto"
+                                            : absl::GetFlag(FLAGS_summary));
+  for (const auto* staged : {&checkpoint, &log_csv, &summary_path}) {
+    if (!staged->ok()) return staged->status();
+  }
   absl::StatusOr<config::ExperimentConfig> config =
       config::LoadExperimentConfig(absl::GetFlag(FLAGS_config));
   if (!config.ok()) return config.status();
@@ -74,12 +89,9 @@ absl::Status Run() {
   options.validation_manifest = absl::GetFlag(FLAGS_validation_data);
   options.tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
   options.checkpoint_path = out;
-  options.log_csv_path = absl::GetFlag(FLAGS_log_csv).empty()
-                             ? out + ".csv"
-                             : absl::GetFlag(FLAGS_log_csv);
-  options.summary_path = absl::GetFlag(FLAGS_summary).empty()
-                             ? out + ".summary.textproto"
-                             : absl::GetFlag(FLAGS_summary);
+  options.final_checkpoint_path = *checkpoint;
+  options.log_csv_path = *log_csv;
+  options.summary_path = *summary_path;
   options.resume = absl::GetFlag(FLAGS_resume);
   options.init_from = absl::GetFlag(FLAGS_init_from);
   options.train_activations = absl::GetFlag(FLAGS_train_activations);
@@ -87,6 +99,7 @@ absl::Status Run() {
   options.build_identity_path = absl::GetFlag(FLAGS_build_identity);
   absl::StatusOr<TrainingSummary> summary = Train(*config, options);
   if (!summary.ok()) return summary.status();
+  if (absl::Status status = outputs.Commit(); !status.ok()) return status;
   std::fprintf(stderr,
                "train: %s: %lld steps, %lld tokens (%s), validation loss %.4f "
                "(perplexity %.2f), %.0f tok/s\n",

@@ -113,12 +113,13 @@ absl::Status WriteRunOutputs(const TrainerOptions& options,
                              torch::optim::AdamW* optimizer,
                              const CheckpointState& state,
                              TrainingSummary& summary) {
-  if (absl::Status s =
-          SaveCheckpoint(options.checkpoint_path, model, optimizer, state);
-      !s.ok()) {
+  const std::string& path = options.final_checkpoint_path.empty()
+                                ? options.checkpoint_path
+                                : options.final_checkpoint_path;
+  if (absl::Status s = SaveCheckpoint(path, model, optimizer, state); !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::string> digest = Sha256OfFile(options.checkpoint_path);
+  absl::StatusOr<std::string> digest = Sha256OfFile(path);
   if (!digest.ok()) return digest.status();
   summary.set_checkpoint_sha256(*digest);
   if (absl::Status s = RecordProvenance(options, summary); !s.ok()) return s;

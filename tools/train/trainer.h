@@ -19,8 +19,11 @@ struct TrainerOptions {
   // Token shard manifests; when empty, the config's data section is used.
   std::string train_manifest;
   std::string validation_manifest;
-  // Outputs.
+  // Outputs. Periodic checkpoints go to checkpoint_path (what --resume
+  // reads); the final one to final_checkpoint_path when set, so that a caller
+  // staging the outputs (train_main) keeps them all-or-nothing.
   std::string checkpoint_path;
+  std::string final_checkpoint_path;
   std::string log_csv_path;
   std::string summary_path;
   // Optional SentencePiece model: the summary then shows the sample as text.

@@ -56,7 +56,8 @@ TrainingSummary RunSummary(const config::ExperimentConfig& config,
 absl::Status RecordProvenance(const TrainerOptions& options,
                               TrainingSummary& summary);
 
-// Saves the final checkpoint, records its digest in `summary`, and writes the
+// Saves the final checkpoint (at options.final_checkpoint_path when set),
+// records its digest in `summary`, and writes the
 // CSV log and the summary where `options` asks.
 absl::Status WriteRunOutputs(const TrainerOptions& options,
                              const torch::nn::Module& model,

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A remote cache that hangs (nginx SIGSTOPped: the kernel still accepts connections, nothing answers) must
+# cost a bounded time, not one --remote_timeout per lookup and upload of every action. Builds two one-line
+# genrules in a scratch workspace with this project's `build:remote_cache` settings (from .bazelrc) against
+# the stopped cache, and checks the build succeeds, locally, within BOUND seconds.
+# Usage: hung_cache_test.sh NGINX_CACHE_SH BAZELRC BOUND
+set -euo pipefail
+nginx_cache=$(readlink -f "$1")
+bazelrc=$(readlink -f "$2")
+bound=$3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+export HOME="$TEST_TMPDIR/home"
+mkdir -p "$HOME"
+work="$TEST_TMPDIR/ws"
+cache_dir="$TEST_TMPDIR/cache"
+stopped=()
+bazel=(/usr/bin/bazel-4 --nohome_rc --output_user_root="$TEST_TMPDIR/root" --max_idle_secs=10)
+cleanup() {
+  ((${#stopped[@]} > 0)) && kill -CONT "${stopped[@]}" 2>/dev/null
+  (cd "$work" 2>/dev/null && "${bazel[@]}" shutdown >/dev/null 2>&1) || true
+  "$nginx_cache" stop --dir "$cache_dir" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+mkdir -p "$work"
+cd "$work"
+touch WORKSPACE
+grep '^build:remote_cache ' "$bazelrc" >.bazelrc
+echo "settings under test:"; sed 's/^/  /' .bazelrc
+cat >BUILD <<'BUILD'
+genrule(name = "a", outs = ["a.txt"], cmd = "echo a > $@")
+genrule(name = "b", srcs = [":a"], outs = ["b.txt"], cmd = "cat $< > $@; echo b >> $@")
+BUILD
+# The Bazel server starts before the clock does: only the build's own time is bounded.
+"${bazel[@]}" info release >/dev/null 2>&1
+
+url=$("$nginx_cache" start --dir "$cache_dir" --listen 127.0.0.1:free)
+master=$(cat "$cache_dir/nginx.pid")
+stopped=("$master" $(pgrep -P "$master"))
+kill -STOP "${stopped[@]}"
+echo "cache $url hung (SIGSTOP to nginx ${stopped[*]})"
+
+start=$SECONDS
+if ! "${bazel[@]}" build --noshow_progress --config=remote_cache --remote_cache="$url" //:b >build.log 2>&1; then
+  cat build.log >&2
+  fail "the build failed with the cache hung"
+fi
+elapsed=$((SECONDS - start))
+grep -q '^b$' bazel-bin/b.txt || fail "b.txt was not built"
+grep -qiE 'remote cache|timed out|timeout' build.log || {
+  cat build.log >&2; fail "the build never met the hung cache (no warning in its log)"; }
+echo "2 actions built with the cache hung in ${elapsed} s (bound ${bound} s)"
+((elapsed <= bound)) || { cat build.log >&2; fail "${elapsed} s exceeds the bound of ${bound} s"; }
+echo PASS
