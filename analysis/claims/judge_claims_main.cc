@@ -1,11 +1,10 @@
 // judge_claims: the one claims engine's command line (analysis/claims/judge.h).
 //
-//   judge_claims --claims=claims.textproto --out_dir=DIR [--plot=plot_lines.sh]
-//   \
-//                --table=NAME.csv=FILE[,FILE...]...     prints the section,
-//                writes DIR/verdicts.csv
-//   judge_claims --summarize VERDICTS.csv...            prints the combined
-//   report's summary rows
+// Judging a section (prints it, writes DIR/verdicts.csv):
+//   judge_claims --claims=claims.textproto --out_dir=DIR
+//       [--plot=plot_lines.sh] --table=NAME.csv=FILE[,FILE...]...
+// The combined report's summary rows:
+//   judge_claims --summarize VERDICTS.csv...
 //
 // Any error prints one line "judge_claims: error: ..." and exits 1.
 #include <cstdio>
