@@ -164,6 +164,13 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
       return error(absl::StrCat("has ", size, " bytes, expected ", expected,
                                 size < expected ? " (truncated)" : ""));
     }
+    if (absl::Status s = VerifySha256(
+            absl::string_view(static_cast<const char*>(data), size),
+            entry.sha256(), absl::StrCat("activation shard ", path),
+            manifest_path);
+        !s.ok()) {
+      return s;
+    }
     set->shard_starts_.push_back(total);
     set->shard_rows_.push_back(reinterpret_cast<const float*>(
         static_cast<const char*>(data) + sizeof(header)));
