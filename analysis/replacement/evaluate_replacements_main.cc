@@ -80,6 +80,13 @@ absl::Status Run(const std::vector<std::string>& replacements) {
   auto activations =
       datasets::ActivationSet::Open(absl::GetFlag(FLAGS_activations));
   if (!activations.ok()) return activations.status();
+  if (absl::Status s = (*activations)->CheckMadeFrom(absl::GetFlag(FLAGS_base));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::GetFlag(FLAGS_rows) <= 0) {  // 0 rows would average to NaN.
+    return absl::InvalidArgumentError("--rows must be > 0");
+  }
   const int length = base->config.data().sequence_length() > 0
                          ? base->config.data().sequence_length()
                          : base->model->options().context_length;
@@ -110,6 +117,11 @@ absl::Status Run(const std::vector<std::string>& replacements) {
     const config::FfnReplacement& spec = replacement->spec;
     const std::shared_ptr<layers::SparseReplacementImpl>& sparse =
         replacement->layer;
+    if (absl::Status s = train::CheckFittedOn(*replacement, path, *base,
+                                              absl::GetFlag(FLAGS_base));
+        !s.ok()) {
+      return s;
+    }
     if (spec.layer() != layer) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, " replaces block ", spec.layer(),

@@ -121,6 +121,7 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
   auto text = ReadFileToString(manifest_path);
   if (!text.ok()) return text.status();
   std::unique_ptr<ActivationSet> set(new ActivationSet());
+  set->manifest_path_ = manifest_path;
   if (!google::protobuf::TextFormat::ParseFromString(*text, &set->manifest_)) {
     return absl::InvalidArgumentError(
         absl::StrCat(manifest_path, ": not an ActivationManifest"));
@@ -164,6 +165,13 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
       return error(absl::StrCat("has ", size, " bytes, expected ", expected,
                                 size < expected ? " (truncated)" : ""));
     }
+    if (absl::Status s = VerifySha256(
+            absl::string_view(static_cast<const char*>(data), size),
+            entry.sha256(), absl::StrCat("activation shard ", path),
+            manifest_path);
+        !s.ok()) {
+      return s;
+    }
     set->shard_starts_.push_back(total);
     set->shard_rows_.push_back(reinterpret_cast<const float*>(
         static_cast<const char*>(data) + sizeof(header)));
@@ -175,6 +183,19 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
                                             set->manifest_.rows()));
   }
   return set;
+}
+
+absl::Status ActivationSet::CheckMadeFrom(
+    const std::string& checkpoint_path) const {
+  absl::StatusOr<std::string> digest = Sha256OfFile(checkpoint_path);
+  if (!digest.ok()) return digest.status();
+  if (*digest == manifest_.checkpoint_sha256()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("activation cache ", manifest_path_,
+                   " was made from the checkpoint "
+                   "with SHA-256 ",
+                   manifest_.checkpoint_sha256().substr(0, 12), "..., not ",
+                   checkpoint_path, " (", digest->substr(0, 12), "...)"));
 }
 
 ActivationSet::~ActivationSet() {

@@ -62,6 +62,11 @@ class ActivationSet {
   int64_t d_in() const { return manifest_.d_in(); }
   int64_t d_out() const { return manifest_.d_out(); }
 
+  // OK when the cache was made from `checkpoint_path` (the SHA-256 its
+  // manifest records); else an error naming both, so a cache of another
+  // model never pairs silently with this one.
+  absl::Status CheckMadeFrom(const std::string& checkpoint_path) const;
+
   // Rows [begin, end) as (x, y) float32 tensors (copies).
   std::pair<torch::Tensor, torch::Tensor> Range(int64_t begin,
                                                 int64_t end) const;
@@ -81,6 +86,7 @@ class ActivationSet {
   ActivationSet() = default;
   const float* Row(int64_t row) const;
   ActivationManifest manifest_;
+  std::string manifest_path_;
   std::vector<const float*> shard_rows_;  // First row of each shard.
   std::vector<int64_t> shard_starts_;     // Cumulative first-row indices.
   std::vector<std::pair<void*, size_t>> mappings_;

@@ -1,8 +1,10 @@
 #include "datasets/activations/activation_shards.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 namespace sparse_layers::datasets {
@@ -101,6 +103,25 @@ TEST(ActivationShardsTest, TruncatedShardIsRejected) {
   ASSERT_TRUE(manifest.ok());
   std::filesystem::resize_file(dir + "/" + manifest->shards(0).file(), 40);
   EXPECT_FALSE(ActivationSet::Open(dir + "/train.activations.textproto").ok());
+}
+
+TEST(ActivationShardsTest, EditedPayloadByteIsCaughtByTheManifestDigest) {
+  const std::string dir = TempDir();
+  ActivationWriter writer(dir, Header(), 8);
+  ASSERT_TRUE(writer.Append(torch::ones({4, 3}), torch::ones({4, 2})).ok());
+  auto manifest = writer.Finish();
+  ASSERT_TRUE(manifest.ok());
+  const std::string shard = dir + "/" + manifest->shards(0).file();
+  std::fstream file(shard, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(-1, std::ios::end);  // The last float's top byte: 1.0 -> 1.0e4.
+  file.put('\x46');
+  file.close();
+  auto set = ActivationSet::Open(dir + "/train.activations.textproto");
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(
+      std::string(set.status().message()),
+      ::testing::StartsWith("activation shard " + shard + ": SHA-256 "));
 }
 
 }  // namespace

@@ -184,6 +184,12 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
       return error(absl::StrCat("token id ", largest, " >= vocabulary size ",
                                 header.vocab_size));
     }
+    if (absl::Status s = VerifySha256(
+            absl::string_view(static_cast<const char*>(data), size),
+            entry.sha256(), absl::StrCat("token shard ", path), manifest_path);
+        !s.ok()) {
+      return s;
+    }
     set->shards_.push_back(tokens);
     total += entry.tokens();
   }

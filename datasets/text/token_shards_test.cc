@@ -8,8 +8,10 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 
 namespace sparse_layers::datasets {
@@ -35,6 +37,7 @@ class TokenShardsTest : public ::testing::Test {
       TokenShard* entry = manifest.add_shards();
       entry->set_file(file);
       entry->set_tokens(tokens.size());
+      entry->set_sha256(*Sha256OfFile(dir_ + "/" + file));
       manifest.set_tokens(manifest.tokens() + tokens.size());
     }
     std::string text;
@@ -117,6 +120,24 @@ TEST_F(TokenShardsTest, ForeignFileAndOutOfRangeIdsAreClearErrors) {
   ASSERT_FALSE(bad_id.ok());
   EXPECT_NE(bad_id.status().message().find("token id 1000"), std::string::npos)
       << bad_id.status();
+}
+
+TEST_F(TokenShardsTest, EditedPayloadByteIsCaughtByTheManifestDigest) {
+  // Token 7 of shard 1 becomes another in-range id: only the digest sees it.
+  std::fstream file(dir_ + "/s1.bin",
+                    std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(32 + 2 * 7);
+  file.put('\x01');
+  file.close();
+  auto shards = TokenShardSet::Open(manifest_path());
+  ASSERT_FALSE(shards.ok());
+  EXPECT_EQ(shards.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(shards.status().message()),
+              ::testing::MatchesRegex(
+                  "token shard .*/s1.bin: SHA-256 [0-9a-f]{12}\\.\\.\\. "
+                  "differs from [0-9a-f]{12}\\.\\.\\. recorded in "
+                  ".*/m.textproto \\(the file changed after it was "
+                  "written\\)"));
 }
 
 TEST_F(TokenShardsTest, WindowLongerThanEveryShardIsRejected) {

@@ -1,10 +1,9 @@
 #include "layers/models/gpt.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "layers/core/parameter_count.h"
 #include "layers/core/rms_norm.h"
-#include "layers/replacement/parameter_matching.h"
+#include "tools/config/config_validator.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -19,61 +18,39 @@ torch::nn::AnyModule MakeNorm(const GptOptions& options) {
 
 absl::StatusOr<GptOptions> GptOptionsFromConfig(
     const config::ModelConfig& model) {
-  GptOptions options;
-  if (!model.architecture().empty() && model.architecture() != "gpt") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.architecture '", model.architecture(), "' is not 'gpt'"));
+  // Every constraint lives in the validator that check_config and the config
+  // loader run; what follows only fills in defaults.
+  if (absl::Status status = config::ValidateModelConfig(model); !status.ok()) {
+    return status;
   }
+  GptOptions options;
   options.vocab_size = model.vocab_size();
   options.context_length = model.context_length();
   options.d_model = model.d_model();
   options.n_layers = model.n_layers();
   options.n_heads = model.n_heads();
   options.ffn = model.ffn().empty() ? "gelu_mlp" : model.ffn();
-  const double alpha = model.ffn_alpha() > 0 ? model.ffn_alpha() : 4.0;
-  options.d_ffn = model.d_ffn() > 0
-                      ? model.d_ffn()
-                      : static_cast<int64_t>(alpha * model.d_model());
+  options.d_ffn = config::EffectiveFfnWidth(model);
   options.n_experts = model.n_experts();
   options.top_k = model.top_k();
   options.d_key = model.d_key();
   options.attention = model.attention().empty() ? "mha" : model.attention();
   options.attention_inner = model.attention_inner();
-  if (options.attention != "mha" && options.attention != "mohd" &&
-      options.attention != "lorsa") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.attention '", options.attention, "': use mha, mohd or lorsa"));
-  }
   const config::LayerOptions& layer = model.layer_options();
   options.lorsa_ov_heads =
       layer.lorsa_ov_heads() > 0 ? layer.lorsa_ov_heads() : model.d_model();
   options.lorsa_top_k =
       layer.lorsa_top_k() > 0 ? layer.lorsa_top_k() : model.n_heads();
   options.lorsa_relu = !layer.has_lorsa_relu() || layer.lorsa_relu();
-  if (options.attention == "lorsa" &&
-      (model.n_heads() <= 0 || options.lorsa_ov_heads % model.n_heads() != 0 ||
-       options.lorsa_top_k > options.lorsa_ov_heads)) {
-    return absl::InvalidArgumentError(
-        "layer_options.lorsa_ov_heads must be a multiple of n_heads and at "
-        "least lorsa_top_k");
-  }
   LayerVariants& variants = options.variants;
   if (layer.has_normalise_decoder()) {
     variants.normalise_decoder = layer.normalise_decoder();
   }
   variants.random_k = layer.random_k();
-  if (layer.router_sigma() == "variance") {
-    variants.router_sigma_is_variance = true;
-  } else if (!layer.router_sigma().empty() && layer.router_sigma() != "std") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("layer_options.router_sigma '", layer.router_sigma(),
-                     "': use std or variance"));
-  }
+  variants.router_sigma_is_variance = layer.router_sigma() == "variance";
   if (layer.has_load_balance_weight()) {
     variants.load_balance_weight = layer.load_balance_weight();
   }
-  const auto scaling = MohdScalingFromName(layer.mohd_scaling());
-  if (!scaling.ok()) return scaling.status();
   if (!layer.mohd_scaling().empty())
     variants.mohd_scaling = layer.mohd_scaling();
   variants.mohd_fusion = !layer.has_mohd_fusion() || layer.mohd_fusion();
@@ -83,82 +60,17 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
     variants.mohd_balance_weight = layer.mohd_balance_weight();
   }
   variants.gather_sparse = layer.gather_sparse();
-  if (model.positions() == "rotary") {
-    options.rotary = true;
-  } else if (!model.positions().empty() && model.positions() != "learned") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.positions '", model.positions(), "': use learned or rotary"));
-  }
-  if (model.norm() == "rmsnorm") {
-    options.rms_norm = true;
-  } else if (!model.norm().empty() && model.norm() != "layernorm") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.norm '", model.norm(), "': use layernorm or rmsnorm"));
-  }
+  options.rotary = model.positions() == "rotary";
+  options.rms_norm = model.norm() == "rmsnorm";
   options.tie_embeddings = model.tie_embeddings();
-  if (model.embedding_width() != 0) {
-    if (model.embedding_width() <= model.d_model()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model.embedding_width ", model.embedding_width(),
-                       " must be 0 or above d_model ", model.d_model()));
-    }
-    if (model.tie_embeddings()) {
-      return absl::InvalidArgumentError(
-          "model.embedding_width needs tie_embeddings: false");
-    }
-    options.embedding_width = model.embedding_width();
-  }
+  options.embedding_width = model.embedding_width();
   options.qk_norm = model.qk_norm();
-  if (options.qk_norm && options.attention != "mha") {
-    return absl::InvalidArgumentError("model.qk_norm needs attention 'mha'");
-  }
   if (const config::FfnReplacement& r = model.replacement(); !r.ffn().empty()) {
-    if (!r.site().empty() && r.site() != "ffn" && r.site() != "attn") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model.replacement.site '", r.site(), "': use ffn or attn"));
-    }
-    const bool attention_site = r.site() == "attn";
-    if ((r.ffn() == "lorsa") != (attention_site && !r.on_output())) {
-      return absl::InvalidArgumentError(
-          "model.replacement: at site attn use ffn 'lorsa' or an on_output "
-          "SAE; 'lorsa' only there");
-    }
-    if (attention_site && options.attention != "mha") {
-      return absl::InvalidArgumentError(
-          "model.replacement at site attn needs attention 'mha'");
-    }
-    const bool mxd = absl::StartsWith(r.ffn(), "mxd");
-    const int64_t width = int64_t{r.expansion()} * model.d_model();
-    int64_t d_ffn = r.d_ffn() > 0 ? r.d_ffn() : mxd ? options.d_ffn : width;
-    int64_t experts = r.n_experts();
-    if (mxd && experts == 0 && width > 0) {
-      experts = MxdExpertsMatchingTranscoder(
-          model.d_model(), model.d_model(), d_ffn, width,
-          r.ffn() == "mxd_swiglu", MatchingFormula::kExact);
-    }
-    if (r.layer() < 0 || r.layer() >= model.n_layers() || d_ffn <= 0 ||
-        r.top_k() <= 0 || (mxd && experts <= 0)) {
-      return absl::InvalidArgumentError(
-          "model.replacement needs a block index below n_layers, a positive "
-          "top_k, and d_ffn / n_experts or an expansion");
-    }
-    const int64_t qk_heads = r.qk_heads() > 0 ? r.qk_heads() : model.n_heads();
-    if (r.ffn() == "lorsa" && (d_ffn % qk_heads != 0 || r.top_k() > d_ffn)) {
-      return absl::InvalidArgumentError(
-          "model.replacement lorsa: d_ffn (OV heads) must be a multiple of "
-          "qk_heads and at least top_k");
-    }
-    options.replacement = {r.ffn(),   r.layer(),     d_ffn,          experts,
-                           r.top_k(), r.on_output(), attention_site, qk_heads};
-  }
-  if (options.vocab_size <= 0 || options.context_length <= 0 ||
-      options.d_model <= 0 || options.n_layers <= 0 || options.n_heads <= 0) {
-    return absl::InvalidArgumentError(
-        "model needs positive vocab_size, context_length, d_model, n_layers "
-        "and n_heads");
-  }
-  if (options.d_model % options.n_heads != 0) {
-    return absl::InvalidArgumentError("model.d_model must divide by n_heads");
+    const config::ReplacementSizes sizes =
+        config::EffectiveReplacementSizes(model);
+    options.replacement = {
+        r.ffn(),   r.layer(),     sizes.d_ffn,        sizes.n_experts,
+        r.top_k(), r.on_output(), r.site() == "attn", sizes.qk_heads};
   }
   return options;
 }

@@ -4,9 +4,11 @@
 
 #include <cmath>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/replacement/sparse_replacement.h"
+#include "tools/config/config_validator.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -351,14 +353,28 @@ TEST(GptTest, ConfigErrorsAreClear) {
   model.set_n_heads(2);
   model.set_positions("alibi");
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
+  // Head dim 5: the rotary embedding's constructor would throw.
   model.set_positions("rotary");
+  EXPECT_EQ(GptOptionsFromConfig(model).status().message(),
+            "field 'model.positions': rotary needs an even head dim; d_model "
+            "10 / n_heads 2 = 5");
+  model.set_positions("learned");
   model.set_ffn("no_such_ffn");
+  EXPECT_THAT(std::string(GptOptionsFromConfig(model).status().message()),
+              ::testing::StartsWith(
+                  "field 'model.ffn': unknown ffn 'no_such_ffn'; known: "));
+  model.set_ffn("geglu");
   auto options = GptOptionsFromConfig(model);
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->d_ffn, 40);
   model.set_ffn_alpha(16.0 / 3);  // GEGLU matched to alpha 8: 53 at d = 10.
   EXPECT_EQ(GptOptionsFromConfig(model)->d_ffn, 53);
-  EXPECT_FALSE(GptImpl::Create(*options).ok());
+}
+
+// The validator checks each layer's constraints by name, so a layer added to
+// the registry without a validator entry would skip them.
+TEST(GptTest, TheValidatorKnowsEveryRegisteredFfn) {
+  EXPECT_EQ(config::KnownFfnNames(), FeedForwardRegistry::Names());
 }
 
 }  // namespace

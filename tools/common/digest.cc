@@ -52,4 +52,16 @@ absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
   return sha.HexDigest();
 }
 
+absl::Status VerifySha256(absl::string_view bytes, absl::string_view expected,
+                          absl::string_view subject,
+                          absl::string_view recorder) {
+  const std::string actual = Sha256Hex(bytes);
+  if (actual == expected) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      subject, ": SHA-256 ", actual.substr(0, 12), "... differs from ",
+      expected.empty() ? "the empty digest"
+                       : absl::StrCat(expected.substr(0, 12), "..."),
+      " recorded in ", recorder, " (the file changed after it was written)"));
+}
+
 }  // namespace sparse_layers

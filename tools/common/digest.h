@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -30,6 +31,13 @@ class Sha256 {
 
 std::string Sha256Hex(absl::string_view bytes);
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path);
+
+// Integrity on read: OK when `bytes` hash to `expected`, the digest that
+// `recorder` (a manifest, a summary) holds for `subject`; else a DataLoss
+// error naming both, so a changed or swapped file never loads silently.
+absl::Status VerifySha256(absl::string_view bytes, absl::string_view expected,
+                          absl::string_view subject,
+                          absl::string_view recorder);
 
 }  // namespace sparse_layers
 

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <memory>
@@ -20,6 +21,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "re2/re2.h"
+#include "tools/config/config_validator.h"
 
 namespace sparse_layers::config {
 namespace {
@@ -158,133 +160,31 @@ class Validator {
 absl::Status Validate(const ExperimentConfig& config,
                       const std::vector<ParsedSource>& sources) {
   const Validator v(sources);
-  const RuntimeConfig& runtime = config.runtime();
-  if (runtime.threads() < 0) {
-    return v.Error({"runtime", "threads"}, "must be >= 0 (0 = --threads)");
-  }
-  if (runtime.checkpoint_every_steps() < 0) {
-    return v.Error({"runtime", "checkpoint_every_steps"}, "must be >= 0");
-  }
-  if (!runtime.device().empty() && runtime.device() != "cpu" &&
-      runtime.device() != "cuda") {
-    return v.Error({"runtime", "device"}, "must be \"cpu\" or \"cuda\"");
-  }
-  if (config.has_model()) {
-    const ModelConfig& model = config.model();
-    for (auto [name, value] : {std::pair{"vocab_size", model.vocab_size()},
-                               {"context_length", model.context_length()},
-                               {"d_model", model.d_model()},
-                               {"n_layers", model.n_layers()},
-                               {"n_heads", model.n_heads()}}) {
-      if (value <= 0) return v.Error({"model", name}, "must be > 0");
-    }
-    if (model.d_model() % model.n_heads() != 0) {
-      return v.Error(
-          {"model", "n_heads"},
-          absl::StrFormat("d_model %d is not divisible by n_heads %d",
-                          model.d_model(), model.n_heads()));
-    }
-    if (model.d_ffn() < 0) return v.Error({"model", "d_ffn"}, "must be >= 0");
-    if (model.n_experts() < 0 || model.top_k() < 0) {
-      return v.Error({"model", model.n_experts() < 0 ? "n_experts" : "top_k"},
-                     "must be >= 0");
-    }
-    // Product-key layers (sgatlin, PEER) read n_experts as the channel count
-    // C and top_k as the neurons per channel (seed-sgatlin.md 2.1).
-    const bool product_key =
-        absl::StartsWith(model.ffn(), "sgatlin") || model.ffn() == "peer";
-    if (!product_key && model.n_experts() > 0 &&
-        model.top_k() > model.n_experts()) {
-      return v.Error({"model", "top_k"},
-                     absl::StrFormat("top_k %d exceeds n_experts %d",
-                                     model.top_k(), model.n_experts()));
-    }
-    if (!model.positions().empty() && model.positions() != "learned" &&
-        model.positions() != "rotary") {
-      return v.Error({"model", "positions"},
-                     "must be \"learned\" or \"rotary\"");
-    }
-    if (!model.norm().empty() && model.norm() != "layernorm" &&
-        model.norm() != "rmsnorm") {
-      return v.Error({"model", "norm"}, "must be \"layernorm\" or \"rmsnorm\"");
-    }
-  }
-  if (config.has_data()) {
-    const DataConfig& data = config.data();
-    if (data.batch_size() <= 0) {
-      return v.Error({"data", "batch_size"}, "must be > 0");
-    }
-    if (data.sequence_length() <= 0) {
-      return v.Error({"data", "sequence_length"}, "must be > 0");
-    }
-    if (config.has_model() &&
-        data.sequence_length() > config.model().context_length()) {
-      return v.Error({"data", "sequence_length"},
-                     absl::StrFormat("%d exceeds model.context_length %d",
-                                     data.sequence_length(),
-                                     config.model().context_length()));
-    }
-  }
-  if (config.has_optimizer()) {
-    const OptimizerConfig& optimizer = config.optimizer();
-    if (optimizer.learning_rate() <= 0) {
-      return v.Error({"optimizer", "learning_rate"}, "must be > 0");
-    }
-    if (optimizer.weight_decay() < 0) {
-      return v.Error({"optimizer", "weight_decay"}, "must be >= 0");
-    }
-    if (optimizer.beta1() < 0 || optimizer.beta1() >= 1) {
-      return v.Error({"optimizer", "beta1"}, "must be in [0, 1)");
-    }
-    if (optimizer.beta2() < 0 || optimizer.beta2() >= 1) {
-      return v.Error({"optimizer", "beta2"}, "must be in [0, 1)");
-    }
-    if (optimizer.gradient_clip_norm() < 0) {
-      return v.Error({"optimizer", "gradient_clip_norm"}, "must be >= 0");
-    }
-  }
-  if (config.has_schedule()) {
-    const ScheduleConfig& schedule = config.schedule();
-    if (schedule.decay() == ScheduleConfig::DECAY_UNSPECIFIED) {
-      return v.Error({"schedule", "decay"},
-                     "must be set (CONSTANT, COSINE or INVERSE_SQRT)");
-    }
-    if (schedule.warmup_steps() < 0) {
-      return v.Error({"schedule", "warmup_steps"}, "must be >= 0");
-    }
-    if (schedule.min_lr_ratio() < 0 || schedule.min_lr_ratio() > 1) {
-      return v.Error({"schedule", "min_lr_ratio"}, "must be in [0, 1]");
-    }
-  }
-  if (config.has_budget()) {
-    const BudgetConfig& budget = config.budget();
-    if (budget.max_steps() < 0 || budget.max_tokens() < 0 ||
-        budget.max_flops() < 0) {
-      return v.Error({"budget"}, "limits must be >= 0");
-    }
-    if (budget.max_steps() == 0 && budget.max_tokens() == 0 &&
-        budget.max_flops() == 0) {
-      return v.Error({"budget"},
-                     "set at least one of max_steps, max_tokens, max_flops");
-    }
-  }
-  if (config.has_eval()) {
-    const EvalConfig& eval = config.eval();
-    if (eval.every_steps() < 0 || eval.batches() < 0 ||
-        eval.sample_tokens() < 0) {
-      return v.Error({"eval"}, "counts must be >= 0");
-    }
-    if (eval.temperature() < 0) {
-      return v.Error({"eval", "temperature"}, "must be >= 0");
-    }
-    if (eval.top_p() < 0 || eval.top_p() > 1) {
-      return v.Error({"eval", "top_p"}, "must be in [0, 1]");
-    }
+  return ValidateExperimentConfig(
+      config,
+      [&v](std::initializer_list<absl::string_view> path,
+           absl::string_view message) { return v.Error(path, message); });
+}
+
+// A file that sets no field is a mistake (an empty or truncated file, a wrong
+// path), never a config: merging it would silently change nothing.
+absl::Status RejectEmpty(absl::string_view text, absl::string_view name) {
+  ExperimentConfig alone;
+  TextFormat::Parser parser;
+  parser.AllowPartialMessage(true);
+  if (parser.ParseFromString(std::string(text), &alone) &&
+      alone.ByteSizeLong() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: empty config (it sets no field)", name));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  if (std::error_code error; std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: is a directory, not a config file", path));
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     return absl::NotFoundError(absl::StrFormat("%s: cannot read config (%s)",
@@ -303,6 +203,9 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(
   sources[0].name = std::string(source_name);
   ExperimentConfig config;
   if (absl::Status status = MergeText(text, sources[0], config); !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = RejectEmpty(text, source_name); !status.ok()) {
     return status;
   }
   if (absl::Status status = Validate(config, sources); !status.ok()) {
@@ -324,6 +227,9 @@ absl::StatusOr<ExperimentConfig> LoadExperimentConfig(
     sources[i].name = paths[i];
     if (absl::Status status = MergeText(*text, sources[i], config);
         !status.ok()) {
+      return status;
+    }
+    if (absl::Status status = RejectEmpty(*text, paths[i]); !status.ok()) {
       return status;
     }
   }

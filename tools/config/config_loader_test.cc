@@ -1,5 +1,8 @@
 #include "tools/config/config_loader.h"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -107,7 +110,7 @@ TEST(ConfigLoaderTest, UnsetRequiredFieldPointsAtItsMessage) {
 
 TEST(ConfigLoaderTest, RangeChecks) {
   EXPECT_THAT(ErrorOf("runtime { threads: -1 }"),
-              HasSubstr("field 'runtime.threads': must be >= 0"));
+              HasSubstr("field 'runtime.threads': must be in [0, 1024]"));
   EXPECT_THAT(ErrorOf("runtime { device: \"tpu\" }"),
               HasSubstr("field 'runtime.device'"));
   EXPECT_THAT(ErrorOf("optimizer { learning_rate: 1e-3 beta2: 1.0 }"),
@@ -124,6 +127,261 @@ TEST(ConfigLoaderTest, MissingFileIsOneClearLine) {
   EXPECT_EQ(config.status().message(),
             "no/such/file.textproto: cannot read config (No such file or "
             "directory)");
+}
+
+// A valid base config; each case merges an overlay into it, as a scale file
+// does, and expects the overlay's field to be named with the constraint.
+class ConstraintTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(std::getenv("TEST_TMPDIR")) + "/constraints";
+    std::filesystem::create_directories(dir_);
+    base_ = Write("base.textproto",
+                  "name: \"v\"\n"
+                  "model { vocab_size: 64 context_length: 16 d_model: 16 "
+                  "n_layers: 2 n_heads: 2 }\n"
+                  "data { batch_size: 2 sequence_length: 16 }\n"
+                  "optimizer { learning_rate: 1e-3 }\n"
+                  "schedule { decay: CONSTANT }\n"
+                  "budget { max_steps: 1 }\n");
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  // The error for base + `overlay`, from "field '" on (the position before it
+  // is covered above).
+  std::string Reject(const std::string& overlay) {
+    absl::StatusOr<ExperimentConfig> config =
+        LoadExperimentConfig({base_, Write("overlay.textproto", overlay)});
+    if (config.ok()) return "accepted: " + overlay;
+    const std::string message(config.status().message());
+    const size_t field = message.find("field '");
+    return field == std::string::npos ? message : message.substr(field);
+  }
+
+  std::string dir_;
+  std::string base_;
+};
+
+TEST_F(ConstraintTest, BaseIsValid) {
+  EXPECT_EQ(Reject("name: \"w\""), "accepted: name: \"w\"");
+}
+
+TEST_F(ConstraintTest, ErrorNamesTheOverlayLine) {
+  absl::StatusOr<ExperimentConfig> config = LoadExperimentConfig(
+      {base_, Write("overlay.textproto",
+                    "model {\n  ffn: \"switch\"\n  n_experts: 4\n}\n")});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            dir_ +
+                "/overlay.textproto:1:1: field 'model.top_k': switch needs "
+                "top_k in [1, n_experts 4], got 0");
+}
+
+TEST_F(ConstraintTest, ModelSizes) {
+  EXPECT_EQ(Reject("model { vocab_size: 70000 }"),
+            "field 'model.vocab_size': must be <= 65536");
+  EXPECT_EQ(Reject("model { n_layers: 0 }"),
+            "field 'model.n_layers': must be > 0");
+  EXPECT_EQ(Reject("model { d_model: 2000000 }"),
+            "field 'model.d_model': must be <= 1048576");
+  EXPECT_EQ(Reject("model { n_heads: 3 }"),
+            "field 'model.n_heads': d_model 16 is not divisible by n_heads 3");
+  EXPECT_EQ(Reject("model { d_ffn: -1 }"), "field 'model.d_ffn': must be >= 0");
+  EXPECT_EQ(Reject("model { top_k: -2 }"), "field 'model.top_k': must be >= 0");
+  EXPECT_EQ(Reject("model { ffn_alpha: nan }"),
+            "field 'model.ffn_alpha': must be a finite number in [0, 1024]");
+  EXPECT_EQ(Reject("model { embedding_width: 8 tie_embeddings: false }"),
+            "field 'model.embedding_width': 8 must be 0 or above d_model 16");
+  EXPECT_EQ(Reject("model { embedding_width: 32 tie_embeddings: true }"),
+            "field 'model.embedding_width': needs tie_embeddings: false");
+}
+
+TEST_F(ConstraintTest, EnumLikeStrings) {
+  EXPECT_EQ(Reject("model { architecture: \"llama\" }"),
+            "field 'model.architecture': must be \"gpt\"");
+  EXPECT_EQ(Reject("model { positions: \"alibi\" }"),
+            "field 'model.positions': must be \"learned\", \"rotary\"");
+  EXPECT_EQ(Reject("model { norm: \"batchnorm\" }"),
+            "field 'model.norm': must be \"layernorm\", \"rmsnorm\"");
+  EXPECT_EQ(Reject("model { attention: \"linear\" }"),
+            "field 'model.attention': must be \"mha\", \"mohd\", \"lorsa\"");
+  EXPECT_THAT(Reject("model { ffn: \"gelu\" }"),
+              StartsWith("field 'model.ffn': unknown ffn 'gelu'; known: "
+                         "geglu, gelu_mlp, "));
+  EXPECT_EQ(Reject("model { layer_options { router_sigma: \"mad\" } }"),
+            "field 'model.layer_options.router_sigma': must be \"std\", "
+            "\"variance\"");
+  EXPECT_EQ(Reject("model { layer_options { mohd_scaling: \"sqrt\" } }"),
+            "field 'model.layer_options.mohd_scaling': must be \"renorm\", "
+            "\"const_n\", \"literal\", \"none\"");
+  EXPECT_EQ(Reject("runtime { device: \"tpu\" }"),
+            "field 'runtime.device': must be \"cpu\", \"cuda\"");
+}
+
+TEST_F(ConstraintTest, LayerConstructorChecks) {
+  // Each of these made a layer constructor throw inside train.
+  EXPECT_EQ(
+      Reject("model { ffn: \"switch\" n_experts: 4 top_k: 0 }"),
+      "field 'model.top_k': switch needs top_k in [1, n_experts 4], got 0");
+  EXPECT_EQ(Reject("model { ffn: \"gpt_oss_moe\" }"),
+            "field 'model.n_experts': gpt_oss_moe needs n_experts > 0");
+  EXPECT_EQ(Reject("model { ffn: \"moe_x\" n_experts: 2 top_k: 3 }"),
+            "field 'model.top_k': top_k 3 exceeds n_experts 2");
+  EXPECT_EQ(Reject("model { d_model: 18 positions: \"rotary\" }"),
+            "field 'model.positions': rotary needs an even head dim; d_model "
+            "18 / n_heads 2 = 9");
+  EXPECT_EQ(Reject("model { ffn: \"sgatlin\" d_ffn: 30 }"),
+            "field 'model.d_ffn': sgatlin needs a perfect-square d_ffn (n^2 "
+            "product-key experts), got 30");
+  EXPECT_EQ(Reject("model { ffn: \"peer\" d_ffn: 16 top_k: 4 }"),
+            "field 'model.top_k': peer needs top_k 4 below sqrt(d_ffn) = 4");
+  EXPECT_EQ(Reject("model { ffn: \"sgatlin\" d_ffn: 64 }"),
+            "field 'model.top_k': sgatlin needs top_k 8 below sqrt(d_ffn) = 8");
+  EXPECT_EQ(Reject("model { ffn: \"mohd_swiglu\" n_experts: 3 top_k: 1 }"),
+            "field 'model.n_experts': d_model 16 is not divisible by "
+            "n_experts 3");
+  EXPECT_EQ(Reject("model { ffn: \"mohd_swiglu\" n_experts: 4 }"),
+            "field 'model.top_k': mohd_swiglu needs top_k in [1, n_experts "
+            "4]");
+  EXPECT_EQ(Reject("model { attention: \"mohd\" n_experts: 4 top_k: 2 "
+                   "layer_options { mohd_shared: 3 } }"),
+            "field 'model.layer_options.mohd_shared': 3 shared sub-dims "
+            "exceed top_k 2");
+  EXPECT_EQ(Reject("model { layer_options { mohd_shared: -1 } }"),
+            "field 'model.layer_options.mohd_shared': must be >= 0");
+  EXPECT_EQ(Reject("model { attention: \"mohd\" n_experts: 4 top_k: 2 "
+                   "attention_inner: 6 }"),
+            "field 'model.attention_inner': MoHD attention needs an inner "
+            "width 6 that splits into n_heads 2 even (rotary) heads");
+  EXPECT_EQ(Reject("model { attention: \"lorsa\" layer_options { "
+                   "lorsa_ov_heads: 15 } }"),
+            "field 'model.layer_options.lorsa_ov_heads': 15 OV heads are not "
+            "a multiple of n_heads 2");
+  EXPECT_EQ(Reject("model { attention: \"lorsa\" layer_options { "
+                   "lorsa_top_k: 17 } }"),
+            "field 'model.layer_options.lorsa_top_k': 17 exceeds the 16 OV "
+            "heads");
+  EXPECT_EQ(Reject("model { attention: \"lorsa\" qk_norm: true }"),
+            "field 'model.qk_norm': needs attention 'mha'");
+  EXPECT_EQ(Reject("model { ffn: \"transcoder\" top_k: 0 }"),
+            "field 'model.top_k': transcoder needs top_k in [1, d_ffn 64], "
+            "got 0");
+  EXPECT_EQ(Reject("model { ffn: \"mxd_gelu\" top_k: 2 }"),
+            "field 'model.n_experts': mxd_gelu needs n_experts > 0");
+  EXPECT_EQ(Reject("model { layer_options { load_balance_weight: nan } }"),
+            "field 'model.layer_options.load_balance_weight': must be a finite "
+            "number in [0, 1000]");
+}
+
+TEST_F(ConstraintTest, ReplacementOptions) {
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" layer: 2 "
+                   "top_k: 4 expansion: 2 } }"),
+            "field 'model.replacement.layer': block 2 is not in [0, n_layers "
+            "2)");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 } }"),
+            "field 'model.replacement.d_ffn': set d_ffn or an expansion");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 0 "
+                   "expansion: 2 } }"),
+            "field 'model.replacement.top_k': transcoder needs top_k in [1, "
+            "d_ffn 32], got 0");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"topk_sae\" top_k: 40 "
+                   "expansion: 2 on_output: true } }"),
+            "field 'model.replacement.top_k': topk_sae needs top_k in [1, "
+            "d_ffn 32], got 40");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"gelu_mlp\" top_k: 4 "
+                   "expansion: 2 } }"),
+            "field 'model.replacement.ffn': 'gelu_mlp' is not a replacement "
+            "layer (transcoder, skip_transcoder, topk_sae, mxd_gelu, "
+            "mxd_swiglu or lorsa)");
+  EXPECT_THAT(Reject("model { replacement { ffn: \"tc\" top_k: 4 "
+                     "expansion: 2 } }"),
+              StartsWith("field 'model.replacement.ffn': unknown ffn 'tc'"));
+  EXPECT_EQ(Reject("model { replacement { ffn: \"mxd_gelu\" top_k: 4 "
+                   "expansion: 2 } }"),
+            "field 'model.replacement.n_experts': mxd_gelu needs n_experts > "
+            "0, or an expansion whose Transcoder is larger than the MxD's MLP");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 "
+                   "expansion: 2 site: \"mlp\" } }"),
+            "field 'model.replacement.site': must be \"ffn\", \"attn\"");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" top_k: 4 d_ffn: 8 "
+                   "} }"),
+            "field 'model.replacement.ffn': at site attn use 'lorsa' or an "
+            "on_output SAE; 'lorsa' only there");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: \"attn\" "
+                   "top_k: 4 d_ffn: 15 } }"),
+            "field 'model.replacement.d_ffn': lorsa's 15 OV heads are not a "
+            "multiple of qk_heads 2");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: \"attn\" "
+                   "top_k: 9 d_ffn: 8 } }"),
+            "field 'model.replacement.top_k': lorsa needs top_k in [1, OV "
+            "heads 8], got 9");
+  EXPECT_EQ(Reject("model { attention: \"mohd\" n_experts: 4 top_k: 2 "
+                   "replacement { ffn: \"lorsa\" site: \"attn\" top_k: 2 "
+                   "d_ffn: 8 } }"),
+            "field 'model.replacement.site': site attn needs model.attention "
+            "'mha'");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 "
+                   "expansion: -1 } }"),
+            "field 'model.replacement.expansion': must be in [0, 1048576]");
+}
+
+TEST_F(ConstraintTest, TrainingNumbersAreFinite) {
+  EXPECT_EQ(Reject("optimizer { learning_rate: nan }"),
+            "field 'optimizer.learning_rate': must be a finite number in (0, "
+            "1]");
+  EXPECT_EQ(Reject("optimizer { learning_rate: inf }"),
+            "field 'optimizer.learning_rate': must be a finite number in (0, "
+            "1]");
+  EXPECT_EQ(Reject("optimizer { weight_decay: nan }"),
+            "field 'optimizer.weight_decay': must be a finite number in [0, "
+            "10]");
+  EXPECT_EQ(Reject("optimizer { weight_decay: -0.1 }"),
+            "field 'optimizer.weight_decay': must be a finite number in [0, "
+            "10]");
+  EXPECT_EQ(Reject("optimizer { beta1: nan }"),
+            "field 'optimizer.beta1': must be in [0, 1)");
+  EXPECT_EQ(Reject("optimizer { epsilon: -1 }"),
+            "field 'optimizer.epsilon': must be a finite number in [0, 1] (0 = "
+            "1e-8)");
+  EXPECT_EQ(Reject("optimizer { gradient_clip_norm: inf }"),
+            "field 'optimizer.gradient_clip_norm': must be a finite number >= "
+            "0 (0 = no clipping)");
+  EXPECT_EQ(Reject("schedule { min_lr_ratio: nan }"),
+            "field 'schedule.min_lr_ratio': must be in [0, 1]");
+  EXPECT_EQ(Reject("schedule { decay_fraction: 2 }"),
+            "field 'schedule.decay_fraction': must be in [0, 1] (0 = 0.2)");
+  EXPECT_EQ(Reject("budget { max_flops: inf }"),
+            "field 'budget': limits must be finite and >= 0");
+  EXPECT_EQ(Reject("eval { temperature: nan }"),
+            "field 'eval.temperature': must be a finite number in [0, 1000]");
+  EXPECT_EQ(Reject("eval { top_p: nan }"),
+            "field 'eval.top_p': must be in [0, 1]");
+  EXPECT_EQ(Reject("init { upcycle_noise: -1 }"),
+            "field 'init.upcycle_noise': must be a finite number in [0, 1000]");
+  EXPECT_EQ(Reject("runtime { threads: 5000 }"),
+            "field 'runtime.threads': must be in [0, 1024] (0 = --threads)");
+  EXPECT_EQ(Reject("data { batch_size: 0 }"),
+            "field 'data.batch_size': must be in [1, 1048576]");
+}
+
+TEST_F(ConstraintTest, EmptyFilesAndDirectoriesAreNotConfigs) {
+  for (const std::string& text : {std::string(), std::string("# note\n")}) {
+    const std::string path = Write("empty.textproto", text);
+    absl::StatusOr<ExperimentConfig> config = LoadExperimentConfig({path});
+    ASSERT_FALSE(config.ok());
+    EXPECT_EQ(config.status().message(),
+              path + ": empty config (it sets no field)");
+  }
+  absl::StatusOr<ExperimentConfig> config = LoadExperimentConfig({dir_});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().message(),
+            dir_ + ": is a directory, not a config file");
+  EXPECT_EQ(ErrorOf(""), "cfg.textproto: empty config (it sets no field)");
 }
 
 }  // namespace

@@ -2,14 +2,51 @@
 
 #include <torch/serialize.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 
 namespace sparse_layers::train {
 namespace {
 
-constexpr char kFormat[] = "sparse_layers.checkpoint.v1";
+// v2 added the content digest; a v1 file fails the format check by name.
+constexpr char kFormat[] = "sparse_layers.checkpoint.v2";
+constexpr char kDigestKey[] = "sha256";
 using Dict = c10::impl::GenericDict;
+
+// SHA-256 over every entry but the digest itself, in key order: names, dtypes,
+// shapes and tensor bytes, so a changed weight byte cannot load silently (the
+// pickle has no checksum of its own). Streams tensor storage without copies.
+std::string ContentDigest(const Dict& dict) {
+  std::vector<std::string> keys;
+  for (const auto& entry : dict) {
+    const std::string& key = entry.key().toStringRef();
+    if (key != kDigestKey) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  Sha256 sha;
+  for (const std::string& key : keys) {
+    const c10::IValue value = dict.at(key);
+    sha.Update(key);
+    if (value.isTensor()) {
+      const torch::Tensor tensor = value.toTensor().contiguous();
+      sha.Update(absl::StrCat("\0tensor\0", c10::toString(tensor.scalar_type()),
+                              c10::str(tensor.sizes()), "\0"));
+      sha.Update(absl::string_view(static_cast<const char*>(tensor.data_ptr()),
+                                   tensor.nbytes()));
+    } else if (value.isInt()) {
+      sha.Update(absl::StrCat("\0int\0", value.toInt(), "\0"));
+    } else {
+      const std::string& text = value.toStringRef();
+      sha.Update(absl::StrCat("\0string\0", text.size(), "\0"));
+      sha.Update(text);
+    }
+  }
+  return sha.HexDigest();
+}
 
 // LibTorch keys optimiser state by the parameter's TensorImpl address.
 std::string StateKey(const torch::Tensor& parameter) {
@@ -32,6 +69,17 @@ absl::StatusOr<Dict> ReadDict(const std::string& path) {
         dict.at("format").toStringRef() != kFormat) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, " is not a ", kFormat, " checkpoint"));
+    }
+    if (!dict.contains(kDigestKey)) {
+      return absl::DataLossError(absl::StrCat(path, " lacks its ", kDigestKey));
+    }
+    const std::string actual = ContentDigest(dict);
+    const std::string& recorded = dict.at(kDigestKey).toStringRef();
+    if (actual != recorded) {
+      return absl::DataLossError(absl::StrCat(
+          "checkpoint ", path, ": content SHA-256 ", actual.substr(0, 12),
+          "... differs from ", recorded.substr(0, 12),
+          "... recorded inside it (the file changed after it was written)"));
     }
     return dict;
   } catch (const c10::Error& error) {
@@ -74,6 +122,7 @@ absl::Status SaveCheckpoint(const std::string& path,
         }
       }
     }
+    dict.insert(kDigestKey, ContentDigest(dict));
     bytes = torch::pickle_save(dict);
   } catch (const c10::Error& error) {
     return absl::InternalError(absl::StrCat("cannot serialise checkpoint ",

@@ -44,4 +44,26 @@ absl::StatusOr<LoadedReplacement> LoadReplacement(
   return result;
 }
 
+absl::Status CheckFittedOn(const LoadedReplacement& fit,
+                           const std::string& fit_path, const LoadedModel& base,
+                           const std::string& base_path) {
+  const auto base_parameters = base.model->named_parameters();
+  for (const auto& item : fit.loaded.model->named_parameters()) {
+    const torch::Tensor* source = base_parameters.find(item.key());
+    if (source == nullptr) continue;  // The replacement's own tensors.
+    if (source->sizes() != item.value().sizes()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          fit_path, " was fitted on another base model: its ", item.key(),
+          " has shape ", c10::str(item.value().sizes()), ", ", base_path, "'s ",
+          c10::str(source->sizes())));
+    }
+    if (!torch::equal(*source, item.value())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(fit_path, " was fitted on another base model: its ",
+                       item.key(), " differs from ", base_path, "'s"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace sparse_layers::train

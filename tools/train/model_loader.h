@@ -31,6 +31,13 @@ struct LoadedReplacement {
 absl::StatusOr<LoadedReplacement> LoadReplacement(
     const std::string& checkpoint_path);
 
+// OK when `fit` was fitted on `base`: a fit freezes its base model, so every
+// tensor both name must be equal; else an error naming the first that is not,
+// and both checkpoints.
+absl::Status CheckFittedOn(const LoadedReplacement& fit,
+                           const std::string& fit_path, const LoadedModel& base,
+                           const std::string& base_path);
+
 }  // namespace sparse_layers::train
 
 #endif  // SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_

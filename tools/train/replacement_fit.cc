@@ -22,7 +22,6 @@
 #include "layers/backend/torch_runtime.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
-#include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/train/checkpoint.h"
 #include "tools/train/trainer_internal.h"
@@ -85,10 +84,11 @@ absl::StatusOr<TrainingSummary> FitReplacement(
         ") at width ", (*train)->d_in(), "; the replacement is at block ",
         model_options->replacement.layer, " of a width-", d, " model"));
   }
-  if (absl::StatusOr<std::string> parent = Sha256OfFile(options.init_from);
-      !parent.ok() || *parent != (*train)->manifest().checkpoint_sha256()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the activation cache was not made from ", options.init_from));
+  for (const datasets::ActivationSet* cache :
+       {train->get(), validation->get()}) {
+    if (absl::Status s = cache->CheckMadeFrom(options.init_from); !s.ok()) {
+      return s;
+    }
   }
 
   // A Lorsa trains on activations normalised to mean norm sqrt(d) (seed-
@@ -144,6 +144,11 @@ absl::StatusOr<TrainingSummary> FitReplacement(
           options.checkpoint_path, " was written with a different config"));
     }
     state = *std::move(restored);
+    if (state.step >= budget.steps) {
+      if (std::optional<TrainingSummary> kept = KeptSummary(options)) {
+        return *kept;
+      }
+    }
   } else {
     if (absl::Status s = InitializeFromCheckpoint(options.init_from, model, 0);
         !s.ok()) {
@@ -172,7 +177,6 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   const int64_t eval_rows = std::max(1, config.eval().batches()) * batch_rows;
   const double clip = config.optimizer().gradient_clip_norm();
   const uint64_t seed = config.runtime().seed();
-  std::vector<double> recent;
   analysis::ActivationFit last_validation{std::nan(""), 0, 0, 0};
   const auto start = Clock::now();
   auto last_progress = start;
@@ -212,7 +216,6 @@ absl::StatusOr<TrainingSummary> FitReplacement(
         clip > 0 ? torch::nn::utils::clip_grad_norm_(parameters, clip) : 0.0;
     optimizer->step();
     state.step = step + 1;
-    recent.push_back(loss_value);
     const bool last = state.step == budget.steps;
     std::string validation_field;
     if (last || (eval_every > 0 && state.step % eval_every == 0)) {
@@ -260,7 +263,7 @@ absl::StatusOr<TrainingSummary> FitReplacement(
 
   TrainingSummary summary =
       RunSummary(config, config_text, state.step, first_step, batch_rows,
-                 layer_flops, wall, budget.stopped_by, recent,
+                 layer_flops, wall, budget.stopped_by, state.log_csv,
                  (*train)->manifest().SerializeAsString());
   summary.set_objective(lorsa ? "fvu" : "normalised_mse");
   int64_t layer_parameters = 0;

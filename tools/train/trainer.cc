@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -52,6 +53,34 @@ double TailMean(const std::vector<double>& losses) {
   return sum / tail;
 }
 
+std::vector<double> LoggedTrainLosses(const std::string& log_csv) {
+  std::vector<double> losses;
+  for (absl::string_view line : absl::StrSplit(log_csv, '\n')) {
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
+    double loss = 0;
+    // The header and blank lines do not parse; rows hold the loss 4th.
+    if (fields.size() > 3 && absl::SimpleAtod(fields[3], &loss)) {
+      losses.push_back(loss);
+    }
+  }
+  return losses;
+}
+
+std::optional<TrainingSummary> KeptSummary(const TrainerOptions& options) {
+  if (options.summary_path.empty()) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadFileToString(options.summary_path);
+  TrainingSummary summary;
+  if (!text.ok() ||
+      !google::protobuf::TextFormat::ParseFromString(*text, &summary)) {
+    return std::nullopt;
+  }
+  absl::StatusOr<std::string> digest = Sha256OfFile(options.checkpoint_path);
+  if (!digest.ok() || *digest != summary.checkpoint_sha256()) {
+    return std::nullopt;
+  }
+  return summary;
+}
+
 double ScheduleLearningRate(const config::ExperimentConfig& config,
                             int64_t step, int64_t steps,
                             torch::optim::AdamW& optimizer) {
@@ -68,7 +97,7 @@ TrainingSummary RunSummary(const config::ExperimentConfig& config,
                            int64_t first_step, int64_t units_per_step,
                            int64_t forward_flops_per_unit, double wall,
                            const std::string& stopped_by,
-                           const std::vector<double>& losses,
+                           const std::string& log_csv,
                            const std::string& train_manifest) {
   TrainingSummary summary;
   summary.set_name(config.name());
@@ -76,7 +105,7 @@ TrainingSummary RunSummary(const config::ExperimentConfig& config,
   summary.set_tokens(steps * units_per_step);
   summary.set_forward_flops_per_token(forward_flops_per_unit);
   summary.set_flops(3.0 * forward_flops_per_unit * summary.tokens());
-  summary.set_final_train_loss(TailMean(losses));
+  summary.set_final_train_loss(TailMean(LoggedTrainLosses(log_csv)));
   summary.set_wall_seconds(wall);
   summary.set_tokens_per_second((steps - first_step) * units_per_step /
                                 std::max(wall, 1e-9));
@@ -278,6 +307,11 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     state = *std::move(restored);
     std::fprintf(stderr, "train: resuming %s at step %lld\n",
                  config.name().c_str(), static_cast<long long>(state.step));
+    if (state.step >= budget.steps) {
+      if (std::optional<TrainingSummary> kept = KeptSummary(options)) {
+        return *kept;
+      }
+    }
   }
 
   const int eval_every = config.eval().every_steps();
@@ -285,7 +319,6 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
   const int checkpoint_every = config.runtime().checkpoint_every_steps();
   const double clip = config.optimizer().gradient_clip_norm();
   std::vector<torch::Tensor> parameters = model.parameters();
-  std::vector<double> recent_losses;
   const auto start_time = Clock::now();
   auto last_progress = start_time;
   const int64_t first_step = state.step;
@@ -322,7 +355,6 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     }
     optimizer->step();
     state.step = step + 1;
-    recent_losses.push_back(loss_value);
 
     const bool last = state.step == budget.steps;
     std::string validation_field;
@@ -373,7 +405,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
 
   TrainingSummary summary =
       RunSummary(config, config_text, state.step, first_step, tokens_per_step,
-                 forward_flops, wall, budget.stopped_by, recent_losses,
+                 forward_flops, wall, budget.stopped_by, state.log_csv,
                  (*train_shards)->manifest().SerializeAsString());
   summary.set_objective("next_token_cross_entropy");
   summary.set_parameters(model.ParameterCount());
@@ -424,12 +456,20 @@ absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
   torch::NoGradGuard no_grad;
   const auto parent_parameters = parent->model->named_parameters();
   int64_t copied = 0, upcycled = 0;
+  // A tensor both models name but shape differently means the parent is of
+  // another architecture (width, vocabulary, context): copying around it
+  // would start the child from noise while claiming a parent.
   for (auto& item : model.named_parameters()) {
     const torch::Tensor* source = parent_parameters.find(item.key());
-    if (source != nullptr && source->sizes() == item.value().sizes()) {
-      item.value().copy_(*source);
-      ++copied;
+    if (source == nullptr) continue;
+    if (source->sizes() != item.value().sizes()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--init_from ", parent_checkpoint, ": ", item.key(),
+                       " has shape ", c10::str(source->sizes()), " there and ",
+                       c10::str(item.value().sizes()), " in this model"));
     }
+    item.value().copy_(*source);
+    ++copied;
   }
   for (size_t i = 0;
        i < model.blocks.size() && i < parent->model->blocks.size(); ++i) {
@@ -438,9 +478,22 @@ absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
     auto dense = std::dynamic_pointer_cast<layers::DenseMlpImpl>(
         parent->model->blocks[i]->ffn);
     if (mixture && dense) {
+      const std::vector<int64_t> expert = {mixture->options().d_expert,
+                                           mixture->options().d_model};
+      if (dense->in->weight.sizes() != c10::IntArrayRef(expert)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--init_from ", parent_checkpoint, ": block ", i,
+            "'s dense FFN is ", c10::str(dense->in->weight.sizes()),
+            ", the experts to upcycle into are ", c10::str(expert)));
+      }
       mixture->UpcycleFrom(*dense, upcycle_noise);
       ++upcycled;
     }
+  }
+  if (copied == 0 && upcycled == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--init_from ", parent_checkpoint,
+                     ": no parameter of that model fits this one"));
   }
   std::fprintf(stderr,
                "train: initialised from %s: %lld tensors copied, %lld FFNs "

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,16 @@ std::unique_ptr<torch::optim::AdamW> MakeOptimizer(
 // Mean of the last 10% of the training losses (the summary's final loss).
 double TailMean(const std::vector<double>& losses);
 
+// The train_loss (LM) or train_nmse (fit) column of a CSV log: the log is in
+// every checkpoint, so a resumed run averages the same steps as an
+// uninterrupted one.
+std::vector<double> LoggedTrainLosses(const std::string& log_csv);
+
+// A finished run being resumed: its summary at options.summary_path when that
+// records the checkpoint's digest, to be kept rather than rewritten with this
+// process's near-zero wall time.
+std::optional<TrainingSummary> KeptSummary(const TrainerOptions& options);
+
 // Sets the scheduled learning rate of `step` on every parameter group and
 // returns it.
 double ScheduleLearningRate(const config::ExperimentConfig& config,
@@ -41,14 +52,14 @@ double ScheduleLearningRate(const config::ExperimentConfig& config,
 // The summary fields both modes report. A step processes `units_per_step`
 // tokens (LM) or activation rows (fits), each costing
 // `forward_flops_per_unit`; wall time and throughput are this process's
-// (from `first_step`); `train_manifest` is the serialised training-data
-// manifest.
+// (from `first_step`); the final loss is the tail of `log_csv`'s losses;
+// `train_manifest` is the serialised training-data manifest.
 TrainingSummary RunSummary(const config::ExperimentConfig& config,
                            const std::string& config_text, int64_t steps,
                            int64_t first_step, int64_t units_per_step,
                            int64_t forward_flops_per_unit, double wall,
                            const std::string& stopped_by,
-                           const std::vector<double>& losses,
+                           const std::string& log_csv,
                            const std::string& train_manifest);
 
 // Fills the summary's provenance: trainer binary and parent digests, build

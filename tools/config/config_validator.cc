@@ -1,0 +1,554 @@
+#include "tools/config/config_validator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "layers/replacement/parameter_matching.h"
+
+namespace sparse_layers::config {
+namespace {
+
+// Upper bounds far above every scale (paper: d_model 1024, context 1024), low
+// enough that a typo fails here instead of in a terabyte allocation.
+constexpr int64_t kMaxWidth = int64_t{1} << 20;
+// Token shards store ids as uint16 (datasets/text/token_shards.h).
+constexpr int64_t kMaxVocabulary = int64_t{1} << 16;
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxThreads = 1024;
+
+// How an FFN family reads model.{d_ffn, n_experts, top_k}: the constraints of
+// its constructor (layers/ffn, layers/mohd, layers/replacement).
+enum class Family {
+  kDense,
+  kMixture,     // 0 < top_k <= n_experts (mixture_of_experts, gpt_oss_glu).
+  kProductKey,  // d_ffn = n^2, top_k < n (sgatlin.cc; n_experts = channels).
+  kMohd,        // N | d_model, S <= K <= N (mohd.cc).
+  kTopK,        // 0 < top_k <= d_ffn (topk.cc).
+  kMxd,         // kTopK and n_experts > 0.
+};
+
+const std::map<std::string, Family>& Families() {
+  static const auto* families = new std::map<std::string, Family>{
+      {"gelu_mlp", Family::kDense},
+      {"relu_mlp", Family::kDense},
+      {"solu_mlp", Family::kDense},
+      {"swiglu", Family::kDense},
+      {"geglu", Family::kDense},
+      {"gpt_oss_glu", Family::kDense},
+      {"switch", Family::kMixture},
+      {"moe_x", Family::kMixture},
+      {"moe_gelu_sparsity_router", Family::kMixture},
+      {"moe_relu_topk_router", Family::kMixture},
+      {"gpt_oss_moe", Family::kMixture},
+      {"sgatlin", Family::kProductKey},
+      {"sgatlin_relu", Family::kProductKey},
+      {"sgatlin_gelu", Family::kProductKey},
+      {"sgatlin_swish", Family::kProductKey},
+      {"sgatlin_peer_router", Family::kProductKey},
+      {"peer", Family::kProductKey},
+      {"mohd_swiglu", Family::kMohd},
+      {"transcoder", Family::kTopK},
+      {"skip_transcoder", Family::kTopK},
+      {"topk_sae", Family::kTopK},
+      {"mxd_gelu", Family::kMxd},
+      {"mxd_swiglu", Family::kMxd},
+  };
+  return *families;
+}
+
+// NaN fails every comparison, so ranges are written as what is accepted.
+bool InRange(double value, double low, double high) {
+  return value >= low && value <= high;
+}
+
+std::string OneOf(std::initializer_list<absl::string_view> choices) {
+  return absl::StrCat("must be ",
+                      absl::StrJoin(choices.begin(), choices.end(), ", ",
+                                    [](std::string* out, absl::string_view c) {
+                                      absl::StrAppend(out, "\"", c, "\"");
+                                    }));
+}
+
+bool IsOneOf(const std::string& value,
+             std::initializer_list<absl::string_view> choices) {
+  return std::find(choices.begin(), choices.end(), value) != choices.end();
+}
+
+// MoHD (attention or FFN): N sub-dims of width d_model / N, K active, S shared.
+absl::Status CheckMohd(const ModelConfig& model, absl::string_view user,
+                       const FieldErrorFn& error) {
+  const int64_t n = model.n_experts(), k = model.top_k();
+  if (n <= 0) {
+    return error({"model", "n_experts"},
+                 absl::StrCat(user, " needs n_experts (sub-dims N) > 0"));
+  }
+  if (model.d_model() % n != 0) {
+    return error({"model", "n_experts"},
+                 absl::StrFormat("d_model %d is not divisible by n_experts %d",
+                                 model.d_model(), n));
+  }
+  if (k < 1 || k > n) {
+    return error(
+        {"model", "top_k"},
+        absl::StrFormat("%s needs top_k in [1, n_experts %d]", user, n));
+  }
+  const LayerOptions& layer = model.layer_options();
+  const int64_t shared = layer.has_mohd_shared() ? layer.mohd_shared()
+                                                 : std::max<int64_t>(0, k - 1);
+  if (shared > k) {
+    return error(
+        {"model", "layer_options", "mohd_shared"},
+        absl::StrFormat("%d shared sub-dims exceed top_k %d", shared, k));
+  }
+  return absl::OkStatus();
+}
+
+// The FFN `name` at width `d_ffn` with `n_experts` and `top_k`, set in
+// model.replacement when `replacement`, else in model.
+absl::Status CheckFfn(const ModelConfig& model, const std::string& name,
+                      int64_t d_ffn, int64_t n_experts, int64_t top_k,
+                      bool replacement, const FieldErrorFn& error) {
+  auto at = [&](absl::string_view leaf, absl::string_view text) {
+    return replacement ? error({"model", "replacement", leaf}, text)
+                       : error({"model", leaf}, text);
+  };
+  const auto family = Families().find(name);
+  if (family == Families().end()) {
+    return at("ffn", absl::StrCat("unknown ffn '", name, "'; known: ",
+                                  absl::StrJoin(KnownFfnNames(), ", ")));
+  }
+  if (d_ffn <= 0 || d_ffn > kMaxWidth) {
+    return at("d_ffn", absl::StrFormat("the %s width %d must be in [1, %d]",
+                                       name, d_ffn, kMaxWidth));
+  }
+  switch (family->second) {
+    case Family::kDense:
+      return absl::OkStatus();
+    case Family::kMixture:
+      if (n_experts <= 0) {
+        return at("n_experts", absl::StrCat(name, " needs n_experts > 0"));
+      }
+      if (top_k < 1 || top_k > n_experts) {
+        return at("top_k",
+                  absl::StrFormat("%s needs top_k in [1, n_experts %d], got %d",
+                                  name, n_experts, top_k));
+      }
+      return absl::OkStatus();
+    case Family::kProductKey: {
+      const int64_t n = std::llround(std::sqrt(static_cast<double>(d_ffn)));
+      if (n * n != d_ffn) {
+        return at("d_ffn",
+                  absl::StrFormat("%s needs a perfect-square d_ffn (n^2 "
+                                  "product-key experts), got %d",
+                                  name, d_ffn));
+      }
+      const int64_t k = top_k > 0 ? top_k : 8;
+      if (k >= n) {
+        return at("top_k",
+                  absl::StrFormat("%s needs top_k %d below sqrt(d_ffn) = %d",
+                                  name, k, n));
+      }
+      return absl::OkStatus();
+    }
+    case Family::kMohd:
+      return CheckMohd(model, name, error);
+    case Family::kMxd:
+      if (n_experts <= 0) {
+        return at("n_experts",
+                  replacement ? absl::StrCat(name,
+                                             " needs n_experts > 0, or an "
+                                             "expansion whose Transcoder is "
+                                             "larger than the MxD's MLP")
+                              : absl::StrCat(name, " needs n_experts > 0"));
+      }
+      [[fallthrough]];
+    case Family::kTopK:
+      if (top_k < 1 || top_k > d_ffn) {
+        return at("top_k",
+                  absl::StrFormat("%s needs top_k in [1, d_ffn %d], got %d",
+                                  name, d_ffn, top_k));
+      }
+      return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReplacement(const ModelConfig& model,
+                              const FieldErrorFn& error) {
+  const FfnReplacement& r = model.replacement();
+  auto at = [&](absl::string_view leaf, absl::string_view text) {
+    return error({"model", "replacement", leaf}, text);
+  };
+  for (auto [name, value] : {std::pair{"d_ffn", r.d_ffn()},
+                             {"n_experts", r.n_experts()},
+                             {"top_k", r.top_k()},
+                             {"expansion", r.expansion()},
+                             {"qk_heads", r.qk_heads()}}) {
+    if (!InRange(value, 0, kMaxWidth)) {
+      return at(name, absl::StrFormat("must be in [0, %d]", kMaxWidth));
+    }
+  }
+  if (!r.site().empty() && !IsOneOf(r.site(), {"ffn", "attn"})) {
+    return at("site", OneOf({"ffn", "attn"}));
+  }
+  const bool attention_site = r.site() == "attn";
+  if ((r.ffn() == "lorsa") != (attention_site && !r.on_output())) {
+    return at("ffn",
+              "at site attn use 'lorsa' or an on_output SAE; 'lorsa' only "
+              "there");
+  }
+  if (attention_site && !model.attention().empty() &&
+      model.attention() != "mha") {
+    return at("site", "site attn needs model.attention 'mha'");
+  }
+  if (r.layer() < 0 || r.layer() >= model.n_layers()) {
+    return at("layer", absl::StrFormat("block %d is not in [0, n_layers %d)",
+                                       r.layer(), model.n_layers()));
+  }
+  const ReplacementSizes sizes = EffectiveReplacementSizes(model);
+  if (r.ffn() == "lorsa") {
+    if (sizes.d_ffn <= 0) {
+      return at("d_ffn", "lorsa needs d_ffn (OV heads) or an expansion");
+    }
+    if (sizes.d_ffn % sizes.qk_heads != 0) {
+      return at("d_ffn",
+                absl::StrFormat("lorsa's %d OV heads are not a multiple of "
+                                "qk_heads %d",
+                                sizes.d_ffn, sizes.qk_heads));
+    }
+    if (r.top_k() < 1 || r.top_k() > sizes.d_ffn) {
+      return at("top_k",
+                absl::StrFormat("lorsa needs top_k in [1, OV heads %d], got %d",
+                                sizes.d_ffn, r.top_k()));
+    }
+    return absl::OkStatus();
+  }
+  const auto family = Families().find(r.ffn());
+  if (family != Families().end() && family->second != Family::kTopK &&
+      family->second != Family::kMxd) {
+    return at("ffn", absl::StrCat("'", r.ffn(),
+                                  "' is not a replacement layer (transcoder, "
+                                  "skip_transcoder, topk_sae, mxd_gelu, "
+                                  "mxd_swiglu or lorsa)"));
+  }
+  if (family != Families().end() && sizes.d_ffn <= 0) {
+    return at("d_ffn", "set d_ffn or an expansion");
+  }
+  return CheckFfn(model, r.ffn(), sizes.d_ffn, sizes.n_experts, r.top_k(),
+                  /*replacement=*/true, error);
+}
+
+absl::Status CheckLayerOptions(const ModelConfig& model,
+                               const FieldErrorFn& error) {
+  const LayerOptions& layer = model.layer_options();
+  auto at = [&](absl::string_view leaf, absl::string_view text) {
+    return error({"model", "layer_options", leaf}, text);
+  };
+  if (!layer.router_sigma().empty() &&
+      !IsOneOf(layer.router_sigma(), {"std", "variance"})) {
+    return at("router_sigma", OneOf({"std", "variance"}));
+  }
+  if (!layer.mohd_scaling().empty() &&
+      !IsOneOf(layer.mohd_scaling(),
+               {"renorm", "const_n", "literal", "none"})) {
+    return at("mohd_scaling", OneOf({"renorm", "const_n", "literal", "none"}));
+  }
+  if (layer.has_load_balance_weight() &&
+      !InRange(layer.load_balance_weight(), 0, 1e3)) {
+    return at("load_balance_weight", "must be a finite number in [0, 1000]");
+  }
+  if (layer.has_mohd_balance_weight() &&
+      !InRange(layer.mohd_balance_weight(), 0, 1e3)) {
+    return at("mohd_balance_weight", "must be a finite number in [0, 1000]");
+  }
+  if (layer.has_mohd_shared() && layer.mohd_shared() < 0) {
+    return at("mohd_shared", "must be >= 0");
+  }
+  for (auto [name, value] :
+       {std::pair{"lorsa_ov_heads", layer.lorsa_ov_heads()},
+        {"lorsa_top_k", layer.lorsa_top_k()}}) {
+    if (!InRange(value, 0, kMaxWidth)) {
+      return at(name, absl::StrFormat("must be in [0, %d]", kMaxWidth));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
+  auto at = [&](absl::string_view leaf, absl::string_view text) {
+    return error({"model", leaf}, text);
+  };
+  if (!model.architecture().empty() && model.architecture() != "gpt") {
+    return at("architecture", OneOf({"gpt"}));
+  }
+  for (auto [name, value, high] :
+       {std::tuple{"vocab_size", model.vocab_size(), kMaxVocabulary},
+        {"context_length", model.context_length(), kMaxWidth},
+        {"d_model", model.d_model(), kMaxWidth},
+        {"n_layers", model.n_layers(), kMaxLayers},
+        {"n_heads", model.n_heads(), kMaxWidth}}) {
+    if (value <= 0) return at(name, "must be > 0");
+    if (value > high) return at(name, absl::StrFormat("must be <= %d", high));
+  }
+  if (model.d_model() % model.n_heads() != 0) {
+    return at("n_heads",
+              absl::StrFormat("d_model %d is not divisible by n_heads %d",
+                              model.d_model(), model.n_heads()));
+  }
+  for (auto [name, value] : {std::pair{"d_ffn", model.d_ffn()},
+                             {"n_experts", model.n_experts()},
+                             {"top_k", model.top_k()},
+                             {"d_key", model.d_key()},
+                             {"attention_inner", model.attention_inner()},
+                             {"embedding_width", model.embedding_width()}}) {
+    if (value < 0) return at(name, "must be >= 0");
+    if (value > kMaxWidth) {
+      return at(name, absl::StrFormat("must be <= %d", kMaxWidth));
+    }
+  }
+  if (!InRange(model.ffn_alpha(), 0, 1024)) {
+    return at("ffn_alpha", "must be a finite number in [0, 1024]");
+  }
+  // Product-key layers (sgatlin, PEER) read n_experts as the channel count
+  // C and top_k as the neurons per channel (seed-sgatlin.md 2.1).
+  const bool product_key =
+      absl::StartsWith(model.ffn(), "sgatlin") || model.ffn() == "peer";
+  if (!product_key && model.n_experts() > 0 &&
+      model.top_k() > model.n_experts()) {
+    return at("top_k", absl::StrFormat("top_k %d exceeds n_experts %d",
+                                       model.top_k(), model.n_experts()));
+  }
+  if (!model.positions().empty() &&
+      !IsOneOf(model.positions(), {"learned", "rotary"})) {
+    return at("positions", OneOf({"learned", "rotary"}));
+  }
+  if (!model.norm().empty() &&
+      !IsOneOf(model.norm(), {"layernorm", "rmsnorm"})) {
+    return at("norm", OneOf({"layernorm", "rmsnorm"}));
+  }
+  const std::string attention =
+      model.attention().empty() ? "mha" : model.attention();
+  if (!IsOneOf(attention, {"mha", "mohd", "lorsa"})) {
+    return at("attention", OneOf({"mha", "mohd", "lorsa"}));
+  }
+  const int64_t head_dim = model.d_model() / model.n_heads();
+  if (model.positions() == "rotary" && attention != "mohd" &&
+      head_dim % 2 != 0) {
+    return at("positions",
+              absl::StrFormat("rotary needs an even head dim; d_model %d / "
+                              "n_heads %d = %d",
+                              model.d_model(), model.n_heads(), head_dim));
+  }
+  if (absl::Status s = CheckLayerOptions(model, error); !s.ok()) return s;
+  if (attention == "mohd") {
+    if (absl::Status s = CheckMohd(model, "attention 'mohd'", error); !s.ok()) {
+      return s;
+    }
+    // MoHD attention always applies rotary positions to its heads (mohd.cc).
+    const int64_t inner =
+        model.attention_inner() > 0 ? model.attention_inner() : model.d_model();
+    if (inner % model.n_heads() != 0 || (inner / model.n_heads()) % 2 != 0) {
+      return at("attention_inner",
+                absl::StrFormat("MoHD attention needs an inner width %d that "
+                                "splits into n_heads %d even (rotary) heads",
+                                inner, model.n_heads()));
+    }
+  }
+  if (attention == "lorsa") {
+    const LayerOptions& layer = model.layer_options();
+    const int64_t ov_heads =
+        layer.lorsa_ov_heads() > 0 ? layer.lorsa_ov_heads() : model.d_model();
+    const int64_t k =
+        layer.lorsa_top_k() > 0 ? layer.lorsa_top_k() : model.n_heads();
+    if (ov_heads % model.n_heads() != 0) {
+      return error({"model", "layer_options", "lorsa_ov_heads"},
+                   absl::StrFormat("%d OV heads are not a multiple of n_heads "
+                                   "%d",
+                                   ov_heads, model.n_heads()));
+    }
+    if (k > ov_heads) {
+      return error({"model", "layer_options", "lorsa_top_k"},
+                   absl::StrFormat("%d exceeds the %d OV heads", k, ov_heads));
+    }
+  }
+  if (model.qk_norm() && attention != "mha") {
+    return at("qk_norm", "needs attention 'mha'");
+  }
+  if (model.embedding_width() != 0) {
+    if (model.embedding_width() <= model.d_model()) {
+      return at("embedding_width",
+                absl::StrFormat("%d must be 0 or above d_model %d",
+                                model.embedding_width(), model.d_model()));
+    }
+    if (model.tie_embeddings()) {
+      return at("embedding_width", "needs tie_embeddings: false");
+    }
+  }
+  const std::string ffn = model.ffn().empty() ? "gelu_mlp" : model.ffn();
+  if (absl::Status s =
+          CheckFfn(model, ffn, EffectiveFfnWidth(model), model.n_experts(),
+                   model.top_k(), /*replacement=*/false, error);
+      !s.ok()) {
+    return s;
+  }
+  if (!model.replacement().ffn().empty()) return CheckReplacement(model, error);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::string> KnownFfnNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, family] : Families()) names.push_back(name);
+  return names;
+}
+
+int64_t EffectiveFfnWidth(const ModelConfig& model) {
+  const double alpha = model.ffn_alpha() > 0 ? model.ffn_alpha() : 4.0;
+  return model.d_ffn() > 0 ? model.d_ffn()
+                           : static_cast<int64_t>(alpha * model.d_model());
+}
+
+ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model) {
+  const FfnReplacement& r = model.replacement();
+  const bool mxd = absl::StartsWith(r.ffn(), "mxd");
+  const int64_t width = int64_t{r.expansion()} * model.d_model();
+  ReplacementSizes sizes;
+  sizes.d_ffn = r.d_ffn() > 0 ? r.d_ffn()
+                : mxd         ? EffectiveFfnWidth(model)
+                              : width;
+  sizes.n_experts = r.n_experts();
+  if (mxd && sizes.n_experts == 0 && width > 0) {
+    sizes.n_experts = layers::MxdExpertsMatchingTranscoder(
+        model.d_model(), model.d_model(), sizes.d_ffn, width,
+        r.ffn() == "mxd_swiglu", layers::MatchingFormula::kExact);
+  }
+  sizes.qk_heads = r.qk_heads() > 0 ? r.qk_heads() : model.n_heads();
+  return sizes;
+}
+
+absl::Status ValidateModelConfig(const ModelConfig& model) {
+  return CheckModel(model, [](std::initializer_list<absl::string_view> path,
+                              absl::string_view message) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("field '%s': %s", absl::StrJoin(path, "."), message));
+  });
+}
+
+absl::Status ValidateExperimentConfig(const ExperimentConfig& config,
+                                      const FieldErrorFn& error) {
+  const RuntimeConfig& runtime = config.runtime();
+  if (!InRange(runtime.threads(), 0, kMaxThreads)) {
+    return error(
+        {"runtime", "threads"},
+        absl::StrFormat("must be in [0, %d] (0 = --threads)", kMaxThreads));
+  }
+  if (runtime.checkpoint_every_steps() < 0) {
+    return error({"runtime", "checkpoint_every_steps"}, "must be >= 0");
+  }
+  if (!runtime.device().empty() &&
+      !IsOneOf(runtime.device(), {"cpu", "cuda"})) {
+    return error({"runtime", "device"}, OneOf({"cpu", "cuda"}));
+  }
+  if (config.has_model()) {
+    if (absl::Status s = CheckModel(config.model(), error); !s.ok()) return s;
+  }
+  if (config.has_data()) {
+    const DataConfig& data = config.data();
+    if (!InRange(data.batch_size(), 1, kMaxWidth)) {
+      return error({"data", "batch_size"},
+                   absl::StrFormat("must be in [1, %d]", kMaxWidth));
+    }
+    if (data.sequence_length() <= 0) {
+      return error({"data", "sequence_length"}, "must be > 0");
+    }
+    if (config.has_model() &&
+        data.sequence_length() > config.model().context_length()) {
+      return error({"data", "sequence_length"},
+                   absl::StrFormat("%d exceeds model.context_length %d",
+                                   data.sequence_length(),
+                                   config.model().context_length()));
+    }
+  }
+  if (config.has_optimizer()) {
+    const OptimizerConfig& optimizer = config.optimizer();
+    if (!(optimizer.learning_rate() > 0 && optimizer.learning_rate() <= 1)) {
+      return error({"optimizer", "learning_rate"},
+                   "must be a finite number in (0, 1]");
+    }
+    if (!InRange(optimizer.weight_decay(), 0, 10)) {
+      return error({"optimizer", "weight_decay"},
+                   "must be a finite number in [0, 10]");
+    }
+    for (auto [name, value] : {std::pair{"beta1", optimizer.beta1()},
+                               {"beta2", optimizer.beta2()}}) {
+      if (!(value >= 0 && value < 1)) {
+        return error({"optimizer", name}, "must be in [0, 1)");
+      }
+    }
+    if (!InRange(optimizer.epsilon(), 0, 1)) {
+      return error({"optimizer", "epsilon"},
+                   "must be a finite number in [0, 1] (0 = 1e-8)");
+    }
+    if (!InRange(optimizer.gradient_clip_norm(), 0, 1e6)) {
+      return error({"optimizer", "gradient_clip_norm"},
+                   "must be a finite number >= 0 (0 = no clipping)");
+    }
+  }
+  if (config.has_schedule()) {
+    const ScheduleConfig& schedule = config.schedule();
+    if (schedule.decay() == ScheduleConfig::DECAY_UNSPECIFIED) {
+      return error({"schedule", "decay"},
+                   "must be set (CONSTANT, COSINE or INVERSE_SQRT)");
+    }
+    if (schedule.warmup_steps() < 0) {
+      return error({"schedule", "warmup_steps"}, "must be >= 0");
+    }
+    if (!InRange(schedule.min_lr_ratio(), 0, 1)) {
+      return error({"schedule", "min_lr_ratio"}, "must be in [0, 1]");
+    }
+    if (!InRange(schedule.decay_fraction(), 0, 1)) {
+      return error({"schedule", "decay_fraction"},
+                   "must be in [0, 1] (0 = 0.2)");
+    }
+  }
+  if (config.has_budget()) {
+    const BudgetConfig& budget = config.budget();
+    if (budget.max_steps() < 0 || budget.max_tokens() < 0 ||
+        !(std::isfinite(budget.max_flops()) && budget.max_flops() >= 0)) {
+      return error({"budget"}, "limits must be finite and >= 0");
+    }
+    if (budget.max_steps() == 0 && budget.max_tokens() == 0 &&
+        budget.max_flops() == 0) {
+      return error({"budget"},
+                   "set at least one of max_steps, max_tokens, max_flops");
+    }
+  }
+  if (config.has_eval()) {
+    const EvalConfig& eval = config.eval();
+    if (eval.every_steps() < 0 || eval.batches() < 0 ||
+        eval.sample_tokens() < 0) {
+      return error({"eval"}, "counts must be >= 0");
+    }
+    if (!InRange(eval.temperature(), 0, 1e3)) {
+      return error({"eval", "temperature"},
+                   "must be a finite number in [0, 1000]");
+    }
+    if (!InRange(eval.top_p(), 0, 1)) {
+      return error({"eval", "top_p"}, "must be in [0, 1]");
+    }
+  }
+  if (config.has_init() && !InRange(config.init().upcycle_noise(), 0, 1e3)) {
+    return error({"init", "upcycle_noise"},
+                 "must be a finite number in [0, 1000]");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sparse_layers::config

@@ -1,0 +1,50 @@
+// Every constraint an ExperimentConfig must meet before any work starts: value
+// ranges (NaN and infinities rejected), enum-like strings, and each check a
+// layer constructor in layers/ would make, evaluated on the values the model
+// builder derives (layers/models/gpt.cc calls the same helpers), so
+// check_config, train and every binary that loads a config agree.
+#ifndef SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_VALIDATOR_H_
+#define SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_VALIDATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "tools/config/experiment.pb.h"
+
+namespace sparse_layers::config {
+
+// Builds the error for the field at `path` (e.g. {"model", "n_heads"});
+// config_loader adds the file:line:column where the field was written.
+using FieldErrorFn = std::function<absl::Status(
+    std::initializer_list<absl::string_view> path, absl::string_view message)>;
+
+absl::Status ValidateExperimentConfig(const ExperimentConfig& config,
+                                      const FieldErrorFn& error);
+
+// The model section alone, with "field 'model.x': message" errors: for models
+// built from configs assembled in code (GptOptionsFromConfig).
+absl::Status ValidateModelConfig(const ModelConfig& model);
+
+// The FFN names the validator knows; gpt_test keeps them equal to the layer
+// registry's, so a new layer cannot skip validation.
+std::vector<std::string> KnownFfnNames();
+
+// model.d_ffn, or floor(ffn_alpha * d_model) with alpha 4 by default.
+int64_t EffectiveFfnWidth(const ModelConfig& model);
+
+// model.replacement's sizes with their defaults filled in (experiment.proto).
+struct ReplacementSizes {
+  int64_t d_ffn = 0;
+  int64_t n_experts = 0;
+  int64_t qk_heads = 0;
+};
+ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model);
+
+}  // namespace sparse_layers::config
+
+#endif  // SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_VALIDATOR_H_
