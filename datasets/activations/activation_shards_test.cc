@@ -7,6 +7,8 @@
 #include <fstream>
 #include <set>
 
+#include "tools/common/digest.h"
+
 namespace sparse_layers::datasets {
 namespace {
 
@@ -122,6 +124,27 @@ TEST(ActivationShardsTest, EditedPayloadByteIsCaughtByTheManifestDigest) {
   EXPECT_THAT(
       std::string(set.status().message()),
       ::testing::StartsWith("activation shard " + shard + ": SHA-256 "));
+}
+
+TEST(ActivationShardsTest, CacheOfAnotherModelIsNamed) {
+  const std::string dir = TempDir();
+  std::ofstream(dir + "/model.pt") << "the cached model";
+  std::ofstream(dir + "/other.pt") << "another model";
+  ActivationManifest header = Header();
+  header.set_checkpoint_sha256(*Sha256OfFile(dir + "/model.pt"));
+  ActivationWriter writer(dir, header, 8);
+  ASSERT_TRUE(writer.Append(torch::ones({4, 3}), torch::ones({4, 2})).ok());
+  ASSERT_TRUE(writer.Finish().ok());
+  auto set = ActivationSet::Open(dir + "/train.activations.textproto");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE((*set)->CheckMadeFrom(dir + "/model.pt").ok());
+  const absl::Status other = (*set)->CheckMadeFrom(dir + "/other.pt");
+  EXPECT_EQ(other.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(other.message()),
+              ::testing::MatchesRegex(
+                  "activation cache .*/train.activations.textproto was made "
+                  "from the checkpoint with SHA-256 [0-9a-f]{12}\\.\\.\\., "
+                  "not .*/other.pt \\([0-9a-f]{12}\\.\\.\\.\\)"));
 }
 
 }  // namespace
