@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "tools/common/cpu_slots.h"
+#include "tools/common/file_io.h"
 #include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/config/config_loader.h"
@@ -92,6 +93,9 @@ absl::Status Run() {
   options.final_checkpoint_path = *checkpoint;
   options.log_csv_path = *log_csv;
   options.summary_path = *summary_path;
+  options.published_summary_path = absl::GetFlag(FLAGS_summary).empty()
+                                       ? out + ".summary.textproto"
+                                       : absl::GetFlag(FLAGS_summary);
   options.resume = absl::GetFlag(FLAGS_resume);
   options.init_from = absl::GetFlag(FLAGS_init_from);
   options.train_activations = absl::GetFlag(FLAGS_train_activations);
@@ -99,7 +103,13 @@ absl::Status Run() {
   options.build_identity_path = absl::GetFlag(FLAGS_build_identity);
   absl::StatusOr<TrainingSummary> summary = Train(*config, options);
   if (!summary.ok()) return summary.status();
-  if (absl::Status status = outputs.Commit(); !status.ok()) return status;
+  // --resume of a finished run keeps its published outputs and writes none:
+  // its staged summary is still the empty file staging created.
+  absl::StatusOr<std::string> staged_summary = ReadFileToString(*summary_path);
+  if (!staged_summary.ok()) return staged_summary.status();
+  if (!staged_summary->empty()) {
+    if (absl::Status status = outputs.Commit(); !status.ok()) return status;
+  }
   std::fprintf(stderr,
                "train: %s: %lld steps, %lld tokens (%s), validation loss %.4f "
                "(perplexity %.2f), %.0f tok/s\n",

@@ -67,8 +67,11 @@ std::vector<double> LoggedTrainLosses(const std::string& log_csv) {
 }
 
 std::optional<TrainingSummary> KeptSummary(const TrainerOptions& options) {
-  if (options.summary_path.empty()) return std::nullopt;
-  absl::StatusOr<std::string> text = ReadFileToString(options.summary_path);
+  const std::string& path = options.published_summary_path.empty()
+                                ? options.summary_path
+                                : options.published_summary_path;
+  if (path.empty()) return std::nullopt;
+  absl::StatusOr<std::string> text = ReadFileToString(path);
   TrainingSummary summary;
   if (!text.ok() ||
       !google::protobuf::TextFormat::ParseFromString(*text, &summary)) {

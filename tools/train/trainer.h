@@ -26,6 +26,9 @@ struct TrainerOptions {
   std::string final_checkpoint_path;
   std::string log_csv_path;
   std::string summary_path;
+  // Where a finished run's summary was published, when summary_path is a
+  // staged temporary: --resume of that run keeps it (default: summary_path).
+  std::string published_summary_path;
   // Optional SentencePiece model: the summary then shows the sample as text.
   std::string tokenizer_path;
   // Continue from checkpoint_path when it exists.
