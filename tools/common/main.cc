@@ -93,6 +93,10 @@ absl::Status FilesExist(absl::string_view what,
                         const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", path, " is a directory, not a file"));
+    }
     if (!std::filesystem::is_regular_file(path, error) ||
         access(path.c_str(), R_OK) != 0) {
       return absl::InvalidArgumentError(

@@ -98,8 +98,9 @@ TEST(FlagChecksTest, RequiredAndFiles) {
   EXPECT_TRUE(FlagFilesExist(FLAGS_test_path).ok());
   EXPECT_TRUE(RequiredFile(FLAGS_test_path).ok());
   absl::SetFlag(&FLAGS_test_paths, std::vector<std::string>{file, dir});
-  EXPECT_THAT(FlagFilesExist(FLAGS_test_paths).message(),
-              HasSubstr("--test_paths: " + dir + " is not a readable file"));
+  EXPECT_THAT(
+      FlagFilesExist(FLAGS_test_paths).message(),
+      HasSubstr("--test_paths: " + dir + " is a directory, not a file"));
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ expect_error() {  # expected-message-suffix config files...
   [[ ! -e "$tmp/merged.textproto" ]] || fail "$*: left $tmp/merged.textproto"
 }
 expect_error "empty config (it sets no field)" "$tmp/empty.textproto"
-expect_error "is a directory, not a config file" "$tmp"
+expect_error "is a directory, not a file" "$tmp"
 expect_error "field 'model.top_k': switch needs top_k in [1, n_experts 4], got 0" \
   "$data/base.textproto" "$tmp/switch_k0.textproto"
 expect_error "field 'model.positions': rotary needs an even head dim; d_model 36 / n_heads 4 = 9" \

@@ -101,7 +101,7 @@ expect factual_recall "$out" "--brown_dir: $work/missing is not a directory" \
   --brown_dir="$work/missing" --tokens="$tokens" --out_dir="$out"
 expect build_fact_documents "$out" "--distractor_fraction must be in [0, 1], got 2" \
   --facts="$work/texts.jsonl" --out="$out" --distractor_fraction=2
-expect check_config "$out" "config: $work is not a readable file" "$work" --out="$out"
+expect check_config "$out" "config: $work is a directory, not a file" "$work" --out="$out"
 expect training_throughput - "--steps must be >= 1, got 0" --steps=0
 expect train "$out" "--config: $work/missing.textproto is not a readable file" \
   --config="$work/missing.textproto" --out="$out"
