@@ -43,6 +43,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -55,6 +56,7 @@
 #include "datasets/text/tokenizer.h"
 #include "layers/hooks/hook_point.h"
 #include "tools/common/cpu_slots.h"
+#include "tools/common/file_io.h"
 #include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/train/model_loader.h"
@@ -70,6 +72,10 @@ ABSL_FLAG(int64_t, attribution_windows, 32, "Cache windows for attribution");
 ABSL_FLAG(int64_t, min_active, 20, "Active tokens for a head's attribution");
 ABSL_FLAG(int, probe_sequences, 64, "Repeated-span probe sequences");
 ABSL_FLAG(int, probe_period, 16, "Length of the repeated random span");
+ABSL_FLAG(std::string, probe_words, "",
+          "Optional: the words the base LM's repeated spans were drawn from, "
+          "one per line (build_synthetic_documents --span_words_out); the "
+          "probe draws from them instead of every word-initial piece");
 ABSL_FLAG(int, listing_windows, 64, "Held-out windows for top activations");
 ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
 
@@ -78,22 +84,43 @@ namespace {
 
 using torch::indexing::Slice;
 
-// Probe tokens: BOS (eos id), then a random span of n word-initial pieces
-// twice. Word-initial pieces ("\u2581..."), because the synthetic spans that
-// plant induction are random words (seed-lorsa.md 6.2); random pieces of any
-// kind make sequences the base LM never saw.
-torch::Tensor ProbeTokens(const datasets::Tokenizer& tokenizer, int64_t n) {
-  std::vector<int64_t> word_initial;
-  for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    if (!datasets::WordOfPiece(tokenizer.Piece(id)).empty()) {
-      word_initial.push_back(id);
+// Probe tokens: BOS (eos id), then a random span of n pieces twice. The
+// pieces are the words the base LM's repeated spans were drawn from when given
+// (--probe_words: the heads are probed on the sequences that planted them),
+// else every word-initial piece ("\u2581..."; random pieces of any kind make
+// sequences the base LM never saw).
+absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
+                                          int64_t n) {
+  std::vector<int64_t> pool;
+  if (const std::string path = absl::GetFlag(FLAGS_probe_words);
+      !path.empty()) {
+    absl::StatusOr<std::string> text = ReadFileToString(path);
+    if (!text.ok()) return text.status();
+    for (absl::string_view word :
+         absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
+      const std::vector<int> ids = tokenizer.Encode(std::string(word));
+      if (ids.size() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": '", word, "' is not one piece of the tokenizer"));
+      }
+      pool.push_back(ids[0]);
+    }
+    if (pool.size() < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": fewer than 2 probe words"));
+    }
+  } else {
+    for (int id = 0; id < tokenizer.vocab_size(); ++id) {
+      if (!datasets::WordOfPiece(tokenizer.Piece(id)).empty()) {
+        pool.push_back(id);
+      }
     }
   }
   const int64_t sequences = absl::GetFlag(FLAGS_probe_sequences);
   torch::manual_seed(1);
-  const torch::Tensor pieces = torch::tensor(word_initial, torch::kLong);
-  const torch::Tensor span = pieces.index({torch::randint(
-      static_cast<int64_t>(word_initial.size()), {sequences, n})});
+  const torch::Tensor pieces = torch::tensor(pool, torch::kLong);
+  const torch::Tensor span = pieces.index(
+      {torch::randint(static_cast<int64_t>(pool.size()), {sequences, n})});
   return torch::cat(
       {torch::full({sequences, 1}, tokenizer.eos_id(), torch::kLong), span,
        span},
@@ -334,7 +361,9 @@ absl::Status Run(const std::vector<std::string>& paths) {
   // The probe (BOS + the span twice) must fit in the context.
   const int64_t period =
       std::min<int64_t>(absl::GetFlag(FLAGS_probe_period), (length - 1) / 2);
-  const torch::Tensor probe = ProbeTokens(*tok, period);
+  absl::StatusOr<torch::Tensor> probe_or = ProbeTokens(*tok, period);
+  if (!probe_or.ok()) return probe_or.status();
+  const torch::Tensor probe = *std::move(probe_or);
   std::string heads_csv =
       "seed,model,kind,block,head,induction,previous_token,induction_positions,"
       "previous_token_positions\n";

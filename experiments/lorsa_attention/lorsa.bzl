@@ -20,7 +20,7 @@ def block_of(slot):
 # dim), OV heads H. The SAE is parameter-matched: 2 d F = 2 d H + 2 d H_QK D_QK, F = H + H_QK D_QK (2).
 LORSA_SHAPE = {
     "smoke": struct(qk_heads = 4, qk_dim = 16, ov_heads = 64, k = 4, other_ks = [2, 8, 16]),
-    "cpu": struct(qk_heads = 8, qk_dim = 32, ov_heads = 512, k = 16, other_ks = [4, 8, 32]),
+    "cpu": struct(qk_heads = 8, qk_dim = 16, ov_heads = 256, k = 16, other_ks = [4, 8, 32]),
     "paper": struct(qk_heads = 96, qk_dim = 64, ov_heads = 12288, k = 64, other_ks = [16, 32, 128]),
 }
 
@@ -134,7 +134,7 @@ EVALUATION_FILES = [
 def _evaluation(name, base, caches, fits, seed):
     native.genrule(
         name = name,
-        srcs = [base, ":shards", "//datasets/text:bpe_small"] + [":" + c for c in caches] + [":" + f for f in fits],
+        srcs = [base, ":shards", ":span_words.txt", "//datasets/text:bpe_small"] + [":" + c for c in caches] + [":" + f for f in fits],
         outs = ["%s/%s" % (name, f) for f in EVALUATION_FILES],
         cmd = quiet("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
                "for d in $(locations :shards); do case $$d in */test) tokens=$$d;; esac; done; " +
@@ -146,7 +146,7 @@ def _evaluation(name, base, caches, fits, seed):
                    for c in caches
                ]) + " fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " % " ".join(["$(locations :%s)" % f for f in fits]) +
                "$(location :evaluate_lorsa) --base=$$base --tokens=$$tokens/test.tokens.textproto --tokenizer=$$tokenizer " +
-               "--caches=$${caches#,} --out_dir=$(RULEDIR)/%s --threads=2 " % name +
+               "--caches=$${caches#,} --probe_words=$(location :span_words.txt) --out_dir=$(RULEDIR)/%s --threads=2 " % name +
                "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$fits"),
         message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
         exec_tools = [":evaluate_lorsa"],
