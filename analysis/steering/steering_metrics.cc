@@ -1,6 +1,7 @@
 #include "analysis/steering/steering_metrics.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 namespace sparse_layers::analysis {
@@ -59,6 +60,79 @@ double ContinuationNll(layers::GptImpl& model,
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   const int64_t scored = std::min<int64_t>(continuation.size(), n - 1);
   return losses.slice(0, n - 1 - scored).mean().item<double>();
+}
+
+layers::HookFn AddToUnitHook(int64_t unit, double alpha) {
+  return [unit, alpha](const torch::Tensor& codes) {
+    torch::Tensor steered = codes.clone();
+    steered.select(-1, unit).add_(alpha);
+    return steered;
+  };
+}
+
+HeldOutText MakeHeldOutText(layers::GptImpl& model, torch::Tensor inputs,
+                            torch::Tensor targets) {
+  torch::NoGradGuard no_grad;
+  HeldOutText text;
+  text.unsteered_log_probs = torch::log_softmax(model.forward(inputs), -1);
+  text.inputs = std::move(inputs);
+  text.targets = std::move(targets);
+  return text;
+}
+
+namespace {
+
+// Mean over positions of the probability mass on `ids`, and the mean CE.
+std::pair<double, double> MassAndCe(const torch::Tensor& log_probs,
+                                    const torch::Tensor& targets,
+                                    const torch::Tensor& ids) {
+  const double mass =
+      ids.numel() == 0
+          ? 0.0
+          : log_probs.index_select(-1, ids).exp().sum(-1).mean().item<double>();
+  const double ce =
+      -log_probs.gather(-1, targets.unsqueeze(-1)).mean().item<double>();
+  return {mass, ce};
+}
+
+}  // namespace
+
+HeldOutEffect HeldOutSteeringEffect(layers::GptImpl& model,
+                                    layers::HookPoint& codes_hook, int64_t unit,
+                                    double alpha, const HeldOutText& text,
+                                    const std::set<int64_t>& concept_tokens) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor ids = torch::tensor(
+      std::vector<int64_t>(concept_tokens.begin(), concept_tokens.end()),
+      torch::kLong);
+  codes_hook.Add(AddToUnitHook(unit, alpha));
+  const torch::Tensor steered =
+      torch::log_softmax(model.forward(text.inputs), -1);
+  codes_hook.Clear();
+  const auto [mass_steered, ce_steered] = MassAndCe(steered, text.targets, ids);
+  const auto [mass_unsteered, ce_unsteered] =
+      MassAndCe(text.unsteered_log_probs, text.targets, ids);
+  return {mass_steered - mass_unsteered, ce_steered - ce_unsteered};
+}
+
+double ChooseAlphaScale(const std::vector<SweepPoint>& sweep,
+                        double max_ce_increase) {
+  double chosen = std::numeric_limits<double>::infinity();
+  double best_gain = -std::numeric_limits<double>::infinity();
+  bool any_within = false;
+  for (const SweepPoint& point : sweep) {
+    if (point.effect.ce_increase > max_ce_increase) continue;
+    if (!any_within || point.effect.concept_mass_gain > best_gain) {
+      best_gain = point.effect.concept_mass_gain;
+      chosen = point.alpha_scale;
+      any_within = true;
+    }
+  }
+  if (any_within) return chosen;
+  for (const SweepPoint& point : sweep) {
+    chosen = std::min(chosen, point.alpha_scale);
+  }
+  return chosen;
 }
 
 }  // namespace sparse_layers::analysis

@@ -10,6 +10,7 @@
 #include <set>
 #include <vector>
 
+#include "layers/hooks/hook_point.h"
 #include "layers/models/gpt.h"
 
 namespace sparse_layers::analysis {
@@ -30,6 +31,47 @@ double ConceptShare(const std::vector<std::vector<int64_t>>& generations,
 double ContinuationNll(layers::GptImpl& model,
                        const std::vector<int64_t>& prompt,
                        const std::vector<int64_t>& continuation);
+
+// Adds alpha to column `unit` of a code tensor (..., units): steering one unit
+// of a layer's code at every position (MxD Sec. 3.2.2).
+layers::HookFn AddToUnitHook(int64_t unit, double alpha);
+
+// Held-out windows for choosing alpha: inputs and next-token targets (B, T),
+// and the unsteered model's log-probabilities over them (B, T, V).
+struct HeldOutText {
+  torch::Tensor inputs;
+  torch::Tensor targets;
+  torch::Tensor unsteered_log_probs;
+};
+HeldOutText MakeHeldOutText(layers::GptImpl& model, torch::Tensor inputs,
+                            torch::Tensor targets);
+
+// What steering one unit does to the model's predictions on held-out text
+// (teacher forcing, no sampling noise).
+struct HeldOutEffect {
+  // Probability mass on the unit's concept tokens, steered minus unsteered,
+  // averaged over positions.
+  double concept_mass_gain = 0;
+  // Next-token cross-entropy, steered minus unsteered (nats per token).
+  double ce_increase = 0;
+};
+HeldOutEffect HeldOutSteeringEffect(layers::GptImpl& model,
+                                    layers::HookPoint& codes_hook, int64_t unit,
+                                    double alpha, const HeldOutText& text,
+                                    const std::set<int64_t>& concept_tokens);
+
+// One alpha scale of the sweep, averaged over the calibration units.
+struct SweepPoint {
+  double alpha_scale = 0;
+  HeldOutEffect effect;
+};
+
+// The scale with the largest held-out concept gain among those that cost at
+// most `max_ce_increase` nats; the smallest scale when none is that cheap.
+// The paper fixes alpha for LLM-scale codes (MxD Sec. D.1); choosing it per
+// layer at a matched fluency cost keeps the layers' comparison fair.
+double ChooseAlphaScale(const std::vector<SweepPoint>& sweep,
+                        double max_ce_increase);
 
 }  // namespace sparse_layers::analysis
 

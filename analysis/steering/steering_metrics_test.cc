@@ -21,7 +21,7 @@ TEST(SteeringMetricsTest, ConceptShareCountsGeneratedTokensInTheSet) {
   EXPECT_DOUBLE_EQ(ConceptShare({}, {1}), 0.0);
 }
 
-TEST(SteeringMetricsTest, ContinuationNllIsTheMeanTokenLossOfTheContinuation) {
+std::shared_ptr<layers::GptImpl> TinyModel() {
   layers::GptOptions options;
   options.vocab_size = 12;
   options.context_length = 16;
@@ -32,6 +32,11 @@ TEST(SteeringMetricsTest, ContinuationNllIsTheMeanTokenLossOfTheContinuation) {
   torch::manual_seed(0);
   auto model = *layers::GptImpl::Create(options);
   model->eval();
+  return model;
+}
+
+TEST(SteeringMetricsTest, ContinuationNllIsTheMeanTokenLossOfTheContinuation) {
+  auto model = TinyModel();
   const std::vector<int64_t> prompt = {1, 2, 3}, continuation = {4, 5};
   // By hand: log-softmax of the logits at positions 2 and 3 (predicting 4, 5).
   torch::NoGradGuard no_grad;
@@ -41,6 +46,62 @@ TEST(SteeringMetricsTest, ContinuationNllIsTheMeanTokenLossOfTheContinuation) {
   const double expected =
       -(log_p[2][4].item<double>() + log_p[3][5].item<double>()) / 2;
   EXPECT_NEAR(ContinuationNll(*model, prompt, continuation), expected, 1e-6);
+}
+
+TEST(SteeringMetricsTest, HeldOutEffectIsSteeredMinusUnsteeredMassAndLoss) {
+  auto model = TinyModel();
+  layers::HookPoint* hook = model->FindHook("blocks.0.ffn.hook_hidden");
+  ASSERT_NE(hook, nullptr);
+  const torch::Tensor inputs =
+      torch::tensor({1, 2, 3, 4, 5, 6, 7, 8}, torch::kLong).view({2, 4});
+  const torch::Tensor targets =
+      torch::tensor({2, 3, 4, 5, 6, 7, 8, 9}, torch::kLong).view({2, 4});
+  const HeldOutText text = MakeHeldOutText(*model, inputs, targets);
+  const std::set<int64_t> concept_tokens = {3, 7};
+
+  // By hand: unit 5 of the FFN hidden layer raised by 3 at every position.
+  torch::NoGradGuard no_grad;
+  const torch::Tensor before = torch::log_softmax(model->forward(inputs), -1);
+  hook->Add([](const torch::Tensor& h) {
+    torch::Tensor out = h.clone();
+    out.select(-1, 5).add_(3.0);
+    return out;
+  });
+  const torch::Tensor after = torch::log_softmax(model->forward(inputs), -1);
+  hook->Clear();
+  auto mass = [](const torch::Tensor& lp) {
+    return (lp.select(-1, 3).exp() + lp.select(-1, 7).exp())
+        .mean()
+        .item<double>();
+  };
+  auto ce = [&](const torch::Tensor& lp) {
+    return -lp.gather(-1, targets.unsqueeze(-1)).mean().item<double>();
+  };
+
+  const HeldOutEffect effect =
+      HeldOutSteeringEffect(*model, *hook, 5, 3.0, text, concept_tokens);
+  EXPECT_NEAR(effect.concept_mass_gain, mass(after) - mass(before), 1e-6);
+  EXPECT_NEAR(effect.ce_increase, ce(after) - ce(before), 1e-6);
+  EXPECT_GT(std::abs(effect.ce_increase), 1e-4);  // the unit does something
+  // The steering hook is gone afterwards, and alpha = 0 changes nothing.
+  EXPECT_TRUE(
+      torch::allclose(torch::log_softmax(model->forward(inputs), -1), before));
+  const HeldOutEffect none =
+      HeldOutSteeringEffect(*model, *hook, 5, 0.0, text, concept_tokens);
+  EXPECT_NEAR(none.concept_mass_gain, 0.0, 1e-7);
+  EXPECT_NEAR(none.ce_increase, 0.0, 1e-6);
+}
+
+TEST(SteeringMetricsTest, ChooseAlphaScaleTakesTheBestGainWithinTheBudget) {
+  const std::vector<SweepPoint> sweep = {{1.0, {0.01, 0.1}},
+                                         {2.0, {0.05, 0.4}},
+                                         {4.0, {0.04, 0.9}},
+                                         {8.0, {0.30, 2.5}}};
+  // 8 has the largest gain but costs 2.5 nats; among the rest 2 gains most.
+  EXPECT_DOUBLE_EQ(ChooseAlphaScale(sweep, 1.0), 2.0);
+  EXPECT_DOUBLE_EQ(ChooseAlphaScale(sweep, 3.0), 8.0);
+  // Nothing within the budget: the gentlest scale.
+  EXPECT_DOUBLE_EQ(ChooseAlphaScale(sweep, 0.05), 1.0);
 }
 
 }  // namespace

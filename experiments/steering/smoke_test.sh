@@ -1,6 +1,6 @@
 #!/bin/bash
 # The steering section at smoke scale, its structure only (verdicts are the engine's, not checked here):
-# both seeds steered the same units of every base x method (2 x 4), scores finite, examples written;
+# both seeds steered the same units of every base x layer (2 x 5: the base neurons and 4 methods), scores finite, examples written;
 # verdicts.csv gives every control and claim of claims.textproto one verdict of the engine's vocabulary,
 # over n = 2 seeds.
 set -euo pipefail
@@ -11,14 +11,14 @@ cat "$section/section.md"
 csv="$section/steering.csv"
 kinds=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next } { print $c["base"] "/" $c["layer_kind"] }' "$csv" |
   sort -u | wc -l)
-[[ "$kinds" -eq 8 ]] || fail "expected 2 bases x 4 methods, got $kinds"
+[[ "$kinds" -eq 10 ]] || fail "expected 2 bases x 5 layers (base neurons + 4 methods), got $kinds"
 per_seed=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next } { print $c["seed"] }' "$csv" |
   sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }')
 read -r first second rest <<<"$per_seed"
 [[ -z "${rest:-}" && "${first%%:*}" == 1 && "${second%%:*}" == 2 && "${first#*:}" == "${second#*:}" ]] ||
   fail "expected seeds 1 and 2 with the same number of rows, got $per_seed"
 awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next }
-  { if ($c["concept_steered"] < 0 || $c["concept_steered"] > 1 || $c["nll_steered"] <= 0 || $c["alpha"] <= 0) { print "bad: " $0; bad = 1 } }
+  { if ($c["concept_steered"] < 0 || $c["concept_steered"] > 1 || $c["nll_steered"] <= 0 || $c["alpha"] <= 0 || $c["alpha_scale"] <= 0) { print "bad: " $0; bad = 1 } }
   END { exit bad }' "$csv" || fail "bad rows"
 grep -q "unit 0" "$section/examples.txt" || fail "no example generations"
 
