@@ -1,10 +1,14 @@
 // sparse_probe: sparse probing of a base model's FFN units and of replacement
 // layers fitted to it (MxD arXiv:2505.21364 Sec. 3.2.1, Fig. 4, Sec. B.5) on
-// any labelled JSONL ({"text": ..., "label": ...}, optional metadata "group").
+// any labelled JSONL ({"text": ..., "label": ...}, optional metadata "group",
+// and "pool": "last" for token-level examples).
 //
-// Each text is cut to its first --max_tokens tokens and run through the base
-// model once; the replaced block's FFN input x and output y are captured, and
-// every method's unit activations are mean-pooled over the text's tokens:
+// Each text is cut to its first --max_tokens tokens (its last ones for
+// token-level examples) and run through the base model once; the replaced
+// block's FFN input x and output y are captured, and every method's unit
+// activations are mean-pooled over the text's tokens (document-level tasks,
+// the paper's) or read at the last token (token-level tasks, the CSV's
+// granularity):
 //   mlp_neurons  the base FFN's hidden units;
 //   <fit name>   a replacement layer's pre-activations (TC/STC encoder, MxD
 //                gate logits, SAE encoder on y) read from its checkpoint;
@@ -135,7 +139,8 @@ absl::Status Run(const std::vector<std::string>& fits) {
   model.FindHook(prefix + "hook_hidden")->Add(layers::CaptureHook(&hidden));
 
   std::string csv =
-      "base,task,class,method,layer_kind,units,test_positives,test_texts,"
+      "base,task,granularity,class,method,layer_kind,units,test_positives,"
+      "test_texts,"
       "best_f1,best_balanced_accuracy,best_unit,selected_f1,selected_unit,"
       "seed\n";
   torch::NoGradGuard no_grad;
@@ -146,15 +151,26 @@ absl::Status Run(const std::vector<std::string>& fits) {
     std::vector<std::string> labels;
     std::vector<Part> parts;
     std::vector<std::vector<torch::Tensor>> pooled(methods.size());
+    bool token_level = false;
     for (absl::string_view line :
          absl::StrSplit(*jsonl, '\n', absl::SkipEmpty())) {
       auto document = datasets::ParseJsonDocument(line);
       if (!document.ok()) return document.status();
       std::vector<int> ids = tokenizer->Encode(document->text());
       if (ids.size() < 5) continue;  // As the paper's released probe script.
-      ids.resize(std::min<size_t>(
+      const auto pool = document->metadata().find("pool");
+      const bool at_last_token =
+          pool != document->metadata().end() && pool->second == "last";
+      token_level = token_level || at_last_token;
+      const size_t keep = std::min<size_t>(
           ids.size(), std::min<int64_t>(absl::GetFlag(FLAGS_max_tokens),
-                                        model.options().context_length)));
+                                        model.options().context_length));
+      // A token-level example is read at its last token: keep the text's end.
+      if (at_last_token) {
+        ids.erase(ids.begin(), ids.end() - keep);
+      } else {
+        ids.resize(keep);
+      }
       const auto group = document->metadata().find("group");
       parts.push_back(
           PartOf(absl::GetFlag(FLAGS_seed), group != document->metadata().end()
@@ -178,7 +194,9 @@ absl::Status Run(const std::vector<std::string>& fits) {
         } else {
           units = x.matmul(random_directions);
         }
-        pooled[m].push_back(units.mean(0));  // Mean over the text's tokens.
+        // Mean over the text's tokens, or its last token (token-level tasks).
+        pooled[m].push_back(at_last_token ? units[units.size(0) - 1]
+                                          : units.mean(0));
       }
     }
     std::map<std::string, int> classes;
@@ -214,8 +232,9 @@ absl::Status Run(const std::vector<std::string>& fits) {
             rows(features, validation_rows), rows(positive, validation_rows),
             test_x, test_y, absl::GetFlag(FLAGS_candidates));
         absl::StrAppendFormat(
-            &csv, "%s,%s,%s,%s,%s,%d,%d,%d,%.6f,%.6f,%d,%.6f,%d,%d\n",
-            absl::GetFlag(FLAGS_base_name), task, label, methods[m].name,
+            &csv, "%s,%s,%s,%s,%s,%s,%d,%d,%d,%.6f,%.6f,%d,%.6f,%d,%d\n",
+            absl::GetFlag(FLAGS_base_name), task,
+            token_level ? "token" : "document", label, methods[m].name,
             methods[m].layer_kind, features.size(1),
             test_y.sum().item<int64_t>(), test_y.size(0), paper.best_f1,
             paper.best_balanced_accuracy, paper.best_unit, clean.selected_f1,

@@ -8,9 +8,13 @@
 //
 // Tasks: brown_genre (15 Brown genres), spam_ham (SpamAssassin), sotu_party
 // (Democratic vs Republican addresses), sotu_era (four eras of the State of
-// the Union) and source (which corpus a passage comes from).
+// the Union) and source (which corpus a passage comes from), all mean-pooled;
+// with --brown_cats, brown_pos: the coarse part of speech of a tagged Brown
+// word, a short window ending at it, probed at its last token (metadata
+// "pool": "last").
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "datasets/probing/pos_windows.h"
 #include "datasets/text/corpus_readers.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
@@ -33,6 +38,10 @@ ABSL_FLAG(int, max_per_class, 300, "Passages kept per class (smallest hash)");
 ABSL_FLAG(int, passage_chars, 600, "Passage length in characters");
 ABSL_FLAG(int, max_passages_per_document, 8,
           "Passages taken from one document at most");
+ABSL_FLAG(std::string, brown_cats, "",
+          "Brown's cats.txt (POS-tagged files beside it): adds brown_pos");
+ABSL_FLAG(int, pos_context_words, 12,
+          "Words before the target in a brown_pos window");
 
 namespace sparse_layers::datasets {
 namespace {
@@ -96,18 +105,60 @@ std::map<std::string, std::string> TaskLabels(const Document& document) {
   return labels;
 }
 
+// task -> label -> passages.
+using Tasks =
+    std::map<std::string, std::map<std::string, std::vector<Passage>>>;
+
+// brown_pos: every classed word of every Brown file (cats.txt lists them).
+absl::Status AddPosTask(const std::string& cats_path, Tasks& tasks) {
+  auto cats = ReadFileToString(cats_path);
+  if (!cats.ok()) return cats.status();
+  const std::string dir = std::filesystem::path(cats_path).parent_path();
+  for (absl::string_view line : absl::StrSplit(*cats, '\n')) {
+    const std::vector<absl::string_view> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (fields.empty()) continue;
+    auto tagged = ReadFileToString(absl::StrCat(dir, "/", fields[0]));
+    if (!tagged.ok()) return tagged.status();
+    const std::string group = absl::StrCat("brown/", fields[0]);
+    for (PosExample& example :
+         PosWindows(*tagged, absl::GetFlag(FLAGS_pos_context_words))) {
+      Passage passage;
+      passage.key = Sha256Hex(
+          absl::StrCat("brown_pos\n", group, "\n", example.word_index));
+      passage.document.set_id(absl::StrCat(group, "#", example.word_index));
+      passage.document.set_source("brown_pos");
+      passage.document.set_label(example.label);
+      passage.document.set_text(std::move(example.text));
+      (*passage.document.mutable_metadata())["group"] = group;
+      (*passage.document.mutable_metadata())["pool"] = "last";
+      tasks["brown_pos"][example.label].push_back(std::move(passage));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
   if (absl::Status s =
           FirstError({RequiredFile(FLAGS_corpus), RequiredFlag(FLAGS_out_dir),
                       FlagAtLeast(FLAGS_max_per_class, 1),
                       FlagAtLeast(FLAGS_passage_chars, 1),
-                      FlagAtLeast(FLAGS_max_passages_per_document, 1)});
+                      FlagAtLeast(FLAGS_max_passages_per_document, 1),
+                      FlagAtLeast(FLAGS_pos_context_words, 0)});
       !s.ok()) {
     return s;
   }
+  if (!absl::GetFlag(FLAGS_brown_cats).empty()) {
+    if (absl::Status s = RequiredFile(FLAGS_brown_cats); !s.ok()) return s;
+  }
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
-  // task -> label -> passages.
-  std::map<std::string, std::map<std::string, std::vector<Passage>>> tasks;
+  Tasks tasks;
+  if (!absl::GetFlag(FLAGS_brown_cats).empty()) {
+    if (absl::Status s = AddPosTask(absl::GetFlag(FLAGS_brown_cats), tasks);
+        !s.ok()) {
+      return s;
+    }
+  }
   for (const std::string& path : absl::GetFlag(FLAGS_corpus)) {
     auto jsonl = ReadFileToString(path);
     if (!jsonl.ok()) return jsonl.status();

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The probing section at smoke scale, its structure only (verdicts are the engine's, not checked here):
 # both seeds probed every task x class with the same methods (7 layer kinds: MxD-GELU and MxD-SwiGLU
-# apart), F1 in [0, 1]; verdicts.csv gives every control and claim of claims.textproto one verdict of the
+# apart), document- and token-level (brown_pos) tasks, F1 in [0, 1]; verdicts.csv gives every control and claim of claims.textproto one verdict of the
 # engine's vocabulary, over n = 2 seeds.
 set -euo pipefail
 # $1: the report section built at the test's scale (tools/report/experiment_report.bzl).
@@ -14,6 +14,10 @@ kinds=$(column layer_kind | sort -u | wc -l)
 [[ "$kinds" -eq 7 ]] || fail "expected 7 layer kinds, got $kinds"
 tasks=$(column task | sort -u | wc -l)
 [[ "$tasks" -ge 4 ]] || fail "expected the probing tasks, got $tasks"
+granularities=$(column granularity | sort -u | tr '\n' ' ')
+[[ "$granularities" == "document token " ]] || fail "expected document- and token-level tasks, got $granularities"
+[[ "$(awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) c[$i] = i; next } $c["task"] == "brown_pos" { print $c["granularity"] }' "$csv" | sort -u)" == token ]] ||
+  fail "brown_pos is not read at the token level"
 per_seed=$(column seed | sort | uniq -c | awk '{ printf "%s:%s ", $2, $1 }')
 read -r first second rest <<<"$per_seed"
 [[ -z "${rest:-}" && "${first%%:*}" == 1 && "${second%%:*}" == 2 && "${first#*:}" == "${second#*:}" ]] ||
