@@ -29,6 +29,24 @@ absl::StatusOr<const TidyTable*> FindTable(const Tables& tables,
   return &it->second;
 }
 
+// An effect that cannot be estimated (a relative effect over B = 0): no
+// estimate and an unbounded interval, so every verdict reads UNRESOLVED.
+Interval Undefined(int n) {
+  Interval out;
+  out.estimate = std::numeric_limits<double>::quiet_NaN();
+  out.low = -std::numeric_limits<double>::infinity();
+  out.high = std::numeric_limits<double>::infinity();
+  out.n = n;
+  return out;
+}
+
+bool AllFinite(const std::vector<double>& values) {
+  for (double v : values) {
+    if (!std::isfinite(v)) return false;
+  }
+  return true;
+}
+
 // Per-seed effect of a against b under `effect`.
 double EffectOf(double a, double b, Effect effect) {
   return effect == RELATIVE_DIFFERENCE ? a / b - 1.0 : a - b;
@@ -96,6 +114,8 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
   if (same_seeds) {
     out.effect = MeanInterval(paired, kConfidence);
     out.method = IntervalMethod::kPairedT;
+    // A relative effect over a seed whose B is 0 is undefined: no interval.
+    if (!AllFinite(paired)) out.effect = Undefined(out.effect.n);
     return out;
   }
   // Unpaired: Welch's interval of the difference; relative effects divide it by
@@ -104,6 +124,10 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
   out.effect = WelchInterval(a_values, b_values, kConfidence);
   if (effect == RELATIVE_DIFFERENCE && !b_values.empty()) {
     const double mean_b = Mean(b_values);
+    if (mean_b == 0) {
+      out.effect = Undefined(out.effect.n);
+      return out;
+    }
     out.effect.estimate /= mean_b;
     out.effect.low /= mean_b;
     out.effect.high /= mean_b;

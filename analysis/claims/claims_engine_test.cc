@@ -114,6 +114,22 @@ TEST(ClaimsEngine, RelativeDifferencePairsBySeed) {
   EXPECT_EQ(r.verdict, Verdict::kHolds);
 }
 
+TEST(ClaimsEngine, RelativeDifferenceOverAZeroBaselineIsUnresolved) {
+  // Seed 3's B is 0: A / B - 1 is undefined there, so no interval, however
+  // favourable the other seeds (a bound like NOT_WORSE must not hold on it).
+  const std::string csv =
+      "arm,seed,loss\nnew,1,9\nnew,2,8\nnew,3,1\nold,1,10\nold,2,10\nold,3,0\n";
+  const ClaimResult r = Judge(kBetter + " effect: RELATIVE_DIFFERENCE", csv);
+  EXPECT_TRUE(std::isnan(r.levels[0].effect.estimate));
+  EXPECT_EQ(r.verdict, Verdict::kUnresolved);
+  const ClaimResult bound =
+      Judge(std::string(kArms) +
+                "effect: RELATIVE_DIFFERENCE comparison: NOT_WORSE "
+                "tolerance: 0.5",
+            csv);
+  EXPECT_EQ(bound.verdict, Verdict::kUnresolved);
+}
+
 TEST(ClaimsEngine, ControlNotBeatenMakesTheClaimNotTestable) {
   const std::string csv =
       "arm,seed,loss\nnew,1,1.0\nnew,2,1.4\nnew,3,0.95\nold,1,1.5\nold,2,2."

@@ -40,6 +40,9 @@ ABSL_FLAG(int, max_passages_per_document, 8,
           "Passages taken from one document at most");
 ABSL_FLAG(std::string, brown_cats, "",
           "Brown's cats.txt (POS-tagged files beside it): adds brown_pos");
+ABSL_FLAG(int, max_per_pos_class, 300,
+          "brown_pos windows kept per part of speech (smallest hash): one "
+          "window is one token, so a class needs more of them than passages");
 ABSL_FLAG(int, pos_context_words, 12,
           "Words before the target in a brown_pos window");
 
@@ -142,6 +145,7 @@ absl::Status Run() {
   if (absl::Status s =
           FirstError({RequiredFile(FLAGS_corpus), RequiredFlag(FLAGS_out_dir),
                       FlagAtLeast(FLAGS_max_per_class, 1),
+                      FlagAtLeast(FLAGS_max_per_pos_class, 1),
                       FlagAtLeast(FLAGS_passage_chars, 1),
                       FlagAtLeast(FLAGS_max_passages_per_document, 1),
                       FlagAtLeast(FLAGS_pos_context_words, 0)});
@@ -190,10 +194,12 @@ absl::Status Run() {
       }
     }
   }
-  const size_t cap = absl::GetFlag(FLAGS_max_per_class);
   std::string summary;
   StagedOutputs outputs;  // Every task's set and classes.tsv, or nothing.
   for (auto& [task, classes] : tasks) {
+    const size_t cap = task == "brown_pos"
+                           ? absl::GetFlag(FLAGS_max_per_pos_class)
+                           : absl::GetFlag(FLAGS_max_per_class);
     std::vector<Passage> kept;
     for (auto& [label, passages] : classes) {
       std::sort(
