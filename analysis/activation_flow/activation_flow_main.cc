@@ -1,6 +1,6 @@
-// activation_flow: the MoHD observation study (seed-mohd.md 4.3) on trained
-// models. Runs held-out windows through each model, captures every block's
-// residual, attention and FFN sites, and writes
+// activation_flow: the MoHD observation study (arXiv:2412.05644 Sec. 3) on
+// trained models. Runs held-out windows through each model, captures every
+// block's residual, attention and FFN sites, and writes
 //   flow.csv:    per model, block and site: mean sum m (M3, also relative to
 //                the block's attention input), median m, the share of the top
 //                10 / 25 / 50% dims (M1), relative sparsity (M2);

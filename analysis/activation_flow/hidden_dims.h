@@ -1,7 +1,8 @@
-// Hidden-dimension statistics of the MoHD observation study (seed-mohd.md 4):
-// per-token magnitudes m = x (.) x, the long-tail share of the top dims (M1),
-// thresholded sparsity (M2), magnitude flow between sites (M3), and the dims
-// that consecutive tokens share against a shuffled-token null (M4, M5).
+// Hidden-dimension statistics of the MoHD observation study (arXiv:2412.05644
+// Secs. 2.1 and 3): per-token magnitudes m = x (.) x, the long-tail share of
+// the top dims (M1), thresholded sparsity (M2), magnitude flow between sites
+// (M3), and the dims that consecutive tokens share against a shuffled-token
+// null (M4, M5).
 #ifndef SPARSE_LAYERS_ANALYSIS_ACTIVATION_FLOW_HIDDEN_DIMS_H_
 #define SPARSE_LAYERS_ANALYSIS_ACTIVATION_FLOW_HIDDEN_DIMS_H_
 

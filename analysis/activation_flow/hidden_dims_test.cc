@@ -34,7 +34,8 @@ TEST(HiddenDimsTest, HighDimsKeepsTheTopQuantile) {
 }
 
 TEST(HiddenDimsTest, IndependentNullMatchesTheSpecsArithmetic) {
-  // seed-mohd.md 4.2: 4096 * 0.8^2 = 2621 (2 tokens), 4096 * 0.8^9 = 550.
+  // Chance overlaps for MoHD's Fig. 3 counts (arXiv:2412.05644 Sec. 3.3):
+  // 4096 * 0.8^2 = 2621 (2 tokens), 4096 * 0.8^9 = 550.
   EXPECT_NEAR(IndependentSharing(4096, 0.2, 2), 2621.44, 1e-9);
   EXPECT_NEAR(IndependentSharing(4096, 0.2, 9), 549.76, 0.01);
 }

@@ -1,6 +1,6 @@
 // Measurements of attention layers and their Lorsa replacements
-// (seed-lorsa.md 3): induction and previous-token scores of attention
-// patterns, per-head outputs of an MHSA layer, and the oblique
+// (arXiv:2504.20938 Secs. 4-6): induction and previous-token scores of
+// attention patterns, per-head outputs of an MHSA layer, and the oblique
 // projection that attributes each Lorsa head to the original heads (E.1, E.2).
 #ifndef SPARSE_LAYERS_ANALYSIS_ATTENTION_HEAD_ANALYSIS_H_
 #define SPARSE_LAYERS_ANALYSIS_ATTENTION_HEAD_ANALYSIS_H_
@@ -16,7 +16,8 @@ namespace sparse_layers::analysis {
 // Induction score per head: patterns (B, H, T, T) of sequences whose tokens
 // from `start` on repeat with period n (x_i = x_{i-n}); the mean over the
 // second copy's positions i of the attention to i - n + 1, the token after
-// the earlier occurrence of the current one (seed-lorsa.md 6.3). -> (H).
+// the earlier occurrence of the current one (our score for the induction heads
+// of arXiv:2504.20938 Sec. 6.1). -> (H).
 torch::Tensor InductionScores(const torch::Tensor& pattern, int64_t start,
                               int64_t period);
 
@@ -24,10 +25,10 @@ torch::Tensor InductionScores(const torch::Tensor& pattern, int64_t start,
 // to i - 1. -> (H).
 torch::Tensor PreviousTokenScores(const torch::Tensor& pattern);
 
-// Lorsa heads' z-pattern scores on the same kind of probe sequences
-// (seed-lorsa.md 3.5, 6.3): z_i = sum_{j <= i} A_ij v_j, so at each position
-// where a head is active, the share of sum_j |A_ij v_j| that comes from
-// j = i - n + 1 (induction; second copy only) or from j = i - 1 (previous
+// Lorsa heads' z-pattern scores on the same kind of probe sequences (z
+// patterns, arXiv:2504.20938 Sec. 5.1): z_i = sum_{j <= i} A_ij v_j, so at each
+// position where a head is active, the share of sum_j |A_ij v_j| that comes
+// from j = i - n + 1 (induction; second copy only) or from j = i - 1 (previous
 // token), averaged over those positions. pattern: (B, H_QK, T, T) of the
 // consecutive QK groups; values, activations: (B, T, H). -> (H) each; the
 // counts are the active positions each mean is over.
@@ -41,7 +42,8 @@ ZPatternScores LorsaZPatternScores(const torch::Tensor& pattern,
                                    int64_t start, int64_t period);
 
 // Output of each head of an MHSA layer without the (absent) output bias:
-// (B, T, H, d), summing over H to the layer's output (seed-lorsa.md 3.11).
+// (B, T, H, d), summing over H to the layer's output (arXiv:2504.20938
+// App. E.1).
 // Also returns the pattern (B, H, T, T).
 struct HeadOutputs {
   torch::Tensor outputs;
@@ -51,7 +53,7 @@ HeadOutputs MhsaHeadOutputs(layers::CausalSelfAttentionImpl& attention,
                             const torch::Tensor& x);
 
 // Oblique projection of original-head outputs onto the active Lorsa heads'
-// outputs (seed-lorsa.md 3.11 E.1): per token, c^m = argmin ||o^m - B c||
+// outputs (arXiv:2504.20938 App. E.1): per token, c^m = argmin ||o^m - B c||
 // with B the K active Lorsa head outputs; c^m_h, averaged over the tokens
 // where Lorsa head h is active, is MHSA head m's contribution to h.
 class HeadAttribution {

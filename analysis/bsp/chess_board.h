@@ -1,7 +1,8 @@
-// Chess positions as board-state properties: the 768 piece-on-square BSPs of
-// a FEN (seed-moex.md 3.4, Karvonen's board_to_piece_masked_blank_state and
-// its _and_initial_state variant) and which character positions of a game
-// string are evaluated, with the position each one sees.
+// Chess positions as board-state properties: the 768 piece-on-square BSPs of a
+// FEN (MoE-X, arXiv:2503.07639 App. B.1; Karvonen's
+// board_to_piece_masked_blank_state and its _and_initial_state variant) and
+// which character positions of a game string are evaluated, with the position
+// each one sees.
 #ifndef SPARSE_LAYERS_ANALYSIS_BSP_CHESS_BOARD_H_
 #define SPARSE_LAYERS_ANALYSIS_BSP_CHESS_BOARD_H_
 
@@ -34,8 +35,9 @@ int PieceOnSquareIndex(int value, int square);
 torch::Tensor PieceOnSquareProperties(const ChessBoard& board,
                                       bool mask_initial);
 
-// The character positions evaluated in a game (seed-moex.md 3.4): the first
-// `max_dots` '.' within the first `max_characters` characters.
+// The character positions evaluated in a game (as Karvonen et al.'s code picks
+// them; MoE-X is silent): the first `max_dots` '.' within the first
+// `max_characters` characters.
 std::vector<int> EvaluatedDots(absl::string_view text, int max_characters = 256,
                                int max_dots = 20);
 

@@ -1,7 +1,8 @@
 // Features as binary classifiers of board-state properties (BSPs): coverage
 // and board reconstruction as in MoE-X App. B.2-B.3 and as in Karvonen et
-// al.'s evaluation code (seed-moex.md 3.5-3.7). Game-agnostic: features are
-// (positions, F) activations, properties (positions, G) 0/1 labels.
+// al.'s evaluation code (adamkarvonen/SAE_BoardGameEval). Game-agnostic:
+// features are (positions, F) activations, properties (positions, G) 0/1
+// labels.
 #ifndef SPARSE_LAYERS_ANALYSIS_BSP_FEATURE_CLASSIFIERS_H_
 #define SPARSE_LAYERS_ANALYSIS_BSP_FEATURE_CLASSIFIERS_H_
 

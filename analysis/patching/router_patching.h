@@ -1,10 +1,11 @@
-// Causal interventions on sparse routing (seed-sgatlin.md 6.6): record every
-// product-key layer's (scores, indices) on one prompt batch, rerun another
-// batch with them patched in at one position and a set of layers, and score
-// the effect on a logit difference (NIE, rank flips). The dense-FFN baseline
-// patches the FFN's hidden activations instead. Also the nearest-neighbour
-// category agreement of gating vectors (or any representation), optionally
-// among vectors of other input tokens only, against shuffled categories.
+// Causal interventions on sparse routing (arXiv:2606.07414 Sec. 4.3): record
+// every product-key layer's (scores, indices) on one prompt batch, rerun
+// another batch with them patched in at one position and a set of layers, and
+// score the effect on a logit difference (NIE, rank flips). The dense-FFN
+// baseline patches the FFN's hidden activations instead. Also the
+// nearest-neighbour category agreement of gating vectors (or any
+// representation), optionally among vectors of other input tokens only, against
+// shuffled categories.
 #ifndef SPARSE_LAYERS_ANALYSIS_PATCHING_ROUTER_PATCHING_H_
 #define SPARSE_LAYERS_ANALYSIS_PATCHING_ROUTER_PATCHING_H_
 

@@ -33,7 +33,7 @@ std::shared_ptr<layers::GptImpl> TinyModel(const std::string& ffn) {
 
 // A prompt patched with its own router state (or FFN activations) is
 // unchanged, at every position and block set; another prompt's state moves
-// the output (seed-sgatlin.md 6.6).
+// the output (arXiv:2606.07414 Sec. 4.3).
 TEST(RouterPatchingTest, OwnStateChangesNothingAnotherPromptsDoes) {
   for (const std::string ffn : {"sgatlin", "gelu_mlp"}) {
     auto model = TinyModel(ffn);

@@ -1,8 +1,8 @@
-// Sparse probing (Gurnee et al. 2023, SAEBench; MxD paper sec. 3.3 and
-// seed-mxd.md 5.8): per class, the top units by mean activation difference on
-// the training texts, a one-feature class-balanced logistic regression each,
-// and the best F1 on held-out texts. Game- and model-agnostic: features are
-// any (texts, units) matrix.
+// Sparse probing (Gurnee et al. 2023, SAEBench; MxD, arXiv:2505.21364
+// Sec. 3.2.1 and App. B.5): per class, the top units by mean activation
+// difference on the training texts, a one-feature class-balanced logistic
+// regression each, and the best F1 on held-out texts. Game- and model-agnostic:
+// features are any (texts, units) matrix.
 #ifndef SPARSE_LAYERS_ANALYSIS_PROBING_SPARSE_PROBING_H_
 #define SPARSE_LAYERS_ANALYSIS_PROBING_SPARSE_PROBING_H_
 

@@ -1,5 +1,5 @@
-// Metrics of sparse replacement layers (MxD paper section 3 and appendices;
-// seed-mxd.md 4.3 and 5): normalised MSE lives in layers/replacement/nmse.h,
+// Metrics of sparse replacement layers (MxD, arXiv:2505.21364 Sec. 3 and
+// Apps. B-C): normalised MSE lives in layers/replacement/nmse.h,
 // these are the rest, each checked on hand-computed cases in the test.
 #ifndef SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_
 #define SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_
@@ -18,7 +18,8 @@
 namespace sparse_layers::analysis {
 
 // Firing counts of every unit over a stream of top-k codes (a unit fires on a
-// row when its kept value is > 0; seed-mxd.md 4.3).
+// row when its kept value is > 0; as the MxD released code counts firing for
+// arXiv:2505.21364 App. C.1).
 class FiringCounter {
  public:
   explicit FiringCounter(int64_t units);
@@ -38,9 +39,10 @@ class FiringCounter {
   int64_t active_ = 0;
 };
 
-// Pooled fraction of variance unexplained over streamed rows (seed-lorsa.md
-// 3.1): sum_i ||y_i - y_hat_i||^2 / sum_i ||y_i - y_bar||^2, y_bar the mean
-// row; float64 sums, so the rows can come in chunks.
+// Pooled fraction of variance unexplained over streamed rows (the FVU of Lorsa,
+// arXiv:2504.20938 Sec. 4):
+// sum_i ||y_i - y_hat_i||^2 / sum_i ||y_i - y_bar||^2, y_bar the mean row;
+// float64 sums, so the rows can come in chunks.
 class FvuAccumulator {
  public:
   void Add(const torch::Tensor& target, const torch::Tensor& prediction);
@@ -56,8 +58,8 @@ class FvuAccumulator {
 
 // A replacement layer scored on cached activations (its fixed K).
 struct ActivationFit {
-  // The released code's normalised MSE (seed-mxd.md 4.1), which scales with
-  // ||y||, and the scale-free sum ||y_hat - y||^2 / sum ||y||^2.
+  // The released code's normalised MSE (MxD arXiv:2505.21364 Sec. 3.1), which
+  // scales with ||y||, and the scale-free sum ||y_hat - y||^2 / sum ||y||^2.
   double nmse = 0;
   double relative_mse = 0;
   double l0 = 0;
@@ -85,14 +87,14 @@ ActivationFit EvaluateLorsaOnActivations(layers::LorsaImpl& lorsa,
                                          double output_scale = 1.0);
 
 // Mean next-token cross-entropy over the sampler's first `batches` evaluation
-// batches (the trainer's validation loss and the frontier's CE; seed-mxd.md
-// 5.1: mean over batches of the per-token mean).
+// batches (the trainer's validation loss and the frontier's CE: as the MxD
+// released eval.py, the mean over batches of the per-token mean).
 double MeanCrossEntropy(layers::GptImpl& model,
                         const datasets::BatchSampler& sampler, int batches);
 
 // (CE_zero - CE_replaced) / (CE_zero - CE_base): 1 when the replacement is as
-// good as the original layer, 0 when it is as bad as deleting it (seed-mxd.md
-// 4.3, "CE recovered").
+// good as the original layer, 0 when it is as bad as deleting it (the MxD
+// released code's CE score, "CE recovered").
 double CeRecovered(double base, double zero_ablated, double replaced);
 
 // rank(W) / min(rows, cols) with the singular-value tolerance of

@@ -47,7 +47,8 @@ TEST(NormalisedRankTest, MatchesHandBuiltRanks) {
 
 // A Transcoder that is exactly the ReLU MLP (width H, K = H, the MLP's
 // weights) spliced in by model.replacement reproduces the base model's CE
-// (seed-mxd.md 10 (j)), and its normalised MSE is zero.
+// (a check of the splice behind MxD's CE frontier, arXiv:2505.21364
+// Sec. 3.1.1), and its normalised MSE is zero.
 TEST(ReplacementSpliceTest, ExactMlpReplacementGivesTheBaseCrossEntropy) {
   layers::GptOptions options;
   options.vocab_size = 40;

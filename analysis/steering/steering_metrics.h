@@ -1,6 +1,6 @@
 // Automatic steering scores (MxD Fig. 5 used LLM judges, which we do not have
-// offline; seed-mxd.md 5.10 and 7.3): concept strength from a unit's
-// top-activating tokens, fluency as the unsteered base model's NLL.
+// offline; arXiv:2505.21364 Sec. 3.2.2, App. D.1): concept strength from a
+// unit's top-activating tokens, fluency as the unsteered base model's NLL.
 #ifndef SPARSE_LAYERS_ANALYSIS_STEERING_STEERING_METRICS_H_
 #define SPARSE_LAYERS_ANALYSIS_STEERING_STEERING_METRICS_H_
 

@@ -1,8 +1,9 @@
 // cache_activations: runs a trained model over a token split and stores the
 // (FFN input, FFN output) pair, or the (attention input, attention output)
 // pair, of every position at one block, so each replacement layer trains on
-// the same pairs without rerunning the model (seed-mxd.md 7.3; Lorsa, seed-
-// lorsa.md 2: whole windows, so positions can be mixed again).
+// the same pairs without rerunning the model (cached once, where the papers'
+// code streams them; for Lorsa whole windows, so positions can be mixed
+// again).
 //
 //   cache_activations --checkpoint=lm.pt --tokens=.../test.tokens.textproto
 //       --layer=2 --rows=65536 --out_dir=cache/

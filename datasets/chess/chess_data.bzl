@@ -1,4 +1,4 @@
-"""chess_games: the chess dataset chain as three cacheable actions (seed-moex.md 3.1, 6.1).
+"""chess_games: the chess dataset chain as three cacheable actions (MoE-X, arXiv:2503.07639 Sec. 5.1).
 
 1. generate_games drives Debian's Stockfish over UCI (random legal games from `go perft 1`, engine games
    from node-limited MultiPV search sampled with a seeded softmax) and writes long-algebraic PGN.

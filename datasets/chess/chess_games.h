@@ -1,6 +1,7 @@
 // Games as the models read them: pgn-extract's SAN-plus-FEN output parsed into
-// the `;1.e4 e5 2.Nf3 ...` character string (seed-moex.md 3.1) and the position
-// after every ply, plus the JSONL form of the BSP splits.
+// the `;1.e4 e5 2.Nf3 ...` character string (MoE-X, arXiv:2503.07639 Sec. 5.1,
+// with Karvonen et al.'s leading ';') and the position after every ply, plus
+// the JSONL form of the BSP splits.
 #ifndef SPARSE_LAYERS_DATASETS_CHESS_CHESS_GAMES_H_
 #define SPARSE_LAYERS_DATASETS_CHESS_CHESS_GAMES_H_
 

@@ -1,7 +1,8 @@
 // build_probing_sets: labelled probing sets from the pinned corpora (the
-// analogues of the MxD paper's SAEBench tasks, seed-mxd.md 5.8), one JSONL per
-// task with {"text", "label"} and the source document as metadata "group", so
-// the probe keeps a document's passages on one side of its split.
+// analogues of the MxD paper's SAEBench tasks, arXiv:2505.21364 App. B.5,
+// Table 4), one JSONL per task with {"text", "label"} and the source document
+// as metadata "group", so the probe keeps a document's passages on one side of
+// its split.
 //
 //   build_probing_sets --corpus=train.jsonl,validation.jsonl,test.jsonl
 //       --out_dir=probing/ --max_per_class=300

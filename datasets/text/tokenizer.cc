@@ -69,7 +69,7 @@ Function PluginFunction(const char* name, std::string* error) {
 }  // namespace
 
 // One id per character of a fixed vocabulary (the chess datasets' 32
-// characters, seed-moex.md 3.1).
+// characters, MoE-X arXiv:2503.07639 Sec. 5.1).
 class CharacterTokenizer : public Tokenizer {
  public:
   CharacterTokenizer(std::string vocabulary, int eos_id)

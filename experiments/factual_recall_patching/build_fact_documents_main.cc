@@ -1,8 +1,9 @@
-// Fact documents for the factual-recall LM (seed-sgatlin.md 6.6 at our
-// scale): every document states every (subject, answer) fact of a pinned CSV
-// once, as "The capital of <state> is <capital>.", in a seeded order, with
-// distractor sentences that name the subject without the answer. Written as
-// the local-corpus JSONL that datasets/text:text_corpus mixes in.
+// Fact documents for the factual-recall LM (our analogue of the "The [noun]
+// was [adjective]" facts of arXiv:2606.07414 Sec. 4.3): every document states
+// every (subject, answer) fact of a pinned CSV once, as "The capital of <state>
+// is <capital>.", in a seeded order, with distractor sentences that name the
+// subject without the answer. Written as the local-corpus JSONL that
+// datasets/text:text_corpus mixes in.
 #include <algorithm>
 #include <cstdio>
 #include <random>

@@ -1,14 +1,14 @@
-// Factual recall and its causal tests on trained LMs (seed-sgatlin.md 6.4,
-// 6.6 at our scale): recall accuracy of "The capital of <state> is", router
-// patching of every ordered (clean, counterfactual) fact pair at each
-// position and block (and all blocks), the same with FFN-activation patching
-// on a dense-FFN model, and the word-class agreement of nearest neighbours
-// among other input tokens' vectors, for the gating vectors beside the dense
-// FFN's activations and the input embeddings. Writes recall.csv, patching.csv,
-// block_contrasts.csv (each single block's NIE beside the all-block NIE and
-// the best other block's, for sgatlin Fig. 7's block claims) and
-// neighbours.csv (one row per input token and block), every one tidy with the
-// model's runtime.seed in `seed`.
+// Factual recall and its causal tests on trained LMs (arXiv:2606.07414
+// Secs. 4.2-4.3, at our scale): recall accuracy of "The capital of <state> is",
+// router patching of every ordered (clean, counterfactual) fact pair at each
+// position and block (and all blocks), the same with FFN-activation patching on
+// a dense-FFN model, and the word-class agreement of nearest neighbours among
+// other input tokens' vectors, for the gating vectors beside the dense FFN's
+// activations and the input embeddings. Writes recall.csv, patching.csv,
+// block_contrasts.csv (each single block's NIE beside the all-block NIE and the
+// best other block's, for sgatlin Fig. 7's block claims) and neighbours.csv
+// (one row per input token and block), every one tidy with the model's
+// runtime.seed in `seed`.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -177,7 +177,7 @@ struct PooledEffect {
 
 // Every ordered pair of usable facts of equal prompt length with distinct
 // answer tokens, patched at each prefix position, the first and the last
-// subject token (<subject>: the paper's noun position, seed-sgatlin.md 6.6)
+// subject token (<subject>: the noun position of arXiv:2606.07414 Sec. 4.3)
 // and the final token; effects pooled over the length groups by pair count.
 absl::Status Patching(const std::string& model_name, int64_t seed,
                       layers::GptImpl& model, analysis::PatchKind kind,

@@ -1,7 +1,8 @@
-// evaluate_lorsa: the Lorsa experiment's measurements (seed-lorsa.md 3, 6.3)
-// on fitted Lorsa layers and attention-output TopK SAEs of one base model.
-// Every CSV is tidy (one observation a row) with the config's runtime.seed in
-// a `seed` column, read by the claims engine (analysis/claims).
+// evaluate_lorsa: the Lorsa experiment's measurements (arXiv:2504.20938
+// Secs. 4-6 and App. E, at our scale) on fitted Lorsa layers and
+// attention-output TopK SAEs of one base model. Every CSV is tidy (one
+// observation a row) with the config's runtime.seed in a `seed` column, read by
+// the claims engine (analysis/claims).
 //   fits.csv:        per fit: pooled FVU, l0 and dead heads / latents on the
 //                    held-out attention cache of its block, CE of the base,
 //                    with that block's attention zero-ablated and with the

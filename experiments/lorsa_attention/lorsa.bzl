@@ -20,8 +20,9 @@ BLOCK_SLOTS = [0, 1, 2, 3]
 def block_of(slot):
     return by_scale({"smoke": slot, "cpu": slot, "paper": 3 * slot})
 
-# Lorsa shape per scale (seed-lorsa.md 1.2): QK heads H_QK (twice the MHSA heads; D_QK = the MHSA head
-# dim), OV heads H. The SAE is parameter-matched: 2 d F = 2 d H + 2 d H_QK D_QK, F = H + H_QK D_QK (2).
+# Lorsa shape per scale (arXiv:2504.20938 Sec. 3.1, Table 1): QK heads H_QK (twice the MHSA heads;
+# D_QK = the MHSA head dim), OV heads H. The SAE is parameter-matched: 2 d F = 2 d H + 2 d H_QK D_QK,
+# F = H + H_QK D_QK (2).
 LORSA_SHAPE = {
     "smoke": struct(qk_heads = 4, qk_dim = 16, ov_heads = 64, k = 4, other_ks = [2, 8, 16]),
     "cpu": struct(qk_heads = 8, qk_dim = 16, ov_heads = 256, k = 16, other_ks = [4, 8, 32]),

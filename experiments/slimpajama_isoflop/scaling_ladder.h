@@ -1,6 +1,6 @@
-// The isoflop model-size ladders of sgatlin (seed-sgatlin.md 4.3, Listing 2)
-// and its CPU-sized version (8.3): one integer scale gives d_model, depth and
-// each FFN type's width, so every type grows along the same backbone.
+// The isoflop model-size ladder of sgatlin (arXiv:2606.07414 App. B.2,
+// Listing 2) and our CPU-sized version: one integer scale gives d_model, depth
+// and each FFN type's width, so every type grows along the same backbone.
 #ifndef SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_
 #define SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_
 
@@ -16,9 +16,9 @@ namespace sparse_layers::experiments {
 enum class Ladder {
   // Listing 2: d = 128 s, 2 s layers, heads of 64, C = 16, d_key = 128.
   kPaper,
-  // seed-sgatlin.md 8.3: d = 32 (s + 1), s + 1 layers, heads of 32, C = 8,
-  // d_key = 32; sgatlin (16 + 8 s)^2 and PEER (32 + 16 s)^2 neurons; from
-  // s = 0 (d = 32, one layer), one rung below the spec's smallest.
+  // Ours: d = 32 (s + 1), s + 1 layers, heads of 32, C = 8, d_key = 32;
+  // sgatlin (16 + 8 s)^2 and PEER (32 + 16 s)^2 neurons; from s = 0 (d = 32,
+  // one layer), one rung below the planned smallest, s = 1.
   kTiny,
 };
 

@@ -29,8 +29,9 @@ std::shared_ptr<layers::GptImpl> Build(Ladder ladder, const Row& row, int vocab,
   return *gpt;
 }
 
-// seed-sgatlin.md 4.7: the paper's ladder at V = 50,258, T = 2048 (exact
-// parameters as flax counts them; FLOPs printed to 5 significant figures).
+// The paper's ladder (arXiv:2606.07414 Listing 2) at V = 50,258, T = 2048:
+// exact parameters as flax counts them, FLOPs as the authors' flops.py counts
+// them (printed to 5 significant figures).
 TEST(ScalingLadderTest, PaperLadderMatchesTheSpecTable) {
   torch::NoGradGuard no_grad;
   for (const Row& row :
@@ -47,7 +48,7 @@ TEST(ScalingLadderTest, PaperLadderMatchesTheSpecTable) {
   }
 }
 
-// seed-sgatlin.md 8.3: the CPU ladder at V = 1024, T = 128.
+// Our CPU ladder at V = 1024, T = 128.
 TEST(ScalingLadderTest, TinyLadderMatchesTheSpecTable) {
   torch::NoGradGuard no_grad;
   for (const Row& row :
@@ -65,8 +66,8 @@ TEST(ScalingLadderTest, TinyLadderMatchesTheSpecTable) {
   }
 }
 
-// The rung below the spec's tiny ladder (s = 0: d = 32, one layer, F = 64), by
-// hand at V = 1024, T = 128: embedding 32,768, attention 4,096 + QK-norm 64,
+// The rung below the CPU ladder's scale 1 (s = 0: d = 32, one layer, F = 64),
+// by hand at V = 1024, T = 128: embedding 32,768, attention 4,096 + QK-norm 64,
 // two norms 64, MLP 4,096 (GPT-OSS GLU 6,144 + biases 160), final norm 32;
 // FLOPs 8 d^2 + 4 T d for attention, 4 d F for the MLP (6 d F for the GLU).
 TEST(ScalingLadderTest, TinyLadderExtendsBelowScaleOne) {
@@ -112,9 +113,9 @@ TEST(ScalingLadderTest, AblationsChangeOnlyTheirPiece) {
   EXPECT_FALSE(ParseLadder("huge").ok());
 }
 
-// seed-sgatlin.md 4.7: steps = budget // (3 x counted FLOPs per step); the
-// 1e17 sweep at 64 x 1024 tokens gives MLP scale 2 60,632 steps and sgatlin
-// scale 3 24,405.
+// Steps = budget // (3 x counted FLOPs per step), as the sgatlin authors' code
+// sets them; the 1e17 sweep at 64 x 1024 tokens gives MLP scale 2 60,632 steps
+// and sgatlin scale 3 24,405.
 TEST(ScalingLadderTest, FlopBudgetGivesThePaperStepCounts) {
   torch::NoGradGuard no_grad;
   config::BudgetConfig budget;

@@ -11,7 +11,8 @@ LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
               "Lorsa needs OV heads in whole groups per QK head");
   TORCH_CHECK(o.k > 0 && o.k <= o.ov_heads, "Lorsa needs 0 < k <= heads");
   const int64_t d = o.d_model;
-  // Kaiming normal (fan_in, ReLU gain), biases 0 (seed-lorsa.md 1.8 (a)).
+  // Kaiming normal (fan_in, ReLU gain), biases 0, as in the Lorsa authors'
+  // released code (OpenMOSS/Lorsa, src/models/lorsa.py).
   const double std = std::sqrt(2.0 / d);
   w_q =
       register_parameter("w_q", torch::randn({o.qk_heads, d, o.qk_dim}) * std);

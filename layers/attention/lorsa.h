@@ -1,6 +1,7 @@
-// Low-Rank Sparse Attention (Lorsa; seed-lorsa.md 1): thousands of attention
-// heads with rank-1 OV circuits (w_v, w_o), consecutive groups of G sharing one
-// full-rank QK circuit, and only the top-K heads per token contributing.
+// Low-Rank Sparse Attention (Lorsa; arXiv:2504.20938 Sec. 3.1, Algorithm 1):
+// thousands of attention heads with rank-1 OV circuits (w_v, w_o), consecutive
+// groups of G sharing one full-rank QK circuit, and only the top-K heads per
+// token contributing.
 // Trained to predict an attention layer's output from its input.
 #ifndef SPARSE_LAYERS_LAYERS_ATTENTION_LORSA_H_
 #define SPARSE_LAYERS_LAYERS_ATTENTION_LORSA_H_
@@ -51,13 +52,15 @@ class LorsaImpl : public torch::nn::Module {
   // r = H_QK / H_MHSA.
   void InitQkFromAttention(const CausalSelfAttentionImpl& attention);
   // Every weight from an MHSA layer with H_QK = H_MHSA and G = d_head: at K = H
-  // (and relu off) Lorsa then computes that layer exactly (seed-lorsa.md 1.11).
+  // (and relu off) Lorsa then computes that layer exactly: a QK-sharing group
+  // is an MHSA head without the sparsity (arXiv:2504.20938 Sec. 3.1).
   void CopyFromAttention(const CausalSelfAttentionImpl& attention);
   // Footnote 1: w_v <- w_v ||w_o||, b_v <- b_v ||w_o||, w_o <- w_o / ||w_o||.
   void FoldOutputNorms();
-  // Trained on normalised activations (x s_in -> y s_out, seed-lorsa.md 1.7),
-  // becomes the same layer on raw ones: w_q, w_k, w_v times s_in; w_o, b_o
-  // over s_out (the top-K ranking scales uniformly, so it is unchanged).
+  // Trained on normalised activations (x s_in -> y s_out, as the Lorsa authors'
+  // released code does; the paper is silent), becomes the same layer on raw
+  // ones: w_q, w_k, w_v times s_in; w_o, b_o over s_out (the top-K ranking
+  // scales uniformly, so it is unchanged).
   void FoldInputOutputScales(double input_scale, double output_scale);
 
   // Attention-side FLOPs per token at length T: QK projections, scores,

@@ -36,7 +36,8 @@ TEST(LorsaTest, GroupedComputationEqualsAPerHeadLoopAndZPatternsSum) {
     scores = scores.masked_fill(torch::ones({7, 7}).triu(1).to(torch::kBool),
                                 -INFINITY);
     const torch::Tensor v = torch::matmul(x, lorsa->w_v[h]);  // (B, T)
-    // z pattern zpat_ij = A_ij v_j; its row sums are z_i (seed-lorsa.md 1.4).
+    // z pattern zpat_ij = A_ij v_j; its row sums are z_i (Lorsa,
+    // arXiv:2504.20938 Sec. 5.1).
     const torch::Tensor zpat = torch::softmax(scores, -1) * v.unsqueeze(1);
     const torch::Tensor z = zpat.sum(-1);
     EXPECT_TRUE(torch::allclose(torch::relu(z), out.activations.select(-1, h),

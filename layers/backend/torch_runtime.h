@@ -1,6 +1,6 @@
 // Process-wide LibTorch settings: thread count and the BLAS behind matmul.
-// Every binary sets the threads explicitly, since results are bit-identical
-// only for a fixed thread count (ARCHITECTURE.md).
+// Every binary sets the threads explicitly: the project promises bit-identical
+// outputs for the same config and thread count, and only for a fixed count.
 #ifndef SPARSE_LAYERS_LAYERS_BACKEND_TORCH_RUNTIME_H_
 #define SPARSE_LAYERS_LAYERS_BACKEND_TORCH_RUNTIME_H_
 

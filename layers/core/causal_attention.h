@@ -22,7 +22,8 @@ struct CausalAttentionOptions {
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
   // RMSNorm of q and k over the head dimension, one gain shared by all heads,
-  // before the rotary positions (sgatlin's backbone, seed-sgatlin.md 1).
+  // before the rotary positions (the backbone of the sgatlin authors' code;
+  // not in the paper).
   bool qk_norm = false;
 };
 

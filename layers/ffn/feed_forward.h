@@ -21,12 +21,14 @@ namespace sparse_layers::layers {
 // Switches between a paper's text and its official code, and the papers'
 // ablations (config model.layer_options; experiment.proto gives each default).
 struct LayerVariants {
-  // Unit-norm decoder rows re-applied every step (seed-mxd.md norm_dec); unset:
-  // each layer's default (on, off for the Skip Transcoder's zero decoder).
+  // Unit-norm decoder rows re-applied every step (norm_dec in the MxD authors'
+  // released code); unset: each layer's default (on, off for the Skip
+  // Transcoder's zero decoder).
   std::optional<bool> normalise_decoder;
-  // Random-K training of replacement layers (seed-mxd.md 4.3).
+  // Random-K training of replacement layers (MxD, arXiv:2505.21364 App. C.2).
   bool random_k = false;
-  // MoE-X router sigma_h read as the printed variance (seed-moex.md [R1]).
+  // MoE-X router sigma_h read as the variance printed in arXiv:2503.07639
+  // Sec. 4.3.2 (default: the standard deviation).
   bool router_sigma_is_variance = false;
   double load_balance_weight = 0.001;  // Switch / MoE lambda.
   // MoHD: scaling "renorm" | "const_n" | "literal" | "none", group fusion,

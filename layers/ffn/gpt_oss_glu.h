@@ -1,8 +1,8 @@
-// The GPT-OSS clamped GLU that sgatlin's paper calls "SwiGLU" (seed-sgatlin.md
-// 3.2), [a; b] = W1 z + b1, h = min(a,7) sigmoid(1.702 min(a,7))
-// (clip(b,-7,7)+1), y = W2 h + b2, and its coarse top-k mixture (3.3): softmax
-// over all E router logits, the top-k experts' outputs weighted without
-// renormalisation.
+// The GPT-OSS clamped GLU that sgatlin's paper (arXiv:2606.07414 Sec. 3.1)
+// calls "SwiGLU", as its authors' code implements it: [a; b] = W1 z + b1,
+// h = min(a,7) sigmoid(1.702 min(a,7)) (clip(b,-7,7)+1), y = W2 h + b2; and
+// its coarse top-k mixture (the code's MoE): softmax over all E router
+// logits, the top-k experts' outputs weighted without renormalisation.
 #ifndef SPARSE_LAYERS_LAYERS_FFN_GPT_OSS_GLU_H_
 #define SPARSE_LAYERS_LAYERS_FFN_GPT_OSS_GLU_H_
 

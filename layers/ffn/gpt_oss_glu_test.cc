@@ -46,7 +46,7 @@ TEST(GptOssMoeTest, DispatchEqualsDenseAndCountsFollowTheCode) {
       torch::allclose(moe.Forward(x, none), moe.ForwardDense(x), 1e-5, 1e-6));
   EXPECT_EQ(CountParameters(moe),
             16 * 8 + 16 * (3 * 8 * 8 + 3 * 8));  // 16 D + 16 (3 D^2 + 3 D).
-  // 2 D 16 + 2 * 2 * 2 D D + 2 * 2 D D (seed-sgatlin.md 3.3).
+  // 2 D 16 + 2 * 2 * 2 D D + 2 * 2 D D (the sgatlin authors' flops.py).
   EXPECT_EQ(moe.ForwardFlopsPerToken(),
             2 * 8 * 16 + 2 * 2 * 2 * 8 * 8 + 2 * 2 * 8 * 8);
 }

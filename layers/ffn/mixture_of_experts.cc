@@ -29,7 +29,7 @@ std::shared_ptr<FeedForwardImpl> Make(const FeedForwardOptions& o) {
 }
 
 using Router = MixtureOptions::Router;
-// MoE-X Table 1 / Table 3 variants (seed-moex.md 6).
+// MoE-X (arXiv:2503.07639) Table 1 / Table 3 variants.
 FeedForwardRegistration kSwitch("switch",
                                 Make<Activation::kGelu, Router::kLearned>);
 FeedForwardRegistration kMoeX("moe_x",
@@ -49,8 +49,8 @@ MixtureOfExpertsImpl::MixtureOfExpertsImpl(const MixtureOptions& options)
               "a mixture needs 0 < top_k <= n_experts");
   const int64_t m = options.n_experts, dh = options.d_expert,
                 d = options.d_model;
-  // nanoGPT init: N(0, 0.02^2), output projections / sqrt(2L)
-  // (seed-moex.md 1.6).
+  // nanoGPT init: N(0, 0.02^2), output projections / sqrt(2L) (MoE-X,
+  // arXiv:2503.07639 Sec. 3.1, trains GPT-2-like models and states no init).
   encoders = register_parameter("encoders", torch::randn({m, dh, d}) * 0.02);
   decoders = register_parameter(
       "decoders",

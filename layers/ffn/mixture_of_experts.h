@@ -1,8 +1,9 @@
 // Top-k mixtures of MLP experts: the Switch-style learned router (Fedus et
 // al. 2022; top-2 of 8 as in MoE-X's baseline) and MoE-X's parameter-free
-// sparsity-aware router (Yang et al. 2025, seed-moex.md 1.4), with the Switch
-// load-balance loss, dropless expert dispatch, and the MoE-as-wide-sparse-MLP
-// view every interpretability metric uses (seed-moex.md 1.3).
+// sparsity-aware router (Yang et al. 2025, arXiv:2503.07639 Sec. 4.3), with the
+// Switch load-balance loss, dropless expert dispatch, and the
+// MoE-as-wide-sparse-MLP view every interpretability metric uses (Sec. 4.2,
+// Eq. 2).
 #ifndef SPARSE_LAYERS_LAYERS_FFN_MIXTURE_OF_EXPERTS_H_
 #define SPARSE_LAYERS_LAYERS_FFN_MIXTURE_OF_EXPERTS_H_
 
@@ -21,9 +22,9 @@ struct MixtureOptions {
   Activation activation = Activation::kGelu;
   enum class Router { kLearned, kSparsityAware } router = Router::kLearned;
   // MoE-X router: sigma_h as a standard deviation (the consistent reading of
-  // Eqs. 4-6) or the printed variance (seed-moex.md [R1]).
+  // Eqs. 4-6) or the variance as printed (arXiv:2503.07639 Sec. 4.3.2).
   bool router_sigma_is_variance = false;
-  double load_balance_weight = 0.001;  // lambda (seed-moex.md 1.5).
+  double load_balance_weight = 0.001;  // lambda (MoE-X Sec. 5.1).
   int64_t n_layers = 1;                // Output-projection init scale.
 };
 
@@ -40,7 +41,8 @@ class MixtureOfExpertsImpl : public FeedForwardImpl {
   torch::Tensor Forward(const torch::Tensor& x,
                         const HookPoint& hidden) override;
   int64_t ForwardFlopsPerToken() const override;
-  // lambda * M * sum_i f_i P_i of the last training forward (seed-moex.md 1.5).
+  // lambda * M * sum_i f_i P_i of the last training forward (MoE-X App. F,
+  // Eqs. 19-21).
   torch::Tensor AuxiliaryLoss() override { return load_balance_loss_; }
 
   // Router on flattened tokens x: (N, d).
@@ -58,7 +60,8 @@ class MixtureOfExpertsImpl : public FeedForwardImpl {
 
   // Sparse upcycling (Komatsuzaki et al. 2023): every expert copies the dense
   // MLP, plus N(0, (noise_rel * std(W))^2) noise to break the symmetry the
-  // parameter-free router would otherwise keep (seed-moex.md 1.6).
+  // parameter-free router would otherwise keep (our addition: MoE-X Sec. 5.1
+  // upcycles without saying how).
   void UpcycleFrom(const DenseMlpImpl& dense, double noise_rel);
 
   const MixtureOptions& options() const { return options_; }

@@ -88,7 +88,7 @@ TEST(SparsityRouterTest, ScoresOrderExpertsByTheirTrueSparsity) {
   const torch::Tensor active =
       moe.AllPreActivations(x).gt(0).to(torch::kFloat).mean(-1);
   // s_j = 1 - 2 Phi(mu/sigma) estimates 1 - 2 * active fraction
-  // (seed-moex.md 1.4).
+  // (MoE-X, arXiv:2503.07639 Sec. 4.3.2, Eqs. 6-7).
   const double r = Correlation(routing.scores, 1 - 2 * active);
   std::printf("router score vs true sparsity: Pearson r = %.4f\n", r);
   EXPECT_GT(r, 0.95);
@@ -290,7 +290,8 @@ TEST(MixtureGradientTest, MatchesFiniteDifferencesAndSkipsUnselectedExperts) {
 }
 
 TEST(MixtureTest, ParameterCountsMatchTheMoeXTable) {
-  // seed-moex.md 1.7 (no expert biases here): M * 2 * D * d (+ M * d router).
+  // MoE-X chess shape (arXiv:2503.07639 Sec. 5.1; no expert biases here):
+  // M * 2 * D * d (+ M * d router).
   MixtureOptions options =
       Options(Activation::kRelu, MixtureOptions::Router::kSparsityAware);
   options.d_model = 512;

@@ -90,7 +90,8 @@ ProductKeyFfnImpl::ProductKeyFfnImpl(const ProductKeyOptions& options)
   TORCH_CHECK(options.k < n_, "product-key top-k needs k < sqrt(d_ffw)");
   const int64_t d = options.d_model, c = options.channels, dk = options.d_key;
   if (options.router == Router::kProductDense) {
-    // LeCun normal: std 1/sqrt(fan_in) (seed-sgatlin.md 2.3).
+    // LeCun normal: std 1/sqrt(fan_in) (arXiv:2606.07414 Listing 1 and the
+    // authors' code).
     query = register_parameter(
         "query", TruncatedNormal({dk, d}, 1 / std::sqrt(double(d))));
     keys = register_parameter(
@@ -98,7 +99,8 @@ ProductKeyFfnImpl::ProductKeyFfnImpl(const ProductKeyOptions& options)
   } else {
     query = register_parameter(
         "query", TruncatedNormal({2, c, d, dk}, 1 / std::sqrt(double(d))));
-    // truncated_normal(stddev=1) with no std correction (seed-sgatlin.md 3.5).
+    // truncated_normal(stddev=1) with no std correction (the PEER router of
+    // the sgatlin authors' code).
     keys = register_parameter("keys", TruncatedNormal({2, c, n_, dk}, 1.0));
   }
   const int64_t rows = options.peer ? options.d_ffw : c * options.d_ffw;
@@ -137,8 +139,8 @@ torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,
            torch::arange(c, rows.options()).view({1, c, 1}) * options_.d_ffw;
   }
   rows = rows.reshape({tokens, c * k});
-  // Only the C*k selected neurons are read (seed-sgatlin.md 2.8), without
-  // materialising them per token.
+  // Only the C*k selected neurons are read (the non-zero gates of
+  // arXiv:2606.07414 Eq. 2), without materialising them per token.
   torch::Tensor h = SparseDot(z, experts_in, rows);  // (N, C*k)
   const torch::Tensor gates = routing.scores.reshape({tokens, c * k});
   if (options_.peer) {

@@ -1,6 +1,7 @@
-// Sparsely gated tiny linear experts (Schug 2026, seed-sgatlin.md 2) and the
-// PEER baseline (He 2024, as implemented there, 3.4): per-token product-key
-// top-k over n^2 rank-1 "neurons" w_out w_in^T, in C channels.
+// Sparsely gated tiny linear experts (Schug 2026, arXiv:2606.07414 Sec. 2) and
+// the PEER baseline (He 2024, as the sgatlin authors' code implements it):
+// per-token product-key top-k over n^2 rank-1 "neurons" w_out w_in^T, in C
+// channels.
 //   sgatlin: q = W_query z shared by the channels, s_c = W_key_c q, gates are
 //   the raw summed product-key scores, no nonlinearity (Eqs. 1-2, App. A.1).
 #ifndef SPARSE_LAYERS_LAYERS_FFN_SGATLIN_H_
@@ -51,8 +52,9 @@ class ProductKeyFfnImpl : public FeedForwardImpl {
   explicit ProductKeyFfnImpl(const ProductKeyOptions& options);
   torch::Tensor Forward(const torch::Tensor& x,
                         const HookPoint& hidden) override;
-  // Router and expert FLOPs as the paper's code counts them (seed-sgatlin.md
-  // 2.5, 3.4): top-k, gathers and elementwise work excluded.
+  // Router and expert FLOPs as the paper's code counts them
+  // (hyperlinear/training/flops.py): top-k, gathers and elementwise work
+  // excluded.
   int64_t ForwardFlopsPerToken() const override;
 
   // Gates and neuron indices per token and channel: (N, C, k) each.
@@ -60,7 +62,7 @@ class ProductKeyFfnImpl : public FeedForwardImpl {
 
   // Sees (and may overwrite) each forward's routing, tokens flattened: records
   // gates for analysis, or patches one prompt's scores and indices into
-  // another (seed-sgatlin.md 2.8 item 5, 6.6). Empty: no cost.
+  // another (arXiv:2606.07414 Sec. 4.3, Fig. 7). Empty: no cost.
   std::function<void(ProductTopK&)> routing_hook;
 
   const ProductKeyOptions& options() const { return options_; }

@@ -88,8 +88,8 @@ TEST(SgatlinTest, EveryParameterReceivesGradient) {
   }
 }
 
-// seed-sgatlin.md 2.4 / 3.4 / 4.7, scale 2 (D = 256, C = 16, k = 8, d_key =
-// 128).
+// The sgatlin code's parameter and FLOP formulas (flops.py) at Listing 2's
+// scale 2 (arXiv:2606.07414 App. B.2; D = 256, C = 16, k = 8, d_key = 128).
 TEST(SgatlinTest, ParameterAndFlopCountsMatchTheLadderTables) {
   ProductKeyOptions options;
   options.d_model = 256;

@@ -182,7 +182,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
         absl::StrCat("block", i), Block(options, i, *std::move(ffn))));
     Block& block = model->blocks.back();
     if (replaced && replacement.attention_site && !replacement.on_output) {
-      // seed-lorsa.md 1.2: D_QK = the base model's head dimension.
+      // D_QK = the base model's head dimension (arXiv:2504.20938 Sec. 3.1).
       LorsaOptions lorsa;
       lorsa.d_model = options.d_model;
       lorsa.qk_heads = replacement.qk_heads;

@@ -153,7 +153,7 @@ class GptImpl : public torch::nn::Module {
   int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
   // The same inside the blocks only (attention and FFN; no embedding or
   // unembedding): what the FLOP budget counts, as the sgatlin code does
-  // (seed-sgatlin.md 4.5).
+  // (hyperlinear/training/flops.py).
   int64_t BlockFlopsPerToken(int64_t sequence_length) const;
 
   const GptOptions& options() const { return options_; }

@@ -191,8 +191,8 @@ TEST(GptTest, InitialLossIsNearUniformAndCausal) {
 }
 
 TEST(GptTest, MohdModelIsCausalAndAddsBothBalanceLosses) {
-  // MoHD expansion x2: residual width 32, attention inner width 16
-  // (seed-mohd.md 2).
+  // MoHD expansion x2: residual width 32, attention inner width 16 (only the
+  // hidden width grows, as arXiv:2412.05644 Tables 1-2's counts require).
   GptOptions options = SmallOptions(true, true, "mohd_swiglu");
   options.d_model = 32;
   options.attention = "mohd";

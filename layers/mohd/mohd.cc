@@ -8,8 +8,8 @@ namespace sparse_layers::layers {
 namespace {
 
 // Registered with model.n_experts = N, model.top_k = K; S = K - 1 unless
-// layer_options say otherwise (the paper's 3-of-4 default shape; seed-mohd.md
-// 3.3).
+// layer_options say otherwise (the paper's 3-shared-of-4 default shape,
+// arXiv:2412.05644 Table 3).
 FeedForwardRegistration kMohdFfn(
     "mohd_swiglu", [](const FeedForwardOptions& o) {
       auto ffn = std::make_shared<MohdFfnImpl>(

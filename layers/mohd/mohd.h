@@ -1,7 +1,7 @@
-// Mixture of Hidden Dimensions (MoHD; seed-mohd.md 3): per token, each
-// attention / FFN module reads and writes only K of N contiguous sub-blocks
-// of the hidden width D (the first S always shared), weights them by
-// alpha * softmax router scores on both sides, and a Kronecker group fusion
+// Mixture of Hidden Dimensions (MoHD; arXiv:2412.05644 Sec. 4): per token,
+// each attention / FFN module reads and writes only K of N contiguous
+// sub-blocks of the hidden width D (the first S always shared), weights them
+// by alpha * softmax router scores on both sides, and a Kronecker group fusion
 // F = m (x) I_{d_e} refills the inactive blocks. Inner widths (q, kv, d_ff)
 // stay the dense model's; compression lowers K*d_e below D, expansion widens D.
 #ifndef SPARSE_LAYERS_LAYERS_MOHD_MOHD_H_
@@ -23,14 +23,15 @@ struct MohdOptions {
   int64_t sub_dims = 0;  // N; d_e = D / N.
   int64_t active = 0;    // K, shared included.
   int64_t shared = 0;    // S, always active.
-  // Activation scaling (seed-mohd.md 3.6): renorm = K / sum_A s (default),
-  // const_n = N, literal = N sum_A s, none = 1 (the "w.o. scaling" ablation).
+  // Activation scaling (arXiv:2412.05644 Sec. 4.2, whose formula is garbled):
+  // renorm = K / sum_A s (default, our reading), const_n = N,
+  // literal = N sum_A s (as typed), none = 1 (the "w.o. scaling" ablation).
   enum class Alpha { kRenorm, kConstN, kLiteral, kNone } alpha = Alpha::kRenorm;
   // Group fusion: kron (m (x) I, m = I at init) or none (ablation).
   bool fusion = true;
   // Route randomly instead of by the router (the random-routing ablation).
   bool random_routing = false;
-  double balance_weight = 0.01;  // beta (seed-mohd.md 3.8).
+  double balance_weight = 0.01;  // beta of Eq. 13 (no value in the paper).
 };
 
 // The per-token routing of one module.
@@ -66,9 +67,9 @@ class MohdFfnImpl : public FeedForwardImpl {
   MohdFfnImpl(const MohdOptions& options, int64_t d_ff, int64_t n_layers);
   torch::Tensor Forward(const torch::Tensor& x,
                         const HookPoint& hidden) override;
-  // The same output computed from the active blocks only (seed-mohd.md 3.12
-  // item 2): one dense matmul over the shared blocks, then per routed
-  // sub-dim the tokens that chose it. Used when `gather_sparse` is set.
+  // The same output computed from the active blocks only: one dense matmul
+  // over the shared blocks, then per routed sub-dim the tokens that chose it.
+  // Used when `gather_sparse` is set.
   torch::Tensor ForwardGatherSparse(const torch::Tensor& x);
   bool gather_sparse = false;
   int64_t ForwardFlopsPerToken() const override;
@@ -110,15 +111,16 @@ class MohdAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MohdAttention);
 
-// "renorm" (or empty), "const_n", "literal", "none" (seed-mohd.md 3.6).
+// "renorm" (or empty), "const_n", "literal", "none" (readings of MoHD's
+// alpha, arXiv:2412.05644 Sec. 4.2).
 absl::StatusOr<MohdOptions::Alpha> MohdScalingFromName(const std::string& name);
 // N sub-dims, K active, and the config's MoHD variants (S = K - 1 by default).
 MohdOptions MohdOptionsFor(int64_t d_model, int64_t sub_dims, int64_t active,
                            const LayerVariants& variants);
 
-// Parameter counts as the paper reports them (seed-mohd.md 2, 3.10): LLaMA-2
-// layers with q, kv, d_ff fixed; embeddings and untied head in the total only;
-// norms, routers and fusion excluded.
+// Parameter counts as the paper reports them (arXiv:2412.05644 Tables 1, 2,
+// 5): LLaMA-2 layers with q, kv, d_ff fixed; embeddings and untied head in the
+// total only; norms, routers and fusion excluded.
 int64_t MohdLayerParameters(int64_t width, int64_t q, int64_t kv, int64_t d_ff);
 int64_t MohdActivatedParameters(int64_t layers, int64_t attention_width,
                                 int64_t ffn_width, int64_t q, int64_t kv,

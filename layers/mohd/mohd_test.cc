@@ -15,7 +15,8 @@ namespace {
 
 double Millions(int64_t count) { return count / 1e6; }
 
-// seed-mohd.md 2: every count of Tables 1, 2 and 5 (V = 32000, 24 layers).
+// Every count of MoHD (arXiv:2412.05644) Tables 1, 2 and 5 (V = 32000, 24
+// layers).
 TEST(MohdParametersTest, ReproduceThePapersCounts) {
   EXPECT_NEAR(
       Millions(MohdActivatedParameters(24, 1024, 1024, 1024, 1024, 2560)),

@@ -1,6 +1,6 @@
-// The replacement layers' training objective (seed-mxd.md 4.1, released code):
-// mean over tokens b and output dims o of (y_hat[b,o] - y[b,o])^2 /
-// ||y[b,:]||_2.
+// The replacement layers' training objective (MxD, arXiv:2505.21364 Sec. 3.1,
+// as the authors' released sparse_autoencoder.py computes it): mean over
+// tokens b and output dims o of (y_hat[b,o] - y[b,o])^2 / ||y[b,:]||_2.
 #ifndef SPARSE_LAYERS_LAYERS_REPLACEMENT_NMSE_H_
 #define SPARSE_LAYERS_LAYERS_REPLACEMENT_NMSE_H_
 

@@ -1,5 +1,6 @@
 // Choosing the MxD expert count N so that an MxD has a Transcoder's parameter
-// count (seed-mxd.md section 3).
+// count (MxD, arXiv:2505.21364 Sec. 3.1, Table 2; the released code's
+// train_gpt2.py formula and the exact one).
 #ifndef SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_
 #define SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_
 

@@ -5,8 +5,8 @@
 namespace sparse_layers::layers {
 namespace {
 
-// nn.Linear's default init, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (seed-mxd.md
-// 10).
+// nn.Linear's default init, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as in the MxD
+// authors' released code (sparse_autoencoder.py).
 torch::Tensor Uniform(std::vector<int64_t> shape, int64_t fan_in) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
   return torch::empty(shape).uniform_(-bound, bound);
@@ -66,7 +66,8 @@ SparseReplacementImpl::SparseReplacementImpl(const ReplacementOptions& options)
 
 torch::Tensor SparseReplacementImpl::Forward(const torch::Tensor& input,
                                              const HookPoint& hidden) {
-  // Tokens flattened to rows (seed-mxd.md 1), restored after decoding.
+  // Tokens flattened to rows (the layer maps each token's x alone, MxD
+  // arXiv:2505.21364 Sec. 2.1), restored after decoding.
   const torch::Tensor x = input.reshape({-1, input.size(-1)});
   const TopKCodes codes = Encode(x, EffectiveK());
   const torch::Tensor y = hidden.active()
@@ -96,7 +97,8 @@ void SparseReplacementImpl::ProjectDecoderGradients() {
     return;
   }
   torch::NoGradGuard no_grad;
-  // g_h -= (g_h . d_h) d_h for unit rows d_h (seed-mxd.md 2.1).
+  // g_h -= (g_h . d_h) d_h for unit rows d_h (norm_dec in the MxD authors'
+  // released code, train_sae_on_language_model.py).
   const torch::Tensor unit = UnitRows(rows);
   rows.mutable_grad().sub_((rows.grad() * unit).sum(-1, true) * unit);
 }
@@ -189,7 +191,7 @@ MxdImpl::MxdImpl(const ReplacementOptions& options, Encoder encoder_kind)
     glu = register_parameter("glu", Uniform({o.d_in, o.width}, o.d_in));
     glu_bias = register_parameter("glu_bias", Uniform({o.width}, o.d_in));
   }
-  // D = 0 (seed-mxd.md 2.4): the layer outputs b_out at init.
+  // D = 0 (MxD, arXiv:2505.21364 Sec. 3.1): the layer outputs b_out at init.
   decoder = register_parameter("decoder", torch::zeros({o.width, o.d_out}));
   // With norm_dec the c_n are drawn U(-1, 1) and normalised; otherwise
   // nn.Linear(N, O)'s init.

@@ -1,7 +1,7 @@
 // Sparse replacement layers trained on cached activations to mimic a frozen
-// layer (seed-mxd.md section 2): TopK SAE, Transcoder, Skip Transcoder and the
-// Mixture of Decoders (MxD). Each splits into an encoder that picks k codes
-// and a decoder, so a steering hook can edit the codes in between.
+// layer (MxD, arXiv:2505.21364 Sec. 2): TopK SAE, Transcoder, Skip Transcoder
+// and the Mixture of Decoders (MxD). Each splits into an encoder that picks k
+// codes and a decoder, so a steering hook can edit the codes in between.
 #ifndef SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_
 #define SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_
 
@@ -18,7 +18,7 @@ struct ReplacementOptions {
   int64_t d_in = 0;
   int64_t d_out = 0;
   // Code width: SAE / Transcoder units, or the MxD hidden width H (= the base
-  // MLP's width; seed-mxd.md 2.4).
+  // MLP's width; MxD, arXiv:2505.21364 Sec. 2.2).
   int64_t width = 0;
   // MxD experts N (ignored by the others).
   int64_t n_experts = 0;
@@ -26,7 +26,8 @@ struct ReplacementOptions {
   // Unit-norm decoder rows, re-applied before every step (released code's
   // norm_dec, default on; off for the Skip Transcoder's zero decoder).
   bool normalise_decoder = true;
-  // Random-K training (seed-mxd.md 4.3): K' uniform in [K - K/2, K + K/2].
+  // Random-K training (MxD, arXiv:2505.21364 App. C.2): K' uniform in
+  // [K - K/2, K + K/2].
   bool random_k = false;
   uint64_t seed = 0;
 };
@@ -36,8 +37,8 @@ class SparseReplacementImpl : public FeedForwardImpl {
   explicit SparseReplacementImpl(const ReplacementOptions& options);
 
   // Unit pre-activations before ReLU and TopK, (B, units): the Transcoder /
-  // SAE encoder or the MxD gate logits (what the paper probes, seed-mxd.md
-  // 5.8).
+  // SAE encoder or the MxD gate logits (what the paper probes, "all
+  // pre-activation": MxD, arXiv:2505.21364 Sec. 3.2.1).
   virtual torch::Tensor PreCodes(const torch::Tensor& x) = 0;
   // The k codes (values and indices) for input x: (B, d_in); TopK(ReLU(.)).
   TopKCodes Encode(const torch::Tensor& x, int64_t k) {
@@ -57,7 +58,7 @@ class SparseReplacementImpl : public FeedForwardImpl {
                         const HookPoint& hidden) override;
 
   // Sets the output bias to the empirical mean of the targets
-  // (seed-mxd.md 2.4).
+  // (MxD, arXiv:2505.21364 Sec. 3.1).
   void InitOutputBias(const torch::Tensor& target_mean);
   // Before each optimiser step: decoder rows back to unit norm.
   void NormaliseDecoder();
@@ -105,7 +106,8 @@ class TranscoderImpl : public SparseReplacementImpl {
 };
 
 // TopK SAE on a layer's output y: z = TopK(ReLU((y - b_dec) W_enc + b_enc)),
-// y_hat = z W_dec + b_dec (seed-mxd.md 2.3); b_dec is the output bias.
+// y_hat = z W_dec + b_dec (as in the MxD authors' released
+// sparse_autoencoder.py); b_dec is the output bias.
 class TopKSaeImpl : public SparseReplacementImpl {
  public:
   explicit TopKSaeImpl(const ReplacementOptions& options);
@@ -159,7 +161,7 @@ class MxdImpl : public SparseReplacementImpl {
   Encoder encoder_kind_;
 };
 
-// Low-rank CP-muMoE baseline (MxD paper B.4.1, Eq. 22; seed-mxd.md 2.7): the
+// Low-rank CP-muMoE baseline (MxD, arXiv:2505.21364 App. B.4.1, Eq. 22): the
 // MxD encoder and gate with a rank-R CP decoder,
 // y = U3^T [(U1^T a) o (U2^T z)] + b_out, so W_n = U2 diag(U1[n]) U3 has rank
 // at most R.
@@ -184,7 +186,8 @@ class CpMoeImpl : public SparseReplacementImpl {
   int64_t rank_;
 };
 
-// N for a CP-MoE of rank R within a parameter budget (seed-mxd.md 2.7):
+// N for a CP-MoE of rank R within a parameter budget (App. B.4.1 of
+// arXiv:2505.21364 varies N to keep the parameter count):
 // (P - (I H + H + H R + R O + O)) / (I + 1 + R).
 int64_t CpMoeExpertsForBudget(int64_t d_in, int64_t d_out, int64_t hidden,
                               int64_t rank, int64_t budget);

@@ -11,7 +11,7 @@
 namespace sparse_layers::layers {
 namespace {
 
-// The authors' form-equivalence sizes (seed-mxd.md 10 (a)).
+// The sizes of the MxD authors' released form-equivalence.ipynb.
 ReplacementOptions MxdOptions() {
   ReplacementOptions options;
   options.d_in = 16;
@@ -55,7 +55,8 @@ TEST(MxdTest, ExpertRankEqualsDecoderRank) {
   const torch::Tensor c = torch::rand({64}) + 0.1;
   EXPECT_EQ(torch::linalg_matrix_rank(d).item<int64_t>(), 5);
   EXPECT_EQ(torch::linalg_matrix_rank(d * c).item<int64_t>(), 5);
-  // At random init every expert has full normalised rank (seed-mxd.md 5.4).
+  // At random init every expert has full normalised rank (MxD,
+  // arXiv:2505.21364 Lemma 1; App. B.4.2, Eq. 23).
   MxdImpl mxd(MxdOptions(), MxdImpl::Encoder::kGelu);
   const torch::Tensor full = torch::randn({16, 64});
   for (int n = 0; n < 32; ++n) {
@@ -98,7 +99,8 @@ TEST(SteeringTest, AddingAlphaToOneCodeMovesTheOutputByItsDirection) {
   delta[5] = 2.5;
   steer.Add(AddDirectionHook(delta, 1.0));
   const torch::Tensor moved = mxd.Forward(x, steer) - mxd.Forward(x, none);
-  // seed-mxd.md 10 (g): alpha * (c_n o D^T z).
+  // Steering expert n adds alpha * (c_n o D^T z) (MxD, arXiv:2505.21364
+  // Sec. 3.2.2).
   const torch::Tensor expected =
       2.5 * mxd.experts[5] * torch::matmul(mxd.Hidden(x), mxd.decoder);
   EXPECT_TRUE(torch::allclose(moved, expected, 1e-4, 1e-5));
@@ -117,7 +119,9 @@ TEST(SteeringTest, AddingAlphaToOneCodeMovesTheOutputByItsDirection) {
 }
 
 TEST(ParameterMatchingTest, ReproducesTheMxdPaperExpertCounts) {
-  // GPT-2: I = O = 768, H = 3072, Transcoder width 32 x 768 (seed-mxd.md 3).
+  // GPT-2: I = O = 768, H = 3072, Transcoder width 32 x 768 (MxD,
+  // arXiv:2505.21364 Table 6); N as the authors' released train_gpt2.py
+  // computes it.
   EXPECT_EQ(TranscoderParameters(768, 768, 24576), 37774080);
   EXPECT_EQ(MxdExpertsMatchingTranscoder(768, 768, 3072, 24576, false,
                                          MatchingFormula::kReleasedCode),

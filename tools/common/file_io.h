@@ -1,6 +1,6 @@
 // Whole-file reads and crash-safe writes: every output of the project is
 // written to a temporary name and renamed, so a killed action leaves no partial
-// file (ARCHITECTURE.md, Conventions).
+// file (a rule for every output in the project).
 #ifndef SPARSE_LAYERS_TOOLS_COMMON_FILE_IO_H_
 #define SPARSE_LAYERS_TOOLS_COMMON_FILE_IO_H_
 

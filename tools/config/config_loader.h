@@ -1,6 +1,6 @@
 // Loads ExperimentConfig text protos. Every error is one line that starts with
 // file:line:column and names the offending field, so a typo in a config points
-// straight at itself (ARCHITECTURE.md, Conventions).
+// straight at itself (a rule for every config in the project).
 #ifndef SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_LOADER_H_
 #define SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_LOADER_H_
 

@@ -316,7 +316,7 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
     return at("ffn_alpha", "must be a finite number in [0, 1024]");
   }
   // Product-key layers (sgatlin, PEER) read n_experts as the channel count
-  // C and top_k as the neurons per channel (seed-sgatlin.md 2.1).
+  // C and top_k as the neurons per channel (arXiv:2606.07414 App. A.1).
   const bool product_key =
       absl::StartsWith(model.ffn(), "sgatlin") || model.ffn() == "peer";
   if (!product_key && model.n_experts() > 0 &&

@@ -24,7 +24,8 @@ double LearningRate(const config::ScheduleConfig& schedule, double peak,
                        (step + 1));
     case config::ScheduleConfig::WSD_SQRT: {
       // Stable, then 1 - sqrt(t' / decay) over the last decay_fraction of the
-      // steps (sgatlin's warmup_stable_sqrt_decay, seed-sgatlin.md 4.4).
+      // steps (sgatlin's warmup_stable_sqrt_decay, arXiv:2606.07414
+      // App. B.1.1).
       const double fraction =
           schedule.decay_fraction() > 0 ? schedule.decay_fraction() : 0.2;
       const int64_t decay = static_cast<int64_t>(fraction * total_steps);

@@ -40,8 +40,8 @@ TEST(LearningRateTest, InverseSqrtDecaysAsOneOverRootStep) {
               1e-12);
 }
 
-// seed-sgatlin.md 4.4: 100 steps, decay 0.2 -> stable to step 79, then
-// 1 - sqrt(t' / 20) for t' = step - 80.
+// sgatlin's schedule (arXiv:2606.07414 App. B.1.1): 100 steps, decay 0.2 ->
+// stable to step 79, then 1 - sqrt(t' / 20) for t' = step - 80.
 TEST(LearningRateTest, WarmupStableSqrtDecayCoolsDownOverTheLastFifth) {
   const auto schedule = Schedule(config::ScheduleConfig::WSD_SQRT);
   EXPECT_DOUBLE_EQ(LearningRate(schedule, 1.0, 79, 100), 1.0);

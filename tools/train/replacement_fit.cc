@@ -1,12 +1,13 @@
 // The trainer's fitting mode: a sparse replacement layer trained on an
-// activation cache to reproduce a frozen FFN (seed-mxd.md 4: normalised MSE,
-// AdamW, warm-up then constant, output bias at the targets' mean, decoder rows
-// kept at unit norm), or a Lorsa trained on whole windows of an attention
-// cache to reproduce a frozen attention layer (seed-lorsa.md 2: squared error,
-// here divided by the batch's variance, i.e. the batch FVU, so the learning
-// rate does not depend on the activations' scale). The checkpoint is the whole
-// base model with the fitted layer spliced in, so every LM tool (CE,
-// sampling, hooks) reads it as is.
+// activation cache to reproduce a frozen FFN (MxD, arXiv:2505.21364 Sec. 3.1,
+// and its released code: normalised MSE, AdamW, warm-up then constant, output
+// bias at the targets' mean, decoder rows kept at unit norm), or a Lorsa
+// trained on whole windows of an attention cache to reproduce a frozen
+// attention layer (Lorsa, arXiv:2504.20938 Sec. 3.1: squared error, here
+// divided by the batch's variance, i.e. the batch FVU, so the learning rate
+// does not depend on the activations' scale). The checkpoint is the whole base
+// model with the fitted layer spliced in, so every LM tool (CE, sampling,
+// hooks) reads it as is.
 #include <torch/torch.h>
 
 #include <cmath>
@@ -91,9 +92,10 @@ absl::StatusOr<TrainingSummary> FitReplacement(
     }
   }
 
-  // A Lorsa trains on activations normalised to mean norm sqrt(d) (seed-
-  // lorsa.md 1.7: attention outputs can be tiny), then the scales are folded
-  // into its weights; they come from the data, so a resumed run agrees.
+  // A Lorsa trains on activations normalised to mean norm sqrt(d) (as the
+  // Lorsa authors' released code does: attention outputs can be tiny), then
+  // the scales are folded into its weights; they come from the data, so a
+  // resumed run agrees.
   double input_scale = 1.0, output_scale = 1.0;
   if (lorsa) {
     auto [x, y] =

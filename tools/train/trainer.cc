@@ -272,7 +272,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
 
   const int64_t tokens_per_step = int64_t{batch_size} * length;
   // The budget counts block matrix multiplies only, as the sgatlin code does
-  // (seed-sgatlin.md 4.5); the unembedding is reported beside it.
+  // (hyperlinear/training/flops.py); the unembedding is reported beside it.
   const int64_t forward_flops = model.BlockFlopsPerToken(length);
   const StepBudget budget =
       ComputeStepBudget(config.budget(), tokens_per_step, forward_flops);

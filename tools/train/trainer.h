@@ -38,9 +38,9 @@ struct TrainerOptions {
   std::string init_from;
   // Fitting mode: activation-cache manifests (datasets/activations). Only
   // model.replacement's layer trains, on the cached (FFN input, FFN output)
-  // pairs with the normalised MSE (seed-mxd.md 4.1); every other parameter
-  // comes from init_from, so the checkpoint is the base model with the layer
-  // spliced in. data.batch_size counts activation rows.
+  // pairs with the normalised MSE (MxD, arXiv:2505.21364 Sec. 3.1); every other
+  // parameter comes from init_from, so the checkpoint is the base model with
+  // the layer spliced in. data.batch_size counts activation rows.
   std::string train_activations;
   std::string validation_activations;
   double progress_every_seconds = 5;
@@ -62,7 +62,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
 
 // Copies every parameter of `parent_checkpoint` whose name and shape match
 // into `model`, and upcycles each mixture FFN whose parent FFN is a dense MLP
-// (seed-moex.md 1.6).
+// (as MoE-X, arXiv:2503.07639 Sec. 5.1, upcycles from a dense model).
 absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
                                       layers::GptImpl& model,
                                       double upcycle_noise);
