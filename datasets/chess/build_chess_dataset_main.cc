@@ -21,7 +21,8 @@ ABSL_FLAG(int64_t, train_games, 0, "Games in the training split.");
 ABSL_FLAG(int64_t, validation_games, 0, "Games in the validation split.");
 ABSL_FLAG(int64_t, bsp_games, 0, "Games in each of BSP-train and BSP-test.");
 ABSL_FLAG(int, bsp_characters, 256,
-          "Characters of a BSP game that are evaluated (seed-moex.md 3.4).");
+          "Characters of a BSP game that are evaluated (as Karvonen et al.'s "
+          "evaluation code picks them).");
 ABSL_FLAG(int, bsp_min_dots, 20, "'.' positions a BSP game must have.");
 ABSL_FLAG(std::string, out_dir, "", "Output directory.");
 

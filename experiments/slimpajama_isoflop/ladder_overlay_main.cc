@@ -10,7 +10,8 @@
 #include "tools/common/init.h"
 
 ABSL_FLAG(std::string, ladder, "tiny",
-          "paper or tiny (seed-sgatlin.md 4.3, 8.3).");
+          "paper (arXiv:2606.07414 App. B.2, Listing 2) or tiny (our CPU "
+          "ladder).");
 ABSL_FLAG(std::string, type, "sgatlin", "FFN type (LadderFfnTypes()).");
 ABSL_FLAG(int, scale, 1, "Ladder scale s (tiny from 0, paper from 1).");
 ABSL_FLAG(double, max_flops, 0,
