@@ -80,6 +80,14 @@ expect evaluate_bsp "$out" "" \
 # Flags out of range, missing or naming no file: one case per binary.
 expect build_probing_sets "$out" "--passage_chars must be >= 1, got 0" \
   --corpus="$work/texts.jsonl" --out_dir="$out" --passage_chars=0
+expect build_probing_sets "$out" "--brown_cats: /nonexistent/cats.txt is not a readable file" \
+  --corpus="$work/texts.jsonl" --out_dir="$out" --brown_cats=/nonexistent/cats.txt
+expect build_probing_sets "$out" "--max_per_pos_class must be >= 1, got 0" \
+  --corpus="$work/texts.jsonl" --out_dir="$out" --max_per_pos_class=0
+expect steer "$out" "--alpha_grid needs positive numbers, got 'x'" \
+  --base="$work/lm.pt" --tokenizer="$tokenizer" --tokens="$tokens" --alpha_grid=1,x --out="$out" "$work/lm.pt"
+expect steer "$out" "no fits given" \
+  --base="$work/lm.pt" --tokenizer="$tokenizer" --tokens="$tokens" --out="$out"
 expect encode_shards "$out" "--shard_tokens must be >= 1, got 0" \
   --input="$work/texts.jsonl" --split=train --tokenizer="$tokenizer" --out_dir="$out" --shard_tokens=0
 expect train_tokenizer "$out.model" "--vocab_size must be in [260, 65536], got 10" \
