@@ -124,7 +124,8 @@ struct SteeringRun {
   const datasets::Tokenizer* tokenizer;
   std::vector<int64_t> prompt;
   std::vector<datasets::TokenBatch> reference;
-  HeldOutText* held_out_inputs;  // inputs and targets only
+  torch::Tensor held_out_inputs;   // (B, T): the alpha sweep's windows
+  torch::Tensor held_out_targets;  // (B, T)
   std::vector<double> alpha_grid;
   std::string csv;
   std::string examples;
@@ -185,8 +186,8 @@ absl::Status SteerLayer(const SteeredLayer& layer, SteeringRun& run) {
   };
 
   // The alpha sweep on held-out windows (this model's own unsteered baseline).
-  const HeldOutText held_out = MakeHeldOutText(
-      model, run.held_out_inputs->inputs, run.held_out_inputs->targets);
+  const HeldOutText held_out =
+      MakeHeldOutText(model, run.held_out_inputs, run.held_out_targets);
   std::vector<SweepPoint> sweep;
   std::string sweep_log;
   for (double scale : run.alpha_grid) {
@@ -317,9 +318,8 @@ absl::Status Run(const std::vector<std::string>& fits) {
         torch::tensor(batch.targets, torch::kLong)
             .view({batch.batch_size, batch.sequence_length}));
   }
-  HeldOutText held_out_inputs{torch::cat(sweep_inputs),
-                              torch::cat(sweep_targets), torch::Tensor()};
-  run.held_out_inputs = &held_out_inputs;
+  run.held_out_inputs = torch::cat(sweep_inputs);
+  run.held_out_targets = torch::cat(sweep_targets);
   run.csv =
       "base,method,layer_kind,unit,alpha_scale,alpha,concept_steered,"
       "concept_unsteered,concept_strength,nll_steered,nll_unsteered,"

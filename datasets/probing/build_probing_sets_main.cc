@@ -15,7 +15,6 @@
 // "pool": "last").
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -115,31 +114,25 @@ using Tasks =
 
 // brown_pos: every classed word of every Brown file (cats.txt lists them).
 absl::Status AddPosTask(const std::string& cats_path, Tasks& tasks) {
-  auto cats = ReadFileToString(cats_path);
-  if (!cats.ok()) return cats.status();
-  const std::string dir = std::filesystem::path(cats_path).parent_path();
-  for (absl::string_view line : absl::StrSplit(*cats, '\n')) {
-    const std::vector<absl::string_view> fields =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (fields.empty()) continue;
-    auto tagged = ReadFileToString(absl::StrCat(dir, "/", fields[0]));
-    if (!tagged.ok()) return tagged.status();
-    const std::string group = absl::StrCat("brown/", fields[0]);
-    for (PosExample& example :
-         PosWindows(*tagged, absl::GetFlag(FLAGS_pos_context_words))) {
-      Passage passage;
-      passage.key = Sha256Hex(
-          absl::StrCat("brown_pos\n", group, "\n", example.word_index));
-      passage.document.set_id(absl::StrCat(group, "#", example.word_index));
-      passage.document.set_source("brown_pos");
-      passage.document.set_label(example.label);
-      passage.document.set_text(std::move(example.text));
-      (*passage.document.mutable_metadata())["group"] = group;
-      (*passage.document.mutable_metadata())["pool"] = "last";
-      tasks["brown_pos"][example.label].push_back(std::move(passage));
-    }
-  }
-  return absl::OkStatus();
+  return ForEachBrownFile(
+      cats_path, [&](const std::string& file, const std::string& /*genre*/,
+                     const std::string& tagged) {
+        const std::string group = absl::StrCat("brown/", file);
+        for (PosExample& example :
+             PosWindows(tagged, absl::GetFlag(FLAGS_pos_context_words))) {
+          Passage passage;
+          passage.key = Sha256Hex(
+              absl::StrCat("brown_pos\n", group, "\n", example.word_index));
+          passage.document.set_id(absl::StrCat(group, "#", example.word_index));
+          passage.document.set_source("brown_pos");
+          passage.document.set_label(example.label);
+          passage.document.set_text(std::move(example.text));
+          (*passage.document.mutable_metadata())["group"] = group;
+          (*passage.document.mutable_metadata())["pool"] = "last";
+          tasks["brown_pos"][example.label].push_back(std::move(passage));
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::Status Run() {
@@ -153,12 +146,10 @@ absl::Status Run() {
       !s.ok()) {
     return s;
   }
-  if (!absl::GetFlag(FLAGS_brown_cats).empty()) {
-    if (absl::Status s = RequiredFile(FLAGS_brown_cats); !s.ok()) return s;
-  }
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
   Tasks tasks;
   if (!absl::GetFlag(FLAGS_brown_cats).empty()) {
+    if (absl::Status s = RequiredFile(FLAGS_brown_cats); !s.ok()) return s;
     if (absl::Status s = AddPosTask(absl::GetFlag(FLAGS_brown_cats), tasks);
         !s.ok()) {
       return s;

