@@ -730,20 +730,79 @@ absl::StatusOr<ClaimResult> JudgeClaim(
   return judged;
 }
 
-absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(const ClaimSet& claims,
-                                                       const Tables& tables) {
+namespace {
+
+// The first of the claim's arms that is in `arms_not_run`, or "".
+std::string ArmNotRun(const Claim& claim,
+                      const std::set<std::string>& arms_not_run) {
+  for (const std::string& arm : {claim.a(), claim.b()}) {
+    if (!arm.empty() && arms_not_run.count(arm)) return arm;
+  }
+  return "";
+}
+
+// Every arm not run is named by a claim and has no rows in its table.
+absl::Status CheckArmsNotRun(const ClaimSet& claims, const Tables& tables,
+                             const std::set<std::string>& arms_not_run) {
+  std::set<std::string> named;
+  for (const auto* list : {&claims.controls(), &claims.claims()}) {
+    for (const Claim& claim : *list) {
+      const std::string arm = ArmNotRun(claim, arms_not_run);
+      if (arm.empty()) continue;
+      named.insert(arm);
+      const TidyTable& table = tables.at(claim.table());
+      auto column = table.Column(claim.arm_column());
+      if (!column.ok()) return column.status();
+      for (const std::vector<std::string>& row : table.rows()) {
+        if (row[*column] == arm) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "arm '", arm, "' is listed as not run but has rows in ",
+              claim.table(), " (claim ", claim.id(), ")"));
+        }
+      }
+    }
+  }
+  for (const std::string& arm : arms_not_run) {
+    if (!named.count(arm)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "arm '", arm, "' is listed as not run but no claim names it"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(
+    const ClaimSet& claims, const Tables& tables,
+    const std::vector<std::string>& arms_not_run) {
   if (auto status = ValidateClaimSet(claims, tables); !status.ok())
+    return status;
+  const std::set<std::string> not_run(arms_not_run.begin(), arms_not_run.end());
+  if (auto status = CheckArmsNotRun(claims, tables, not_run); !status.ok())
     return status;
   std::vector<ClaimResult> results;
   std::map<std::string, Verdict> control_verdicts;
+  auto judge = [&](const Claim& claim,
+                   bool is_control) -> absl::StatusOr<ClaimResult> {
+    if (const std::string arm = ArmNotRun(claim, not_run); !arm.empty()) {
+      ClaimResult result;
+      result.claim = &claim;
+      result.is_control = is_control;
+      result.verdict = Verdict::kNotTestable;
+      result.reason = absl::StrCat("arm ", arm, " is not run at this scale");
+      return result;
+    }
+    return JudgeClaim(claim, is_control, tables, control_verdicts);
+  };
   for (const Claim& control : claims.controls()) {
-    auto result = JudgeClaim(control, true, tables, control_verdicts);
+    auto result = judge(control, true);
     if (!result.ok()) return result.status();
     control_verdicts[control.id()] = result->verdict;
     results.push_back(*std::move(result));
   }
   for (const Claim& claim : claims.claims()) {
-    auto result = JudgeClaim(claim, false, tables, control_verdicts);
+    auto result = judge(claim, false);
     if (!result.ok()) return result.status();
     results.push_back(*std::move(result));
   }

@@ -69,7 +69,7 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
           absl::StrCat("table ", name, " given twice"));
     }
   }
-  auto results = JudgeClaimSet(*claims, tables);
+  auto results = JudgeClaimSet(*claims, tables, options.arms_not_run);
   if (!results.ok())
     return absl::Status(
         results.status().code(),

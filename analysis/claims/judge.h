@@ -19,6 +19,9 @@ struct JudgeOptions {
   std::string plot_script;
   // Table name (e.g. "frontier.csv") -> the CSV files concatenated into it.
   std::vector<std::pair<std::string, std::vector<std::string>>> tables;
+  // Arms the experiment does not train at this scale: their claims are NOT
+  // TESTABLE (JudgeClaimSet).
+  std::vector<std::string> arms_not_run;
 };
 
 // Parses a claims textproto; errors name file:line:column.

@@ -3,6 +3,7 @@
 // Judging a section (prints it, writes DIR/verdicts.csv):
 //   judge_claims --claims=claims.textproto --out_dir=DIR
 //       [--plot=plot_lines.sh] --table=NAME.csv=FILE[,FILE...]...
+//       [--arms_not_run=ARM[,ARM...]]  (arms not trained at this scale)
 // The combined report's summary rows:
 //   judge_claims --summarize VERDICTS.csv...
 //
@@ -16,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "analysis/claims/judge.h"
 #include "tools/common/main.h"
 
@@ -23,7 +25,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: judge_claims --claims=F --out_dir=D [--plot=P] "
-    "--table=NAME=FILE[,FILE...]...\n"
+    "--table=NAME=FILE[,FILE...]... [--arms_not_run=ARM,...]\n"
     "       judge_claims --summarize VERDICTS.csv...\n"
     "       judge_claims --verify --claims=F [--min_n=N] VERDICTS.csv\n";
 
@@ -54,6 +56,9 @@ absl::Status Run(int argc, char** argv) {
       options.out_dir = value("--out_dir=");
     } else if (absl::StartsWith(arg, "--plot=")) {
       options.plot_script = value("--plot=");
+    } else if (absl::StartsWith(arg, "--arms_not_run=")) {
+      options.arms_not_run =
+          absl::StrSplit(value("--arms_not_run="), ',', absl::SkipEmpty());
     } else if (absl::StartsWith(arg, "--table=")) {
       auto table = sparse_layers::claims::ParseTableFlag(value("--table="));
       if (!table.ok()) return table.status();

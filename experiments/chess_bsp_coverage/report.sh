@@ -7,7 +7,7 @@
 set -euo pipefail
 out_dir=$1
 shift
-runs=() bsp=() board=()
+runs=() bsp=() board=() arms_not_run=""
 for f in "$@"; do
   case "$f" in
     */judge_claims) judge=$f ;;
@@ -18,6 +18,7 @@ for f in "$@"; do
     *.summary.textproto | *_config.textproto) runs+=("$f") ;;
     *.bsp.csv) bsp+=("$f") ;;
     *.board.csv) board+=("$f") ;;
+    */arms_not_run.txt) arms_not_run=$(cat "$f") ;;
   esac
 done
 mkdir -p "$out_dir"
@@ -28,5 +29,5 @@ trap 'rm -rf "$scratch"' EXIT
 "$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" \
   --table=chess_bsp_coverage.csv="$(IFS=,; echo "${bsp[*]}")" --table=runs.csv="$scratch/runs.csv" \
   --table=board_tracking.csv="$(IFS=,; echo "${board[*]}")" \
-  --table=paper_table1.csv="$paper"
+  --table=paper_table1.csv="$paper" --arms_not_run="$arms_not_run"
 cp "$claims" "$out_dir/claims.textproto"
