@@ -747,17 +747,18 @@ absl::Status CheckArmsNotRun(const ClaimSet& claims, const Tables& tables,
   std::set<std::string> named;
   for (const auto* list : {&claims.controls(), &claims.claims()}) {
     for (const Claim& claim : *list) {
-      const std::string arm = ArmNotRun(claim, arms_not_run);
-      if (arm.empty()) continue;
-      named.insert(arm);
-      const TidyTable& table = tables.at(claim.table());
-      auto column = table.Column(claim.arm_column());
-      if (!column.ok()) return column.status();
-      for (const std::vector<std::string>& row : table.rows()) {
-        if (row[*column] == arm) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "arm '", arm, "' is listed as not run but has rows in ",
-              claim.table(), " (claim ", claim.id(), ")"));
+      for (const std::string& arm : {claim.a(), claim.b()}) {
+        if (arm.empty() || !arms_not_run.count(arm)) continue;
+        named.insert(arm);
+        const TidyTable& table = tables.at(claim.table());
+        auto column = table.Column(claim.arm_column());
+        if (!column.ok()) return column.status();
+        for (const std::vector<std::string>& row : table.rows()) {
+          if (row[*column] == arm) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "arm '", arm, "' is listed as not run but has rows in ",
+                claim.table(), " (claim ", claim.id(), ")"));
+          }
         }
       }
     }

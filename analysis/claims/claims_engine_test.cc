@@ -182,7 +182,7 @@ TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
       "experiment: 'x' "
       "controls { id: 'skip_beats_random' table: 't.csv' arm_column: 'arm' "
-      "a: 'skip' b: 'random' metric: 'f1' better: HIGHER_IS_BETTER "
+      "a: 'skip' b: 'random_skip' metric: 'f1' better: HIGHER_IS_BETTER "
       "comparison: BETTER } "
       "claims { id: 'new_beats_old' table: 't.csv' arm_column: 'arm' a: 'new' "
       "b: 'old' metric: 'f1' better: HIGHER_IS_BETTER comparison: BETTER } "
@@ -190,28 +190,34 @@ TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
       "a: 'new' b: 'skip' metric: 'f1' better: HIGHER_IS_BETTER "
       "comparison: BETTER controls: 'skip_beats_random' }",
       &set));
-  // The arm `skip` is not trained at this scale: it has no rows.
+  // The arm `skip` and its random initialisation are not trained at this
+  // scale: they have no rows.
   const Tables tables = OneTable(
       "arm,seed,f1\nnew,1,0.6\nnew,2,0.62\nnew,3,0.61\n"
       "old,1,0.5\nold,2,0.51\nold,3,0.49\nrandom,1,0.1\nrandom,2,0.1\n"
       "random,3,0.1\n");
   // Without the list, the missing arm is an error, not a verdict.
   EXPECT_FALSE(JudgeClaimSet(set, tables).ok());
-  auto results = JudgeClaimSet(set, tables, {"skip"});
+  auto results = JudgeClaimSet(set, tables, {"skip", "random_skip"});
   ASSERT_TRUE(results.ok()) << results.status();
   ASSERT_EQ(results->size(), 3u);
   EXPECT_EQ((*results)[0].verdict, Verdict::kNotTestable);
   EXPECT_EQ((*results)[0].reason, "arm skip is not run at this scale");
+  EXPECT_NE(RenderVerdict((*results)[0])
+                .find("f1[skip] - f1[random_skip]: not measured. Not "
+                      "testable: arm skip is not run at this scale."),
+            std::string::npos)
+      << RenderVerdict((*results)[0]);
   EXPECT_EQ((*results)[1].verdict, Verdict::kHolds);
   EXPECT_EQ((*results)[2].verdict, Verdict::kNotTestable);
   // An arm listed but trained, or named by no claim, is a mistake.
-  auto trained = JudgeClaimSet(set, tables, {"skip", "old"});
+  auto trained = JudgeClaimSet(set, tables, {"skip", "random_skip", "old"});
   ASSERT_FALSE(trained.ok());
   EXPECT_NE(trained.status().message().find(
                 "'old' is listed as not run but has rows"),
             std::string::npos)
       << trained.status();
-  auto typo = JudgeClaimSet(set, tables, {"skip", "skpi"});
+  auto typo = JudgeClaimSet(set, tables, {"skip", "random_skip", "skpi"});
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.status().message().find(
                 "'skpi' is listed as not run but no claim names it"),

@@ -300,9 +300,12 @@ std::string RenderVerdict(const ClaimResult& result) {
     absl::StrAppend(
         &line, " ", EffectName(claim), " = ",
         IntervalText(result.levels[0], percent, claim.seed_column()), ".");
-  } else {
+  } else if (per_level) {
     absl::StrAppend(&line, " ", EffectName(claim), " at each ", claim.over(),
                     " below.");
+  } else {
+    // Nothing measured (an arm not run, no rows): the effect it would be.
+    absl::StrAppend(&line, " ", EffectName(claim), ": not measured.");
   }
   if (claim.comparison() == NOT_WORSE) {
     absl::StrAppend(&line, " Not worse by more than ",

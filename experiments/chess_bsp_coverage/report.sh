@@ -1,6 +1,6 @@
 #!/bin/bash
 # The MoE-X (arXiv:2503.07639) chess section: the runs' validation losses as a tidy CSV
-# (//tools/train:summary_table), then the claims engine (//analysis/claims:judge_claims) judges
+# (//tools/train:summary_table; seeds share a config name, so runs are named by their targets), then the claims engine (//analysis/claims:judge_claims) judges
 # claims.textproto on them and on evaluate_bsp's CSVs (coverage and board tracking), printing the section
 # (tables with 95% intervals, figures, controls, verdicts) and writing verdicts.csv.
 # Usage: report.sh <out_dir> <tools...> <summaries, configs and .bsp.csv files...> (experiment_report.bzl)
@@ -24,7 +24,7 @@ done
 mkdir -p "$out_dir"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-"$summary_table" --out="$scratch/runs.csv" --fields=validation_loss,steps,tokens \
+"$summary_table" --out="$scratch/runs.csv" --name_from_path --fields=validation_loss,steps,tokens \
   --config_fields=seed=runtime.seed,ffn=model.ffn "${runs[@]}"
 "$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" \
   --table=chess_bsp_coverage.csv="$(IFS=,; echo "${bsp[*]}")" --table=runs.csv="$scratch/runs.csv" \

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -214,7 +215,12 @@ absl::StatusOr<std::string> SummaryTableCsv(
                              summary_error, ") nor an ExperimentConfig (",
                              config_error, ")"));
     }
-    const std::string name = is_summary ? summary.name() : config.name();
+    std::string name = is_summary ? summary.name() : config.name();
+    if (options.name_from_path) {
+      absl::StatusOr<std::string> from_path = RunNameFromPath(input.path);
+      if (!from_path.ok()) return from_path.status();
+      name = *std::move(from_path);
+    }
     if (name.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat(input.path, ": no name, so no row to put it in"));
@@ -291,6 +297,19 @@ absl::StatusOr<std::string> SummaryTableCsv(
     absl::StrAppend(&csv, absl::StrJoin(row, ","), "\n");
   }
   return csv;
+}
+
+absl::StatusOr<std::string> RunNameFromPath(absl::string_view path) {
+  absl::string_view base = path.substr(path.find_last_of('/') + 1);
+  for (absl::string_view suffix : {".summary.textproto", "_config.textproto"}) {
+    if (absl::ConsumeSuffix(&base, suffix) && !base.empty()) {
+      return std::string(base);
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(path,
+                   ": not <run>.summary.textproto or <run>_config.textproto, "
+                   "so no run name"));
 }
 
 absl::StatusOr<std::string> SummaryTableFromFiles(

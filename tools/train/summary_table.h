@@ -29,6 +29,10 @@ struct SummaryTableOptions {
   // Column holding the summary's name without a trailing "_s<N>" (the arm a
   // seeded run belongs to, tools/seeds/seeds.bzl); empty: no such column.
   std::string arm_column = "arm";
+  // Name each run by its file (RunNameFromPath: the build target, e.g.
+  // "gelu_s2") instead of the `name` inside it, for runs whose configs share
+  // one name across seeds.
+  bool name_from_path = false;
 };
 
 // One input file: its path (for errors) and contents.
@@ -51,6 +55,11 @@ absl::StatusOr<std::string> SummaryTableCsv(
 // Reads the files at `paths`, then SummaryTableCsv.
 absl::StatusOr<std::string> SummaryTableFromFiles(
     const SummaryTableOptions& options, const std::vector<std::string>& paths);
+
+// "out/gelu_s2.summary.textproto" and "out/gelu_s2_config.textproto" ->
+// "gelu_s2" (lm_checkpoint's and experiment_config's file names); an error for
+// any other file name.
+absl::StatusOr<std::string> RunNameFromPath(absl::string_view path);
 
 // "dense_s12" -> "dense" (seeded_name's suffix removed); other names unchanged.
 std::string StripSeedSuffix(absl::string_view name);

@@ -26,6 +26,9 @@ ABSL_FLAG(std::vector<std::string>, config_fields, {},
 ABSL_FLAG(std::string, arm_column, "arm",
           "Column of the run's name without its _s<N> seed suffix; empty: "
           "none");
+ABSL_FLAG(bool, name_from_path, false,
+          "Name each run by its file (<run>.summary.textproto, "
+          "<run>_config.textproto) instead of the name inside it");
 
 namespace sparse_layers::train {
 namespace {
@@ -41,6 +44,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   options.fields = absl::GetFlag(FLAGS_fields);
   options.config_fields = absl::GetFlag(FLAGS_config_fields);
   options.arm_column = absl::GetFlag(FLAGS_arm_column);
+  options.name_from_path = absl::GetFlag(FLAGS_name_from_path);
   absl::StatusOr<std::string> csv = SummaryTableFromFiles(options, paths);
   if (!csv.ok()) return csv.status();
   const std::string out = absl::GetFlag(FLAGS_out);

@@ -94,6 +94,34 @@ TEST(SummaryTableTest, RowsAreGroupedByArmInSeedOrder) {
             "x2_no_fusion,x2_no_fusion_s1\n");
 }
 
+TEST(SummaryTableTest, RunsSharingANameAreToldApartByTheirFiles) {
+  // A chess model's seeds share the config name "gelu"; their targets do not.
+  // "gelu.summary.textproto" -> "out/<run>.summary.textproto" (likewise the
+  // config).
+  auto named = [](SummaryTableInput input, const std::string& run) {
+    input.path = "out/" + run + input.path.substr(std::string("gelu").size());
+    return input;
+  };
+  const std::vector<SummaryTableInput> inputs = {
+      named(Summary("gelu", 4.0, 30), "gelu_s2"),
+      named(Config("gelu", 2, 64), "gelu_s2"),
+      named(Summary("gelu", 5.0, 30), "gelu_s1"),
+      named(Config("gelu", 1, 64), "gelu_s1")};
+  EXPECT_THAT(SummaryTableCsv(Options({"steps"}, {"seed=runtime.seed"}), inputs)
+                  .status()
+                  .message(),
+              HasSubstr("two summaries named 'gelu'"));
+  SummaryTableOptions options =
+      Options({"validation_perplexity"}, {"seed=runtime.seed"});
+  options.name_from_path = true;
+  absl::StatusOr<std::string> csv = SummaryTableCsv(options, inputs);
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_EQ(*csv, "arm,validation_perplexity,seed\ngelu,5,1\ngelu,4,2\n");
+  EXPECT_EQ(*RunNameFromPath("a/b/moe_x_s3_config.textproto"), "moe_x_s3");
+  EXPECT_THAT(RunNameFromPath("a/gelu.pt").status().message(),
+              HasSubstr("no run name"));
+}
+
 TEST(SummaryTableTest, StringsAreQuotedAndNumbersReadBackExactly) {
   SummaryTableInput summary = {
       "s.summary.textproto",
