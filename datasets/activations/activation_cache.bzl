@@ -3,6 +3,8 @@ attention output) pairs in whole windows, of a trained model, per token split, a
 (<name>/<split>/<split>.activations.textproto + shards). The checkpoint's digest is in the manifest, and the
 checkpoint is an input, so retraining the model re-caches."""
 
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
+
 def _activation_cache_impl(ctx):
     checkpoint = [f for f in ctx.files.checkpoint if f.extension == "pt"][0]
     shards = {d.basename: d for d in ctx.files.data}
@@ -21,7 +23,7 @@ def _activation_cache_impl(ctx):
                 "--rows=%d" % int(rows),
                 "--out_dir=" + directory.path,
                 "--threads=2",
-                "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
+                CPU_SLOT_FLAG,
             ],
             inputs = [checkpoint, shards[split]],
             outputs = [directory],

@@ -10,6 +10,7 @@ machines whose libraries would produce the same bytes. Training uses
 """
 
 load("//datasets/text:text_data.bzl", "TokenShardsInfo")
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 
 def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message):
     """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
@@ -25,7 +26,7 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
             "--log_csv=" + log.path,
             "--summary=" + summary.path,
             "--threads=%d" % ctx.attr.threads,
-            "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
+            CPU_SLOT_FLAG,
             "--build_identity=" + ctx.file._build_identity.path,
         ] + trailing_args,
         inputs = inputs + [ctx.file._build_identity],
