@@ -27,11 +27,11 @@
 #include "absl/strings/str_split.h"
 #include "analysis/activation_flow/hidden_dims.h"
 #include "datasets/text/token_shards.h"
+#include "layers/backend/torch_init.h"
 #include "layers/hooks/hook_point.h"
+#include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
-#include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "name=checkpoint.pt, ...");
 ABSL_FLAG(std::string, tokens, "", "Held-out token split manifest");
@@ -172,7 +172,7 @@ absl::Status Run() {
       return absl::InvalidArgumentError(
           absl::StrCat("--models entry '", entry, "': expected name=path"));
     }
-    auto loaded = train::LoadModel(parts[1]);
+    auto loaded = layers::LoadModel(parts[1]);
     if (!loaded.ok()) return loaded.status();
     const int length = std::min<int>(absl::GetFlag(FLAGS_sequence_length),
                                      loaded->model->options().context_length);

@@ -62,6 +62,7 @@ struct Sides {
   std::map<std::string, double> a;
   std::map<std::string, double>
       b;  // Empty when comparing against the reference value.
+  std::map<std::string, double> baseline;  // GAIN_RATIO's C.
   bool against_reference = false;
 };
 
@@ -84,7 +85,36 @@ absl::StatusOr<Sides> CollectSides(const Claim& claim, const TidyTable& table,
   } else {
     sides.against_reference = true;
   }
+  if (claim.effect() == GAIN_RATIO) {
+    auto c = SeedMeans(table, claim.where(), seed, claim.arm_column(),
+                       claim.baseline(), claim.over(), level, claim.metric(),
+                       claim.average_over());
+    if (!c.ok()) return c.status();
+    sides.baseline = *std::move(c);
+  }
   return sides;
+}
+
+// GAIN_RATIO: per seed (A - C) / (B - C) - 1 over the seeds all three arms
+// share; undefined (no interval) unless A, B and C have the same seeds and
+// every B - C is nonzero.
+LevelResult GainRatioInterval(const Sides& sides) {
+  LevelResult out;
+  out.method = IntervalMethod::kPairedT;
+  std::vector<double> per_seed;
+  for (const auto& [seed, a] : sides.a) {
+    auto b = sides.b.find(seed);
+    auto c = sides.baseline.find(seed);
+    if (b == sides.b.end() || c == sides.baseline.end()) break;
+    per_seed.push_back((a - c->second) / (b->second - c->second) - 1.0);
+  }
+  const bool same_seeds = per_seed.size() == sides.a.size() &&
+                          sides.a.size() == sides.b.size() &&
+                          sides.a.size() == sides.baseline.size();
+  out.effect = MeanInterval(per_seed, kConfidence);
+  if (!same_seeds || !AllFinite(per_seed))
+    out.effect = Undefined(static_cast<int>(per_seed.size()));
+  return out;
 }
 
 // Mean and interval of the A-against-B effect: one-sample, paired or Welch.
@@ -92,6 +122,7 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
   LevelResult out;
   const Effect effect =
       claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
+  if (effect == GAIN_RATIO) return GainRatioInterval(sides);
   const std::vector<double> a_values = SeedValues(sides.a);
   const std::vector<double> b_values = SeedValues(sides.b);
   std::vector<double> paired;
@@ -634,6 +665,15 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
         claim.tolerance() <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(who, ": WITHIN needs a positive tolerance"));
+    }
+    if (claim.effect() == GAIN_RATIO &&
+        (claim.baseline().empty() || claim.b().empty() ||
+         claim.arm_column().empty() || !claim.b_metric().empty() ||
+         claim.comparison() == MONOTONE || claim.comparison() == CORRELATION)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who,
+          ": GAIN_RATIO compares arms a and b of arm_column against the arm "
+          "`baseline` (BETTER, WITHIN or NOT_WORSE)"));
     }
     if (claim.magnitude_claimed() && !claim.has_paper_effect()) {
       return absl::InvalidArgumentError(

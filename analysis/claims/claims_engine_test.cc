@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "analysis/claims/section_renderer.h"
 #include "google/protobuf/text_format.h"
@@ -175,6 +176,57 @@ TEST(ClaimSet, ControlsAreJudgedFirstAndGateClaims) {
   EXPECT_NE(summary->find("| [x](#x) | 0 | 0 | 0 | 1 | 0 / 1 |"),
             std::string::npos)
       << *summary;
+}
+
+TEST(ClaimsEngine, GainRatioKeepsAShareOfTheBaselinesGainOverTheControl) {
+  // Per seed (A - C) / (B - C) - 1: 0.1 / 0.2, 0.12 / 0.22, 0.08 / 0.16, each
+  // minus 1: -0.5, -0.4545..., -0.5.
+  const std::string csv =
+      "arm,seed,f1\nnew,1,0.6\nnew,2,0.62\nnew,3,0.58\n"
+      "old,1,0.7\nold,2,0.72\nold,3,0.66\n"
+      "random,1,0.5\nrandom,2,0.5\nrandom,3,0.5\n";
+  const std::string claim =
+      "id: 'c' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' "
+      "baseline: 'random' metric: 'f1' better: HIGHER_IS_BETTER "
+      "effect: GAIN_RATIO comparison: NOT_WORSE ";
+  const ClaimResult r = Judge(claim + "tolerance: 0.6", csv);
+  ASSERT_EQ(r.levels.size(), 1u);
+  const std::vector<double> per_seed = {-0.5, 0.12 / 0.22 - 1.0, -0.5};
+  const double mean = (per_seed[0] + per_seed[1] + per_seed[2]) / 3.0;
+  double ss = 0;
+  for (double v : per_seed) ss += (v - mean) * (v - mean);
+  const double half = 4.302653 * std::sqrt(ss / 2.0) / std::sqrt(3.0);
+  EXPECT_NEAR(r.levels[0].effect.estimate, mean, 1e-12);
+  EXPECT_NEAR(r.levels[0].effect.low, mean - half, 1e-5);
+  EXPECT_NEAR(r.levels[0].effect.high, mean + half, 1e-5);
+  EXPECT_EQ(r.verdict, Verdict::kHolds);  // -0.550 >= -0.6.
+  // Keeping half of the gain is inside the interval [-0.550, -0.420].
+  EXPECT_EQ(Judge(claim + "tolerance: 0.5", csv).verdict, Verdict::kUnresolved);
+  EXPECT_EQ(Judge(claim + "tolerance: 0.4", csv).verdict,
+            Verdict::kDoesNotHold);
+  // A baseline that gains nothing over the control in one seed: undefined.
+  const ClaimResult no_gain =
+      Judge(claim + "tolerance: 0.6",
+            "arm,seed,f1\nnew,1,0.6\nnew,2,0.62\nnew,3,0.58\n"
+            "old,1,0.5\nold,2,0.72\nold,3,0.66\n"
+            "random,1,0.5\nrandom,2,0.5\nrandom,3,0.5\n");
+  EXPECT_TRUE(std::isnan(no_gain.levels[0].effect.estimate));
+  EXPECT_EQ(no_gain.verdict, Verdict::kUnresolved);
+}
+
+TEST(ClaimSet, GainRatioNeedsABaselineArm) {
+  ClaimSet set;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "experiment: 'x' claims { id: 'c' table: 't.csv' arm_column: 'arm' "
+      "a: 'new' b: 'old' metric: 'f1' better: HIGHER_IS_BETTER "
+      "effect: GAIN_RATIO comparison: NOT_WORSE tolerance: 0.5 }",
+      &set));
+  const Tables tables =
+      OneTable("arm,seed,f1\nnew,1,0.6\nold,1,0.7\nrandom,1,0.5\n");
+  auto results = JudgeClaimSet(set, tables);
+  ASSERT_FALSE(results.ok());
+  EXPECT_NE(results.status().message().find("GAIN_RATIO"), std::string::npos)
+      << results.status();
 }
 
 TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {

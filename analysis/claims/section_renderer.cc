@@ -34,7 +34,8 @@ std::string Signed(double value, bool percent) {
 }
 
 bool IsRelative(const Claim& claim) {
-  return claim.effect() == RELATIVE_DIFFERENCE &&
+  return (claim.effect() == RELATIVE_DIFFERENCE ||
+          claim.effect() == GAIN_RATIO) &&
          (claim.comparison() == BETTER || claim.comparison() == WITHIN ||
           claim.comparison() == NOT_WORSE);
 }
@@ -54,9 +55,13 @@ std::string EffectName(const Claim& claim) {
   } else {
     b = Number(claim.reference_value(), 6);
   }
-  const std::string effect = claim.effect() == RELATIVE_DIFFERENCE
-                                 ? absl::StrCat(a, " / ", b, " - 1")
-                                 : absl::StrCat(a, " - ", b);
+  std::string effect = absl::StrCat(a, " - ", b);
+  if (claim.effect() == RELATIVE_DIFFERENCE) {
+    effect = absl::StrCat(a, " / ", b, " - 1");
+  } else if (claim.effect() == GAIN_RATIO) {
+    const std::string c = side(claim.baseline(), claim.metric());
+    effect = absl::StrCat("(", a, " - ", c, ") / (", b, " - ", c, ") - 1");
+  }
   switch (claim.comparison()) {
     case MONOTONE:
       return absl::StrCat("slope of (", effect, ") per ",

@@ -39,12 +39,12 @@
 #include "analysis/probing/sparse_probing.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/tokenizer.h"
+#include "layers/backend/torch_init.h"
+#include "layers/models/model_loader.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
-#include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
 ABSL_FLAG(std::string, base_name, "base", "The base model's name in the CSV");
@@ -90,7 +90,7 @@ absl::Status Run(const std::vector<std::string>& fits) {
       !s.ok()) {
     return s;
   }
-  auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
+  auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();
   std::string error;
   auto tokenizer =
@@ -101,7 +101,7 @@ absl::Status Run(const std::vector<std::string>& fits) {
   int layer = absl::GetFlag(FLAGS_layer);
   int64_t widest = 0;
   for (const std::string& path : fits) {
-    auto fitted = train::LoadReplacement(path);
+    auto fitted = layers::LoadReplacement(path);
     if (!fitted.ok()) return fitted.status();
     const config::FfnReplacement& spec = fitted->spec;
     if (layer < 0) layer = spec.layer();

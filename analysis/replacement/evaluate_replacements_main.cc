@@ -22,15 +22,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/replacement/replacement_metrics.h"
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
+#include "layers/backend/torch_init.h"
+#include "layers/models/model_loader.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
-#include "tools/train/model_loader.h"
+#include "tools/train/replacement_metrics.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
 ABSL_FLAG(std::string, base_name, "base", "The base model's name in the CSV");
@@ -54,7 +54,8 @@ double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
   double total = 0;
   for (int i = 0; i < samples; ++i) {
     const int64_t expert = i * n / samples;
-    total += NormalisedRank(mxd.decoder * mxd.experts[expert].unsqueeze(0));
+    total +=
+        train::NormalisedRank(mxd.decoder * mxd.experts[expert].unsqueeze(0));
   }
   return total / samples;
 }
@@ -73,7 +74,7 @@ absl::Status Run(const std::vector<std::string>& replacements) {
       !s.ok()) {
     return s;
   }
-  auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
+  auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();
   auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
   if (!tokens.ok()) return tokens.status();
@@ -97,10 +98,12 @@ absl::Status Run(const std::vector<std::string>& replacements) {
   const int batches = absl::GetFlag(FLAGS_batches);
   const int layer = (*activations)->manifest().layer();
 
-  const double ce_base = MeanCrossEntropy(*base->model, *sampler, batches);
+  const double ce_base =
+      train::MeanCrossEntropy(*base->model, *sampler, batches);
   base->model->ReplaceFfn(
       layer, [](const torch::Tensor& x) { return torch::zeros_like(x); });
-  const double ce_zero = MeanCrossEntropy(*base->model, *sampler, batches);
+  const double ce_zero =
+      train::MeanCrossEntropy(*base->model, *sampler, batches);
   std::fprintf(stderr,
                "evaluate_replacements: base CE %.4f, block %d FFN "
                "zero-ablated %.4f\n",
@@ -111,14 +114,14 @@ absl::Status Run(const std::vector<std::string>& replacements) {
       "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
       "mean_expert_rank,seed\n";
   for (const std::string& path : replacements) {
-    auto replacement = train::LoadReplacement(path);
+    auto replacement = layers::LoadReplacement(path);
     if (!replacement.ok()) return replacement.status();
-    const train::LoadedModel* fitted = &replacement->loaded;
+    const layers::LoadedModel* fitted = &replacement->loaded;
     const config::FfnReplacement& spec = replacement->spec;
     const std::shared_ptr<layers::SparseReplacementImpl>& sparse =
         replacement->layer;
-    if (absl::Status s = train::CheckFittedOn(*replacement, path, *base,
-                                              absl::GetFlag(FLAGS_base));
+    if (absl::Status s = layers::CheckFittedOn(*replacement, path, *base,
+                                               absl::GetFlag(FLAGS_base));
         !s.ok()) {
       return s;
     }
@@ -127,10 +130,11 @@ absl::Status Run(const std::vector<std::string>& replacements) {
           absl::StrCat(path, " replaces block ", spec.layer(),
                        ", the cache is of block ", layer));
     }
-    const double ce = MeanCrossEntropy(*fitted->model, *sampler, batches);
-    const ActivationFit codes =
-        EvaluateOnActivations(*sparse, **activations, spec.on_output(),
-                              absl::GetFlag(FLAGS_rows), /*chunk=*/4096);
+    const double ce =
+        train::MeanCrossEntropy(*fitted->model, *sampler, batches);
+    const train::ActivationFit codes =
+        train::EvaluateOnActivations(*sparse, **activations, spec.on_output(),
+                                     absl::GetFlag(FLAGS_rows), /*chunk=*/4096);
     const auto* mxd = dynamic_cast<const layers::MxdImpl*>(sparse.get());
     const std::string rank =
         mxd ? absl::StrFormat(
@@ -139,15 +143,16 @@ absl::Status Run(const std::vector<std::string>& replacements) {
             : "";
     int64_t parameters = 0;
     for (const torch::Tensor& p : sparse->parameters()) parameters += p.numel();
-    absl::StrAppendFormat(
-        &csv,
-        "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
-        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d\n",
-        absl::GetFlag(FLAGS_base_name), fitted->config.name(), spec.ffn(),
-        sparse->options().k, spec.expansion(), sparse->units(), parameters, ce,
-        ce_base, ce_zero, ce_zero - ce_base, CeRecovered(ce_base, ce_zero, ce),
-        codes.nmse, codes.relative_mse, codes.l0, codes.dead_fraction, rank,
-        fitted->config.runtime().seed());
+    absl::StrAppendFormat(&csv,
+                          "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
+                          "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d\n",
+                          absl::GetFlag(FLAGS_base_name), fitted->config.name(),
+                          spec.ffn(), sparse->options().k, spec.expansion(),
+                          sparse->units(), parameters, ce, ce_base, ce_zero,
+                          ce_zero - ce_base,
+                          train::CeRecovered(ce_base, ce_zero, ce), codes.nmse,
+                          codes.relative_mse, codes.l0, codes.dead_fraction,
+                          rank, fitted->config.runtime().seed());
     std::fprintf(stderr,
                  "evaluate_replacements: %s: CE %.4f, NMSE %.4f, l0 %.1f\n",
                  fitted->config.name().c_str(), ce, codes.nmse, codes.l0);

@@ -17,12 +17,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "analysis/replacement/ffn_ablation.h"
-#include "analysis/replacement/replacement_metrics.h"
 #include "datasets/text/token_shards.h"
+#include "layers/backend/torch_init.h"
+#include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
-#include "tools/train/model_loader.h"
+#include "tools/train/replacement_metrics.h"
 
 ABSL_FLAG(std::string, base, "", "The language model (.pt)");
 ABSL_FLAG(std::string, base_name, "base", "The model's name in the CSV");
@@ -46,7 +46,7 @@ absl::Status Run() {
       !s.ok()) {
     return s;
   }
-  auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
+  auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();
   auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
   if (!tokens.ok()) return tokens.status();
@@ -59,7 +59,7 @@ absl::Status Run() {
   if (!sampler.ok()) return sampler.status();
   const int batches = absl::GetFlag(FLAGS_batches);
   const auto cross_entropy = [&] {
-    return MeanCrossEntropy(*base->model, *sampler, batches);
+    return train::MeanCrossEntropy(*base->model, *sampler, batches);
   };
   const FfnAblation ablation = FfnAblationCosts(*base->model, cross_entropy);
   const double intact = ablation.intact_cross_entropy;

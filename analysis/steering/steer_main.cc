@@ -39,12 +39,12 @@
 #include "analysis/steering/steering_metrics.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
+#include "layers/backend/torch_init.h"
+#include "layers/models/model_loader.h"
 #include "layers/models/sampling.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/common/cpu_slots.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
-#include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
 ABSL_FLAG(std::string, base_name, "base", "The base model's name in the CSV");
@@ -278,7 +278,7 @@ absl::Status Run(const std::vector<std::string>& fits) {
       !s.ok()) {
     return s;
   }
-  auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
+  auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();
   std::string error;
   auto tokenizer =
@@ -329,9 +329,9 @@ absl::Status Run(const std::vector<std::string>& fits) {
                    absl::GetFlag(FLAGS_prompt), "\")\n\nunsteered base: ",
                    Text(*tokenizer, Generate(*run.base, run.prompt)[0]), "\n");
 
-  std::vector<train::LoadedReplacement> replacements;
+  std::vector<layers::LoadedReplacement> replacements;
   for (const std::string& path : fits) {
-    auto replacement = train::LoadReplacement(path);
+    auto replacement = layers::LoadReplacement(path);
     if (!replacement.ok()) return replacement.status();
     replacements.push_back(*std::move(replacement));
   }
@@ -351,7 +351,7 @@ absl::Status Run(const std::vector<std::string>& fits) {
     return s;
   }
   for (size_t i = 0; i < replacements.size(); ++i) {
-    const train::LoadedReplacement& replacement = replacements[i];
+    const layers::LoadedReplacement& replacement = replacements[i];
     const config::FfnReplacement& spec = replacement.spec;
     layers::GptImpl& model = *replacement.loaded.model;
     layers::HookPoint* codes_hook = model.FindHook(absl::StrCat(

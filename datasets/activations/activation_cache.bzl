@@ -3,10 +3,14 @@ attention output) pairs in whole windows, of a trained model, per token split, a
 (<name>/<split>/<split>.activations.textproto + shards). The checkpoint's digest is in the manifest, and the
 checkpoint is an input, so retraining the model re-caches."""
 
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
+load("//tools/train:providers.bzl", "ActivationCacheInfo", "CheckpointInfo")
+
 def _activation_cache_impl(ctx):
-    checkpoint = [f for f in ctx.files.checkpoint if f.extension == "pt"][0]
+    checkpoint = ctx.attr.checkpoint[CheckpointInfo].checkpoint
     shards = {d.basename: d for d in ctx.files.data}
     outputs = []
+    splits = {}
     for split, rows in ctx.attr.rows.items():
         if split not in shards:
             fail("%s: data %s has no %s split" % (ctx.label, ctx.attr.data.label, split))
@@ -21,7 +25,7 @@ def _activation_cache_impl(ctx):
                 "--rows=%d" % int(rows),
                 "--out_dir=" + directory.path,
                 "--threads=2",
-                "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
+                CPU_SLOT_FLAG,
             ],
             inputs = [checkpoint, shards[split]],
             outputs = [directory],
@@ -30,13 +34,17 @@ def _activation_cache_impl(ctx):
             execution_requirements = {"cpu:2": ""},
         )
         outputs.append(directory)
-    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+        splits[split] = directory
+    return [
+        DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
+        ActivationCacheInfo(splits = splits, layer = ctx.attr.layer, site = ctx.attr.site, checkpoint = checkpoint),
+    ]
 
 activation_cache = rule(
     implementation = _activation_cache_impl,
     doc = "FFN (or attention) input/output pairs of block `layer`: rows per split, e.g. {\"train\": 262144, \"test\": 32768}.",
     attrs = {
-        "checkpoint": attr.label(mandatory = True, doc = "An lm_checkpoint."),
+        "checkpoint": attr.label(mandatory = True, providers = [CheckpointInfo], doc = "An lm_checkpoint."),
         "data": attr.label(default = "//datasets/text:shards"),
         "layer": attr.int(mandatory = True),
         "site": attr.string(default = "ffn", values = ["ffn", "attn"], doc = "ffn or attn (whole windows)."),

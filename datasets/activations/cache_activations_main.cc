@@ -19,11 +19,11 @@
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
 #include "google/protobuf/text_format.h"
+#include "layers/backend/torch_init.h"
+#include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/digest.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
-#include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "Trained model (.pt)");
 ABSL_FLAG(std::string, tokens, "", "Token shard manifest of one split");
@@ -59,7 +59,7 @@ absl::Status Run() {
     return s;
   }
   const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
-  auto loaded = train::LoadModel(checkpoint);
+  auto loaded = layers::LoadModel(checkpoint);
   if (!loaded.ok()) return loaded.status();
   layers::GptImpl& model = *loaded->model;
   const int layer = absl::GetFlag(FLAGS_layer);

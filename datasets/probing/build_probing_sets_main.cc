@@ -26,9 +26,9 @@
 #include "absl/strings/str_split.h"
 #include "datasets/probing/pos_windows.h"
 #include "datasets/text/corpus_readers.h"
+#include "layers/backend/torch_init.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::vector<std::string>, corpus, {},

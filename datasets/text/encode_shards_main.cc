@@ -12,9 +12,9 @@
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "layers/backend/torch_init.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, input, "", "A JSONL split");

@@ -16,9 +16,9 @@
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "layers/backend/torch_init.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
 
 ABSL_FLAG(std::string, input, "", "Training split (JSONL documents)");

@@ -5,6 +5,7 @@ against the uniform-legal-move floor; rows are named <name>, the seed is their `
 the same metrics for a random initialisation of a model's config at each seed; chess_results: the active
 scale's outputs for the report."""
 
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
@@ -67,7 +68,7 @@ def chess_model(name, init_from = None):
             exec_tools = [":evaluate_bsp"],
             cmd = quiet(_SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % run +
                         "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
-                        "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
+                        "--bsp_train=$$train --bsp_test=$$test " + CPU_SLOT_FLAG + " " +
                         _outputs(run)),
             message = "BSP coverage of " + run,
             tags = _tags(seed),
@@ -85,7 +86,7 @@ def chess_control(name, model):
                             seeded_name(model, seed),
                             name,
                         ) +
-                        "--bsp_train=$$train --bsp_test=$$test --cpu_slot_dir=/tmp/sparse_layers_cpu_slots " +
+                        "--bsp_train=$$train --bsp_test=$$test " + CPU_SLOT_FLAG + " " +
                         _outputs(run)),
             message = "BSP coverage of " + run,
             tags = _tags(seed),

@@ -23,15 +23,15 @@
 #include "analysis/bsp/chess_board.h"
 #include "analysis/bsp/feature_classifiers.h"
 #include "datasets/chess/chess_games.h"
+#include "layers/backend/torch_init.h"
 #include "layers/backend/torch_runtime.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/models/gpt.h"
+#include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/config/config_loader.h"
-#include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "Trained model (lm_checkpoint .pt).");
 ABSL_FLAG(std::string, config, "",
@@ -192,7 +192,7 @@ absl::Status Run() {
   uint64_t seed = 0;
   if (const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
       !checkpoint.empty()) {
-    auto loaded = train::LoadModel(checkpoint);
+    auto loaded = layers::LoadModel(checkpoint);
     if (!loaded.ok()) return loaded.status();
     model = loaded->model;
     seed = loaded->config.runtime().seed();

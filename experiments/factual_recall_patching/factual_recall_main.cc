@@ -29,11 +29,11 @@
 #include "analysis/patching/router_patching.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
+#include "layers/backend/torch_init.h"
+#include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
-#include "tools/train/model_loader.h"
 
 ABSL_FLAG(std::string, model, "", "The product-key (sgatlin) LM, .pt");
 ABSL_FLAG(std::string, dense_model, "", "The dense-FFN LM trained alike, .pt");
@@ -482,12 +482,12 @@ absl::Status Run() {
       "seed,representation,block,token_id,token,word_class,vectors,"
       "word_class_agreement,shuffled_word_class_agreement,"
       "word_class_agreement_any,same_token_share\n";
-  auto sparse = train::LoadModel(absl::GetFlag(FLAGS_model));
+  auto sparse = layers::LoadModel(absl::GetFlag(FLAGS_model));
   if (!sparse.ok()) return sparse.status();
-  auto dense = train::LoadModel(absl::GetFlag(FLAGS_dense_model));
+  auto dense = layers::LoadModel(absl::GetFlag(FLAGS_dense_model));
   if (!dense.ok()) return dense.status();
   for (auto& [name, loaded, kind] : std::vector<
-           std::tuple<std::string, train::LoadedModel*, analysis::PatchKind>>{
+           std::tuple<std::string, layers::LoadedModel*, analysis::PatchKind>>{
            {"sgatlin", &*sparse, analysis::PatchKind::kRouting},
            {"dense", &*dense, analysis::PatchKind::kFfnHidden}}) {
     if (absl::Status s = Patching(name, loaded->config.runtime().seed(),

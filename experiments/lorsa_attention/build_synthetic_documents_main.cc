@@ -18,8 +18,8 @@
 #include "absl/strings/str_join.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/tokenizer.h"
+#include "layers/backend/torch_init.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 
 ABSL_FLAG(std::string, tokenizer, "",
           "SentencePiece model the LM is trained with (span words)");

@@ -51,16 +51,16 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "analysis/attention/head_analysis.h"
-#include "analysis/replacement/replacement_metrics.h"
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
+#include "layers/backend/torch_init.h"
 #include "layers/hooks/hook_point.h"
+#include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
 #include "tools/common/staged_outputs.h"
-#include "tools/train/model_loader.h"
+#include "tools/train/replacement_metrics.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
 ABSL_FLAG(std::string, tokens, "", "Held-out token split (manifest)");
@@ -142,14 +142,14 @@ torch::Tensor AttentionInput(layers::GptImpl& model, int block,
 struct Fit {
   std::string name, method;
   config::FfnReplacement spec;
-  train::LoadedModel loaded;
+  layers::LoadedModel loaded;
 };
 
 absl::StatusOr<std::vector<Fit>> LoadFits(
     const std::vector<std::string>& paths) {
   std::vector<Fit> fits;
   for (const std::string& path : paths) {
-    auto loaded = train::LoadModel(path);
+    auto loaded = layers::LoadModel(path);
     if (!loaded.ok()) return loaded.status();
     Fit fit;
     fit.spec = loaded->config.model().replacement();
@@ -183,7 +183,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
     return s;
   }
   torch::NoGradGuard no_grad;
-  auto base = train::LoadModel(absl::GetFlag(FLAGS_base));
+  auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();
   layers::GptImpl& model = *base->model;
   std::string error;
@@ -236,7 +236,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   const int grid_block = most(ks_of_block), layer_k = most(blocks_of_k);
 
   // fits.csv
-  const double ce_base = analysis::MeanCrossEntropy(model, *sampler, batches);
+  const double ce_base = train::MeanCrossEntropy(model, *sampler, batches);
   std::map<int, double> ce_zero;
   std::string fits_csv =
       "seed,name,method,block,k,units,qk_heads,parameters,fvu,l0,dead_fraction,"
@@ -252,14 +252,14 @@ absl::Status Run(const std::vector<std::string>& paths) {
     if (!ce_zero.count(block)) {
       model.ReplaceAttention(
           block, [](const torch::Tensor& x) { return torch::zeros_like(x); });
-      ce_zero[block] = analysis::MeanCrossEntropy(model, *sampler, batches);
+      ce_zero[block] = train::MeanCrossEntropy(model, *sampler, batches);
       model.ReplaceAttention(block, nullptr);
     }
     layers::GptImpl& spliced = *fit.loaded.model;
-    analysis::ActivationFit metrics;
+    train::ActivationFit metrics;
     int64_t parameters = 0, units = 0, qk_heads = 0;
     if (layers::Lorsa lorsa = spliced.LorsaReplacement()) {
-      metrics = analysis::EvaluateLorsaOnActivations(
+      metrics = train::EvaluateLorsaOnActivations(
           *lorsa, cache, window, absl::GetFlag(FLAGS_windows), 8);
       for (const torch::Tensor& p : lorsa->parameters())
         parameters += p.numel();
@@ -269,20 +269,20 @@ absl::Status Run(const std::vector<std::string>& paths) {
       auto sae = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
           spliced.ReplacementLayer());
       if (!sae) return absl::InternalError(fit.name + " has no SAE");
-      metrics = analysis::EvaluateOnActivations(
+      metrics = train::EvaluateOnActivations(
           *sae, cache, /*on_output=*/true,
           absl::GetFlag(FLAGS_windows) * window, 4096);
       for (const torch::Tensor& p : sae->parameters()) parameters += p.numel();
       units = sae->units();
     }
-    const double ce = analysis::MeanCrossEntropy(spliced, *sampler, batches);
+    const double ce = train::MeanCrossEntropy(spliced, *sampler, batches);
     absl::StrAppendFormat(
         &fits_csv,
         "%d,%s,%s,%d,%d,%d,%d,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n",
         fit.loaded.config.runtime().seed(), fit.name, fit.method, block,
         fit.spec.top_k(), units, qk_heads, parameters, metrics.fvu, metrics.l0,
         metrics.dead_fraction, ce_base, ce_zero[block], ce,
-        analysis::CeRecovered(ce_base, ce_zero[block], ce),
+        train::CeRecovered(ce_base, ce_zero[block], ce),
         block == grid_block ? 1 : 0, fit.spec.top_k() == layer_k ? 1 : 0);
     std::fprintf(stderr, "evaluate_lorsa: %s FVU %.4f, CE %.4f (base %.4f)\n",
                  fit.name.c_str(), metrics.fvu, ce, ce_base);

@@ -4,6 +4,7 @@ overlay, config, replacement_checkpoint) and evaluation_s<seed> (evaluate_lorsa'
 base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20)."""
 
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
@@ -152,7 +153,7 @@ def _evaluation(name, base, caches, fits, seed):
                ]) + " fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " % " ".join(["$(locations :%s)" % f for f in fits]) +
                "$(location :evaluate_lorsa) --base=$$base --tokens=$$tokens/test.tokens.textproto --tokenizer=$$tokenizer " +
                "--caches=$${caches#,} --probe_words=$(location :span_words.txt) --out_dir=$(RULEDIR)/%s --threads=2 " % name +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$fits"),
+               CPU_SLOT_FLAG + " $$fits"),
         message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
         exec_tools = [":evaluate_lorsa"],
         tags = seed_tags(seed, LORSA_SEEDS),

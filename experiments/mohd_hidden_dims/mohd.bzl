@@ -4,6 +4,7 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 //datasets/text:shards_small), <name> = <variant>_s<seed>. mohd_runs: every variant at every seed.
 design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
@@ -139,7 +140,7 @@ def activation_flow_run(seed):
                "for d in $(locations //datasets/text:shards_small); do case $$d in */validation) tokens=$$d;; esac; done; " +
                "$(location //analysis/activation_flow) --models=dense=$$dense,mohd_x2=$$x2 " +
                "--tokens=$$tokens/validation.tokens.textproto --out_dir=$(@D)/%s --threads=2 " % name +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots $$(cat $(location :activation_flow_flags))") + "; " +
+               CPU_SLOT_FLAG + " $$(cat $(location :activation_flow_flags))") + "; " +
                "for t in flow sharing; do sed '1s/^/seed,/; 2,$$s/^/%d,/' $(@D)/%s/$$t.csv > $(@D)/$${t}_s%d.csv; done" % (
                    seed,
                    name,

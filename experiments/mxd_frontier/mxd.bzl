@@ -4,6 +4,7 @@ and <name> (replacement_checkpoint: the fit, cached like any training run). Ever
 built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evaluations, probes and steering
 runs made from them (issue 20: seeds as a build dimension)."""
 
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
@@ -76,7 +77,7 @@ def frontier_evaluation(name, base_name, base, activations, fits):
                " ".join(["$(locations :%s)" % f for f in fits]) +
                "$(location //analysis/replacement:evaluate_replacements) --base=$$base --base_name=%s " % base_name +
                "--tokens=$$tokens/test.tokens.textproto --activations=$$cache/test.activations.textproto " +
-               "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$@ $$fits"),
+               CPU_SLOT_FLAG + " --out=$@ $$fits"),
         message = "Evaluating the %s replacement frontier" % base_name,
         tags = SEEDED_TAGS,
     )
@@ -134,7 +135,7 @@ def _feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, examp
                " ".join(["$(locations %s)" % f for f in fits]) +
                "$(location %s) --base=$$base --base_name=%s --tokenizer=$$tokenizer --seed=%d " %
                (tool, base_name, seed) +
-               extra_args + " --cpu_slot_dir=/tmp/sparse_layers_cpu_slots --out=$(location %s.csv) $$fits " % name +
+               extra_args + " " + CPU_SLOT_FLAG + " --out=$(location %s.csv) $$fits " % name +
                ("--examples=$(location %s.txt)" % name if examples else ""),
                log = None if examples else "$(location %s.txt)" % name),
         message = "Running %s on the %s features" % (tool, base_name),

@@ -56,7 +56,8 @@ absl::Status Run() {
 }  // namespace sparse_layers::experiments
 
 int main(int argc, char** argv) {
-  // No LibTorch here (tools/common:init would link it): a table needs none.
+  // No LibTorch here (layers/backend:torch_init would link it): a table needs
+  // none.
   sparse_layers::ParseMainFlags(
       argc, argv, "isoflop_frontier --runs=F --runs_out=F --frontier_out=F");
   return sparse_layers::RunMain(sparse_layers::experiments::Run);

@@ -7,7 +7,7 @@
 #include "absl/flags/flag.h"
 #include "experiments/slimpajama_isoflop/scaling_ladder.h"
 #include "google/protobuf/text_format.h"
-#include "tools/common/init.h"
+#include "layers/backend/torch_init.h"
 
 ABSL_FLAG(std::string, ladder, "tiny",
           "paper (arXiv:2606.07414 App. B.2, Listing 2) or tiny (our CPU "

@@ -5,8 +5,8 @@
 #include "gtest/gtest.h"
 #include "layers/core/parameter_count.h"
 #include "layers/replacement/nmse.h"
-#include "layers/replacement/parameter_matching.h"
 #include "layers/testing/gradient_check.h"
+#include "tools/config/parameter_matching.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -118,39 +118,24 @@ TEST(SteeringTest, AddingAlphaToOneCodeMovesTheOutputByItsDirection) {
       moved_tc, -1.5 * transcoder.decoder[7].expand({4, 64}), 1e-5, 1e-6));
 }
 
-TEST(ParameterMatchingTest, ReproducesTheMxdPaperExpertCounts) {
-  // GPT-2: I = O = 768, H = 3072, Transcoder width 32 x 768 (MxD,
-  // arXiv:2505.21364 Table 6); N as the authors' released train_gpt2.py
-  // computes it.
-  EXPECT_EQ(TranscoderParameters(768, 768, 24576), 37774080);
-  EXPECT_EQ(MxdExpertsMatchingTranscoder(768, 768, 3072, 24576, false,
-                                         MatchingFormula::kReleasedCode),
-            21490);
-  EXPECT_EQ(MxdExpertsMatchingTranscoder(768, 768, 3072, 24576, false,
-                                         MatchingFormula::kExact),
-            21504);
-  EXPECT_EQ(MxdParameters(768, 768, 3072, 21490, false), 37752562);
-  // Llama-3.2-3B SwiGLU MxD.
-  EXPECT_EQ(MxdExpertsMatchingTranscoder(3072, 3072, 8192, 98304, true,
-                                         MatchingFormula::kReleasedCode),
-            86015);
-  EXPECT_EQ(MxdParameters(3072, 3072, 8192, 86015, true), 604079103);
-}
-
 TEST(ParameterMatchingTest, ModulesHaveTheFormulasParameterCounts) {
   ReplacementOptions options = MxdOptions();
   MxdImpl gelu(options, MxdImpl::Encoder::kGelu);
   MxdImpl swiglu(options, MxdImpl::Encoder::kSwiGlu);
-  EXPECT_EQ(CountParameters(gelu), MxdParameters(16, 64, 16, 32, false));
-  EXPECT_EQ(CountParameters(swiglu), MxdParameters(16, 64, 16, 32, true));
+  EXPECT_EQ(CountParameters(gelu),
+            config::MxdParameters(16, 64, 16, 32, false));
+  EXPECT_EQ(CountParameters(swiglu),
+            config::MxdParameters(16, 64, 16, 32, true));
   options.width = 48;
   TranscoderImpl transcoder(options, false);
   TranscoderImpl skip(options, true);
-  EXPECT_EQ(CountParameters(transcoder), TranscoderParameters(16, 64, 48));
-  EXPECT_EQ(CountParameters(skip), TranscoderParameters(16, 64, 48) + 16 * 64);
+  EXPECT_EQ(CountParameters(transcoder),
+            config::TranscoderParameters(16, 64, 48));
+  EXPECT_EQ(CountParameters(skip),
+            config::TranscoderParameters(16, 64, 48) + 16 * 64);
   options.d_in = 64;
   TopKSaeImpl sae(options);
-  EXPECT_EQ(CountParameters(sae), TranscoderParameters(64, 64, 48));
+  EXPECT_EQ(CountParameters(sae), config::TranscoderParameters(64, 64, 48));
 }
 
 TEST(NmseTest, MatchesAHandComputation) {
@@ -314,7 +299,7 @@ TEST(CpMoeTest, ExpertsHaveRankAtMostRAndTheBudgetRuleHolds) {
                               torch::einsum("bn,bh,nho->bo", {a, z, experts}),
                               1e-4, 1e-5));
   // The N that fills a Transcoder's budget leaves less than one expert over.
-  const int64_t budget = TranscoderParameters(768, 768, 24576);
+  const int64_t budget = config::TranscoderParameters(768, 768, 24576);
   const int64_t n = CpMoeExpertsForBudget(768, 768, 3072, 96, budget);
   const int64_t used =
       768 * 3072 + 3072 + 3072 * 96 + 96 * 768 + 768 + n * (768 + 1 + 96);

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
-#include "tools/common/init.h"
+#include "tools/common/main.h"
 #include "tools/config/config_loader.h"
 
 ABSL_FLAG(std::string, out, "",
@@ -47,7 +47,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
 }  // namespace sparse_layers::config
 
 int main(int argc, char** argv) {
-  const std::vector<std::string> paths = sparse_layers::InitMain(
+  const std::vector<std::string> paths = sparse_layers::ParseMainFlags(
       argc, argv,
       "check_config FILE.textproto [OVERLAY.textproto ...] [--out=MERGED]: "
       "validate (and merge) ExperimentConfig files");

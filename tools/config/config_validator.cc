@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "layers/replacement/parameter_matching.h"
+#include "tools/config/parameter_matching.h"
 
 namespace sparse_layers::config {
 namespace {
@@ -425,9 +425,9 @@ ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model) {
                               : width;
   sizes.n_experts = r.n_experts();
   if (mxd && sizes.n_experts == 0 && width > 0) {
-    sizes.n_experts = layers::MxdExpertsMatchingTranscoder(
+    sizes.n_experts = MxdExpertsMatchingTranscoder(
         model.d_model(), model.d_model(), sizes.d_ffn, width,
-        r.ffn() == "mxd_swiglu", layers::MatchingFormula::kExact);
+        r.ffn() == "mxd_swiglu", MatchingFormula::kExact);
   }
   sizes.qk_heads = r.qk_heads() > 0 ? r.qk_heads() : model.n_heads();
   return sizes;

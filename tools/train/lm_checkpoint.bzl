@@ -10,6 +10,8 @@ machines whose libraries would produce the same bytes. Training uses
 """
 
 load("//datasets/text:text_data.bzl", "TokenShardsInfo")
+load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
+load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo")
 
 def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message):
     """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
@@ -25,7 +27,7 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
             "--log_csv=" + log.path,
             "--summary=" + summary.path,
             "--threads=%d" % ctx.attr.threads,
-            "--cpu_slot_dir=/tmp/sparse_layers_cpu_slots",
+            CPU_SLOT_FLAG,
             "--build_identity=" + ctx.file._build_identity.path,
         ] + trailing_args,
         inputs = inputs + [ctx.file._build_identity],
@@ -34,7 +36,10 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
         progress_message = progress_message,
         execution_requirements = {"cpu:%d" % ctx.attr.threads: ""},
     )
-    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+    return [
+        DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
+        CheckpointInfo(checkpoint = checkpoint, log = log, summary = summary),
+    ]
 
 def _lm_checkpoint_impl(ctx):
     shards = {d.basename: d for d in ctx.files.data}
@@ -48,7 +53,7 @@ def _lm_checkpoint_impl(ctx):
         tokenizer = [ctx.attr.data[TokenShardsInfo].tokenizer]
     else:
         tokenizer = []
-    parent = [f for f in ctx.files.init_from if f.extension == "pt"]
+    parent = [ctx.attr.init_from[CheckpointInfo].checkpoint] if ctx.attr.init_from else []
     return _run_trainer(
         ctx,
         inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer + parent,
@@ -74,15 +79,18 @@ lm_checkpoint = rule(
             doc = "Decodes the training sample; defaults to the tokenizer `data` (a token_shards) was encoded with.",
         ),
         "threads": attr.int(default = 2),
-        "init_from": attr.label(doc = "A parent lm_checkpoint to copy / upcycle from (config.init)."),
+        "init_from": attr.label(
+            providers = [CheckpointInfo],
+            doc = "A parent lm_checkpoint to copy / upcycle from (config.init).",
+        ),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )
 
 def _replacement_checkpoint_impl(ctx):
-    base = [f for f in ctx.files.base if f.extension == "pt"][0]
-    caches = {d.basename: d for d in ctx.files.activations}
+    base = ctx.attr.base[CheckpointInfo].checkpoint
+    caches = ctx.attr.activations[ActivationCacheInfo].splits
     for split in ["train", "validation"]:
         if split not in caches:
             fail("%s: activations %s has no %s split" % (ctx.label, ctx.attr.activations.label, split))
@@ -106,8 +114,16 @@ replacement_checkpoint = rule(
           "checkpoint is `base` with the layer spliced in. <name>.pt, <name>.csv, <name>.summary.textproto.",
     attrs = {
         "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
-        "base": attr.label(mandatory = True, doc = "The lm_checkpoint the cache was made from."),
-        "activations": attr.label(mandatory = True, doc = "An activation_cache with train and validation splits."),
+        "base": attr.label(
+            mandatory = True,
+            providers = [CheckpointInfo],
+            doc = "The lm_checkpoint the cache was made from.",
+        ),
+        "activations": attr.label(
+            mandatory = True,
+            providers = [ActivationCacheInfo],
+            doc = "An activation_cache with train and validation splits.",
+        ),
         "threads": attr.int(default = 2),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),

@@ -17,14 +17,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "analysis/replacement/replacement_metrics.h"
 #include "datasets/activations/activation_shards.h"
 #include "google/protobuf/text_format.h"
 #include "layers/backend/torch_runtime.h"
+#include "layers/models/checkpoint.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/common/file_io.h"
-#include "tools/train/checkpoint.h"
+#include "tools/train/replacement_metrics.h"
 #include "tools/train/trainer_internal.h"
 
 namespace sparse_layers::train {
@@ -126,7 +126,7 @@ absl::StatusOr<TrainingSummary> FitReplacement(
 
   std::string config_text;
   google::protobuf::TextFormat::PrintToString(config, &config_text);
-  CheckpointState state;
+  layers::CheckpointState state;
   state.config_text = config_text;
   state.log_csv = kCsvHeader;
   for (const torch::Tensor& p : model.parameters()) p.requires_grad_(false);
@@ -139,7 +139,7 @@ absl::StatusOr<TrainingSummary> FitReplacement(
       options.resume && std::filesystem::exists(options.checkpoint_path);
   if (resuming) {
     auto restored =
-        LoadCheckpoint(options.checkpoint_path, model, optimizer.get());
+        layers::LoadCheckpoint(options.checkpoint_path, model, optimizer.get());
     if (!restored.ok()) return restored.status();
     if (restored->config_text != config_text) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -168,18 +168,18 @@ absl::StatusOr<TrainingSummary> FitReplacement(
   }
   // Validation: FVU of whole windows for a Lorsa, the fit metrics otherwise.
   const auto validate = [&](int64_t rows) {
-    return lorsa ? analysis::EvaluateLorsaOnActivations(
-                       *lorsa, **validation, window, rows / window, batch_units,
-                       input_scale, output_scale)
-                 : analysis::EvaluateOnActivations(*layer, **validation,
-                                                   on_output, rows, batch_rows);
+    return lorsa ? EvaluateLorsaOnActivations(*lorsa, **validation, window,
+                                              rows / window, batch_units,
+                                              input_scale, output_scale)
+                 : EvaluateOnActivations(*layer, **validation, on_output, rows,
+                                         batch_rows);
   };
 
   const int eval_every = config.eval().every_steps();
   const int64_t eval_rows = std::max(1, config.eval().batches()) * batch_rows;
   const double clip = config.optimizer().gradient_clip_norm();
   const uint64_t seed = config.runtime().seed();
-  analysis::ActivationFit last_validation{std::nan(""), 0, 0, 0};
+  ActivationFit last_validation{std::nan(""), 0, 0, 0};
   const auto start = Clock::now();
   auto last_progress = start;
   const int64_t first_step = state.step;
@@ -248,8 +248,8 @@ absl::StatusOr<TrainingSummary> FitReplacement(
     }
     const int every = config.runtime().checkpoint_every_steps();
     if (!last && every > 0 && state.step % every == 0) {
-      if (absl::Status s = SaveCheckpoint(options.checkpoint_path, model,
-                                          optimizer.get(), state);
+      if (absl::Status s = layers::SaveCheckpoint(
+              options.checkpoint_path, model, optimizer.get(), state);
           !s.ok()) {
         return s;
       }

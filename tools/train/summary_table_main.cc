@@ -59,7 +59,8 @@ absl::Status Run(const std::vector<std::string>& paths) {
 }  // namespace sparse_layers::train
 
 int main(int argc, char** argv) {
-  // No LibTorch here (tools/common:init would link it): a table needs none.
+  // No LibTorch here (layers/backend:torch_init would link it): a table needs
+  // none.
   const std::vector<std::string> paths = sparse_layers::ParseMainFlags(
       argc, argv,
       "summary_table --out=F.csv --fields=f,... [--config_fields=p,...] "

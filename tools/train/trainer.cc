@@ -13,20 +13,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "analysis/replacement/replacement_metrics.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "layers/backend/torch_runtime.h"
 #include "layers/ffn/dense_mlp.h"
 #include "layers/ffn/mixture_of_experts.h"
+#include "layers/models/checkpoint.h"
 #include "layers/models/gpt.h"
+#include "layers/models/model_loader.h"
 #include "layers/models/sampling.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
-#include "tools/train/checkpoint.h"
 #include "tools/train/lr_schedule.h"
-#include "tools/train/model_loader.h"
+#include "tools/train/replacement_metrics.h"
 #include "tools/train/trainer_internal.h"
 
 namespace sparse_layers::train {
@@ -143,12 +143,13 @@ absl::Status RecordProvenance(const TrainerOptions& options,
 absl::Status WriteRunOutputs(const TrainerOptions& options,
                              const torch::nn::Module& model,
                              torch::optim::AdamW* optimizer,
-                             const CheckpointState& state,
+                             const layers::CheckpointState& state,
                              TrainingSummary& summary) {
   const std::string& path = options.final_checkpoint_path.empty()
                                 ? options.checkpoint_path
                                 : options.final_checkpoint_path;
-  if (absl::Status s = SaveCheckpoint(path, model, optimizer, state); !s.ok()) {
+  if (absl::Status s = layers::SaveCheckpoint(path, model, optimizer, state);
+      !s.ok()) {
     return s;
   }
   absl::StatusOr<std::string> digest = Sha256OfFile(path);
@@ -286,7 +287,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
       MakeOptimizer(model.parameters(), config.optimizer());
   std::string config_text;
   google::protobuf::TextFormat::PrintToString(config, &config_text);
-  CheckpointState state;
+  layers::CheckpointState state;
   state.config_text = config_text;
   state.log_csv = kCsvHeader;
   const bool resuming =
@@ -299,8 +300,8 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     }
   }
   if (resuming) {
-    absl::StatusOr<CheckpointState> restored =
-        LoadCheckpoint(options.checkpoint_path, model, optimizer.get());
+    absl::StatusOr<layers::CheckpointState> restored =
+        layers::LoadCheckpoint(options.checkpoint_path, model, optimizer.get());
     if (!restored.ok()) return restored.status();
     if (restored->config_text != config_text) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -363,7 +364,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
     std::string validation_field;
     if (last || (eval_every > 0 && state.step % eval_every == 0)) {
       validation_loss =
-          analysis::MeanCrossEntropy(model, *validation_sampler, eval_batches);
+          MeanCrossEntropy(model, *validation_sampler, eval_batches);
       validation_field = absl::StrFormat("%.6f", validation_loss);
     }
     absl::StrAppendFormat(&state.log_csv, "%d,%d,%.6e,%.6f,%.6f,%s\n",
@@ -392,8 +393,8 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
               .c_str());
     }
     if (!last && checkpoint_every > 0 && state.step % checkpoint_every == 0) {
-      if (absl::Status saved = SaveCheckpoint(options.checkpoint_path, model,
-                                              optimizer.get(), state);
+      if (absl::Status saved = layers::SaveCheckpoint(
+              options.checkpoint_path, model, optimizer.get(), state);
           !saved.ok()) {
         return saved;
       }
@@ -403,7 +404,7 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
       std::chrono::duration<double>(Clock::now() - start_time).count();
   if (std::isnan(validation_loss)) {  // Resumed at the very end.
     validation_loss =
-        analysis::MeanCrossEntropy(model, *validation_sampler, eval_batches);
+        MeanCrossEntropy(model, *validation_sampler, eval_batches);
   }
 
   TrainingSummary summary =
@@ -454,7 +455,8 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
 absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
                                       layers::GptImpl& model,
                                       double upcycle_noise) {
-  absl::StatusOr<LoadedModel> parent = LoadModel(parent_checkpoint);
+  absl::StatusOr<layers::LoadedModel> parent =
+      layers::LoadModel(parent_checkpoint);
   if (!parent.ok()) return parent.status();
   torch::NoGradGuard no_grad;
   const auto parent_parameters = parent->model->named_parameters();

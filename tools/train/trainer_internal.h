@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "layers/models/checkpoint.h"
 #include "tools/config/experiment.pb.h"
-#include "tools/train/checkpoint.h"
 #include "tools/train/trainer.h"
 #include "tools/train/training.pb.h"
 
@@ -73,7 +73,7 @@ absl::Status RecordProvenance(const TrainerOptions& options,
 absl::Status WriteRunOutputs(const TrainerOptions& options,
                              const torch::nn::Module& model,
                              torch::optim::AdamW* optimizer,
-                             const CheckpointState& state,
+                             const layers::CheckpointState& state,
                              TrainingSummary& summary);
 
 // The fitting mode: options.train_activations is set.

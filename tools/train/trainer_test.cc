@@ -6,10 +6,10 @@
 
 #include "gtest/gtest.h"
 #include "layers/ffn/feed_forward.h"
+#include "layers/models/checkpoint.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/config/config_loader.h"
-#include "tools/train/checkpoint.h"
 
 namespace sparse_layers::train {
 namespace {
@@ -187,7 +187,7 @@ TEST(TrainerTest, UpcycledMixtureStartsAsItsDenseParent) {
   ASSERT_TRUE(InitializeFromCheckpoint(parent_path, **upcycled, 0.0).ok());
   auto dense =
       layers::GptImpl::Create(*layers::GptOptionsFromConfig(parent.model()));
-  ASSERT_TRUE(LoadCheckpoint(parent_path, **dense, nullptr).ok());
+  ASSERT_TRUE(layers::LoadCheckpoint(parent_path, **dense, nullptr).ok());
   {
     torch::NoGradGuard no_grad;
     (*dense)->eval();

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "layers/backend/torch_init.h"
 #include "layers/models/gpt.h"
-#include "tools/common/init.h"
 
 ABSL_FLAG(int, steps, 10, "Timed steps per size (after 3 warm-up steps)");
 ABSL_FLAG(int, batch_size, 16, "Sequences per step");

@@ -11,7 +11,7 @@
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/config/experiment.pb.h"
 
-namespace sparse_layers::train {
+namespace sparse_layers::layers {
 
 struct LoadedModel {
   config::ExperimentConfig config;
@@ -38,6 +38,6 @@ absl::Status CheckFittedOn(const LoadedReplacement& fit,
                            const std::string& fit_path, const LoadedModel& base,
                            const std::string& base_path);
 
-}  // namespace sparse_layers::train
+}  // namespace sparse_layers::layers
 
 #endif  // SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_

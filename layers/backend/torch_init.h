@@ -1,8 +1,8 @@
 // Start-up shared by every LibTorch binary's main(): parses Abseil flags and
 // sets LibTorch's thread count. The one-line error exit and the top-level
 // handler (RunMain) come from main.h.
-#ifndef SPARSE_LAYERS_TOOLS_COMMON_INIT_H_
-#define SPARSE_LAYERS_TOOLS_COMMON_INIT_H_
+#ifndef SPARSE_LAYERS_LAYERS_BACKEND_TORCH_INIT_H_
+#define SPARSE_LAYERS_LAYERS_BACKEND_TORCH_INIT_H_
 
 #include <string>
 #include <vector>
@@ -23,4 +23,4 @@ std::vector<std::string> InitMain(int argc, char** argv,
 
 }  // namespace sparse_layers
 
-#endif  // SPARSE_LAYERS_TOOLS_COMMON_INIT_H_
+#endif  // SPARSE_LAYERS_LAYERS_BACKEND_TORCH_INIT_H_

@@ -1,8 +1,8 @@
-#include "layers/replacement/parameter_matching.h"
+#include "tools/config/parameter_matching.h"
 
 #include <cmath>
 
-namespace sparse_layers::layers {
+namespace sparse_layers::config {
 
 int64_t TranscoderParameters(int64_t d_in, int64_t d_out, int64_t width) {
   return d_in * width + width + width * d_out + d_out;
@@ -35,4 +35,4 @@ int64_t MxdExpertsMatchingTranscoder(int64_t d_in, int64_t d_out,
       (budget - MxdParameters(d_in, d_out, hidden, 0, false)) / per_expert));
 }
 
-}  // namespace sparse_layers::layers
+}  // namespace sparse_layers::config

@@ -1,4 +1,4 @@
-#include "tools/common/init.h"
+#include "layers/backend/torch_init.h"
 
 #include <cstdlib>
 

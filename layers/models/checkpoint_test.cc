@@ -1,4 +1,4 @@
-#include "tools/train/checkpoint.h"
+#include "layers/models/checkpoint.h"
 
 #include <torch/torch.h>
 
@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "tools/common/file_io.h"
 
-namespace sparse_layers::train {
+namespace sparse_layers::layers {
 namespace {
 
 using ::testing::HasSubstr;
@@ -74,4 +74,4 @@ TEST_F(CheckpointTest, TruncatedFileIsCaught) {
 }
 
 }  // namespace
-}  // namespace sparse_layers::train
+}  // namespace sparse_layers::layers

@@ -1,11 +1,11 @@
-#include "analysis/replacement/replacement_metrics.h"
+#include "tools/train/replacement_metrics.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "layers/replacement/nmse.h"
 
-namespace sparse_layers::analysis {
+namespace sparse_layers::train {
 
 FiringCounter::FiringCounter(int64_t units)
     : counts_(torch::zeros({units}, torch::kLong)) {}
@@ -143,4 +143,4 @@ double NormalisedRank(const torch::Tensor& matrix) {
   return static_cast<double>(rank) / std::min(rows, cols);
 }
 
-}  // namespace sparse_layers::analysis
+}  // namespace sparse_layers::train

@@ -1,10 +1,10 @@
-#include "tools/train/model_loader.h"
+#include "layers/models/model_loader.h"
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
-#include "tools/train/checkpoint.h"
+#include "layers/models/checkpoint.h"
 
-namespace sparse_layers::train {
+namespace sparse_layers::layers {
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& checkpoint_path) {
   absl::StatusOr<std::string> text = ReadCheckpointConfig(checkpoint_path);
@@ -66,4 +66,4 @@ absl::Status CheckFittedOn(const LoadedReplacement& fit,
   return absl::OkStatus();
 }
 
-}  // namespace sparse_layers::train
+}  // namespace sparse_layers::layers

@@ -1,8 +1,8 @@
 // Metrics of sparse replacement layers (MxD, arXiv:2505.21364 Sec. 3 and
 // Apps. B-C): normalised MSE lives in layers/replacement/nmse.h,
 // these are the rest, each checked on hand-computed cases in the test.
-#ifndef SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_
-#define SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_
+#ifndef SPARSE_LAYERS_TOOLS_TRAIN_REPLACEMENT_METRICS_H_
+#define SPARSE_LAYERS_TOOLS_TRAIN_REPLACEMENT_METRICS_H_
 
 #include <torch/torch.h>
 
@@ -15,7 +15,7 @@
 #include "layers/models/gpt.h"
 #include "layers/replacement/sparse_replacement.h"
 
-namespace sparse_layers::analysis {
+namespace sparse_layers::train {
 
 // Firing counts of every unit over a stream of top-k codes (a unit fires on a
 // row when its kept value is > 0; as the MxD released code counts firing for
@@ -102,6 +102,6 @@ double CeRecovered(double base, double zero_ablated, double replaced);
 // float64 (MxD Eq. 23).
 double NormalisedRank(const torch::Tensor& matrix);
 
-}  // namespace sparse_layers::analysis
+}  // namespace sparse_layers::train
 
-#endif  // SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_METRICS_H_
+#endif  // SPARSE_LAYERS_TOOLS_TRAIN_REPLACEMENT_METRICS_H_

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace sparse_layers::train {
+namespace sparse_layers::layers {
 
 struct CheckpointState {
   int64_t step = 0;  // Optimiser steps completed.
@@ -33,6 +33,6 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
 // The config stored in a checkpoint, without loading tensors into a model.
 absl::StatusOr<std::string> ReadCheckpointConfig(const std::string& path);
 
-}  // namespace sparse_layers::train
+}  // namespace sparse_layers::layers
 
 #endif  // SPARSE_LAYERS_TOOLS_TRAIN_CHECKPOINT_H_

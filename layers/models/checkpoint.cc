@@ -1,4 +1,4 @@
-#include "tools/train/checkpoint.h"
+#include "layers/models/checkpoint.h"
 
 #include <torch/serialize.h>
 
@@ -9,7 +9,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 
-namespace sparse_layers::train {
+namespace sparse_layers::layers {
 namespace {
 
 // v2 added the content digest; a v1 file fails the format check by name.
@@ -194,4 +194,4 @@ absl::StatusOr<std::string> ReadCheckpointConfig(const std::string& path) {
   return dict->at("config").toStringRef();
 }
 
-}  // namespace sparse_layers::train
+}  // namespace sparse_layers::layers

@@ -1,4 +1,4 @@
-#include "analysis/replacement/replacement_metrics.h"
+#include "tools/train/replacement_metrics.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
 
-namespace sparse_layers::analysis {
+namespace sparse_layers::train {
 namespace {
 
 TEST(FiringCounterTest, CountsOnlyPositiveKeptValues) {
@@ -120,4 +120,4 @@ TEST(ReplacementMetricsTest,
 }
 
 }  // namespace
-}  // namespace sparse_layers::analysis
+}  // namespace sparse_layers::train

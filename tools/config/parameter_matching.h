@@ -1,12 +1,12 @@
 // Choosing the MxD expert count N so that an MxD has a Transcoder's parameter
 // count (MxD, arXiv:2505.21364 Sec. 3.1, Table 2; the released code's
 // train_gpt2.py formula and the exact one).
-#ifndef SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_
-#define SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_
+#ifndef SPARSE_LAYERS_TOOLS_CONFIG_PARAMETER_MATCHING_H_
+#define SPARSE_LAYERS_TOOLS_CONFIG_PARAMETER_MATCHING_H_
 
 #include <cstdint>
 
-namespace sparse_layers::layers {
+namespace sparse_layers::config {
 
 // Parameters of a Transcoder: I*H_tc + H_tc + H_tc*O + O.
 int64_t TranscoderParameters(int64_t d_in, int64_t d_out, int64_t width);
@@ -28,6 +28,6 @@ int64_t MxdExpertsMatchingTranscoder(int64_t d_in, int64_t d_out,
                                      int64_t hidden, int64_t transcoder_width,
                                      bool swiglu, MatchingFormula formula);
 
-}  // namespace sparse_layers::layers
+}  // namespace sparse_layers::config
 
-#endif  // SPARSE_LAYERS_LAYERS_REPLACEMENT_PARAMETER_MATCHING_H_
+#endif  // SPARSE_LAYERS_TOOLS_CONFIG_PARAMETER_MATCHING_H_

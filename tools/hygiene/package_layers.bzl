@@ -1,0 +1,48 @@
+"""The package map, bottom to top: a package may depend on its own layer and the layers below it, never above.
+
+Each package's BUILD sets `package(default_visibility = ["//:users_of_<its layer>"])`, so Bazel rejects an
+upward dependency at analysis time; //tools/hygiene:package_order_test checks every edge of the build graph
+against this table and fails on an upward edge or on a package that is in no layer. A new package goes in the
+lowest layer whose packages it needs (a new FFN or attention: layers; a metric binary: analysis; a figure:
+experiments)."""
+
+PACKAGE_LAYERS = [
+    # Utilities without LibTorch (files, digests, main(), CPU slots) and the build settings.
+    ("base", ["//tools/common", "//tools/scale", "//tools/seeds"]),
+    # The one experiment config schema, its loader and validator.
+    ("config", ["//tools/config"]),
+    # LibTorch runtime and kernels, hook points, test helpers.
+    ("ops", ["//layers/backend", "//layers/core", "//layers/hooks", "//layers/testing"]),
+    # Attention, FFN, MoHD and replacement layers.
+    ("layers", ["//layers/attention", "//layers/ffn", "//layers/mohd", "//layers/replacement"]),
+    # The hookable GPT, its checkpoints and loading.
+    ("models", ["//layers/models"]),
+    # Pinned corpora, tokenizer, token shards, chess games, probing sets.
+    ("data", ["//datasets", "//datasets/chess", "//datasets/probing", "//datasets/text"]),
+    # Training and fitting, activation caching, evaluation loops, the report rule.
+    ("pipelines", ["//datasets/activations", "//tools/report", "//tools/train"]),
+    # Metric binaries and the claims engine.
+    ("analysis", ["//analysis/..."]),
+    # One package per paper figure: configs, claims and wiring.
+    ("experiments", ["//experiments/..."]),
+    # The combined report.
+    ("reports", ["//reports"]),
+    # Whole-tree checks (build hygiene, remote cache, bad input).
+    ("checks", ["//tools/hygiene", "//tools/remote_cache"]),
+]
+
+def layer_visibility_groups():
+    """package_group users_of_<layer>: the packages of that layer and of every layer above it."""
+    for i, (name, _) in enumerate(PACKAGE_LAYERS):
+        native.package_group(
+            name = "users_of_" + name,
+            packages = [p for _, packages in PACKAGE_LAYERS[i:] for p in packages],
+        )
+
+def package_layers_text():
+    """The table as lines `<rank> <layer> <package>` (a trailing /... covers subpackages), for the test."""
+    return "\n".join([
+        "%d %s %s" % (rank, name, p)
+        for rank, (name, packages) in enumerate(PACKAGE_LAYERS)
+        for p in packages
+    ]) + "\n"

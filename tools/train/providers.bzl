@@ -1,0 +1,21 @@
+"""What a training or a cache hands its consumers, named instead of picked out of a label's files by extension."""
+
+CheckpointInfo = provider(
+    doc = "A trainer output (lm_checkpoint, replacement_checkpoint).",
+    fields = {
+        "checkpoint": "File: <name>.pt, the model state with its config and digest inside.",
+        "log": "File: <name>.csv, the train/validation loss log.",
+        "summary": "File: <name>.summary.textproto (steps, tokens, losses, wall time).",
+    },
+)
+
+ActivationCacheInfo = provider(
+    doc = "An activation_cache: one block's activation pairs per token split.",
+    fields = {
+        "splits": "dict: split name (train, validation, test) -> the split's directory (File); " +
+                  "<dir>/<split>.activations.textproto is its manifest.",
+        "layer": "int: the block the activations were read at.",
+        "site": "string: ffn or attn.",
+        "checkpoint": "File: the .pt they were read from.",
+    },
+)
