@@ -95,24 +95,29 @@ absl::StatusOr<Sides> CollectSides(const Claim& claim, const TidyTable& table,
   return sides;
 }
 
-// GAIN_RATIO: per seed (A - C) / (B - C) - 1 over the seeds all three arms
-// share; undefined (no interval) unless A, B and C have the same seeds and
-// every B - C is nonzero.
-LevelResult GainRatioInterval(const Sides& sides) {
+// GAIN_RATIO: per seed (A - C) / (B - C) - 1, a share that is higher-is-better
+// whichever way the metric improves; undefined (no interval) unless A, B and C
+// have the same seeds and B beats C (in `better`'s direction) in every seed, so
+// a seed where B is at or below chance cannot flip or blow up the ratio.
+LevelResult GainRatioInterval(const Claim& claim, const Sides& sides) {
   LevelResult out;
   out.method = IntervalMethod::kPairedT;
+  const double sign = claim.better() == LOWER_IS_BETTER ? -1.0 : 1.0;
   std::vector<double> per_seed;
+  bool defined = sides.a.size() == sides.b.size() &&
+                 sides.a.size() == sides.baseline.size();
   for (const auto& [seed, a] : sides.a) {
     auto b = sides.b.find(seed);
     auto c = sides.baseline.find(seed);
-    if (b == sides.b.end() || c == sides.baseline.end()) break;
+    if (b == sides.b.end() || c == sides.baseline.end()) {
+      defined = false;
+      continue;
+    }
+    if (sign * (b->second - c->second) <= 0) defined = false;
     per_seed.push_back((a - c->second) / (b->second - c->second) - 1.0);
   }
-  const bool same_seeds = per_seed.size() == sides.a.size() &&
-                          sides.a.size() == sides.b.size() &&
-                          sides.a.size() == sides.baseline.size();
   out.effect = MeanInterval(per_seed, kConfidence);
-  if (!same_seeds || !AllFinite(per_seed))
+  if (!defined || !AllFinite(per_seed))
     out.effect = Undefined(static_cast<int>(per_seed.size()));
   return out;
 }
@@ -122,7 +127,7 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
   LevelResult out;
   const Effect effect =
       claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
-  if (effect == GAIN_RATIO) return GainRatioInterval(sides);
+  if (effect == GAIN_RATIO) return GainRatioInterval(claim, sides);
   const std::vector<double> a_values = SeedValues(sides.a);
   const std::vector<double> b_values = SeedValues(sides.b);
   std::vector<double> paired;
@@ -170,7 +175,9 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
 // BETTER: the interval against zero (and the claimed magnitude) on the side
 // `better` names.
 Verdict BetterVerdict(const Claim& claim, const Interval& e) {
-  const bool lower = claim.better() == LOWER_IS_BETTER;
+  // A GAIN_RATIO is oriented already (GainRatioInterval).
+  const bool lower =
+      claim.better() == LOWER_IS_BETTER && claim.effect() != GAIN_RATIO;
   // Orient so that "better" is positive.
   const double low = lower ? -e.high : e.low;
   const double high = lower ? -e.low : e.high;
@@ -187,7 +194,8 @@ Verdict BetterVerdict(const Claim& claim, const Interval& e) {
 // NOT_WORSE: the worse end of the interval against the tolerance.
 Verdict NotWorseVerdict(const Claim& claim, const Interval& e) {
   const double tolerance = std::fabs(claim.tolerance());
-  const bool lower = claim.better() == LOWER_IS_BETTER;
+  const bool lower =
+      claim.better() == LOWER_IS_BETTER && claim.effect() != GAIN_RATIO;
   // Orient so that "better" is positive; not worse means above -tolerance.
   const double low = lower ? -e.high : e.low;
   const double high = lower ? -e.low : e.high;
@@ -669,11 +677,17 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
     if (claim.effect() == GAIN_RATIO &&
         (claim.baseline().empty() || claim.b().empty() ||
          claim.arm_column().empty() || !claim.b_metric().empty() ||
-         claim.comparison() == MONOTONE || claim.comparison() == CORRELATION)) {
+         claim.comparison() == MONOTONE || claim.comparison() == CORRELATION ||
+         claim.quantifier() == POOLED || claim.baseline() == claim.a() ||
+         claim.baseline() == claim.b())) {
       return absl::InvalidArgumentError(absl::StrCat(
           who,
-          ": GAIN_RATIO compares arms a and b of arm_column against the arm "
-          "`baseline` (BETTER, WITHIN or NOT_WORSE)"));
+          ": GAIN_RATIO compares arms a and b of arm_column against a third "
+          "arm `baseline` (BETTER, WITHIN or NOT_WORSE, not POOLED)"));
+    }
+    if (!claim.baseline().empty() && claim.effect() != GAIN_RATIO) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": baseline is only read by effect GAIN_RATIO"));
     }
     if (claim.magnitude_claimed() && !claim.has_paper_effect()) {
       return absl::InvalidArgumentError(
@@ -775,7 +789,7 @@ namespace {
 // The first of the claim's arms that is in `arms_not_run`, or "".
 std::string ArmNotRun(const Claim& claim,
                       const std::set<std::string>& arms_not_run) {
-  for (const std::string& arm : {claim.a(), claim.b()}) {
+  for (const std::string& arm : {claim.a(), claim.b(), claim.baseline()}) {
     if (!arm.empty() && arms_not_run.count(arm)) return arm;
   }
   return "";
@@ -787,7 +801,7 @@ absl::Status CheckArmsNotRun(const ClaimSet& claims, const Tables& tables,
   std::set<std::string> named;
   for (const auto* list : {&claims.controls(), &claims.claims()}) {
     for (const Claim& claim : *list) {
-      for (const std::string& arm : {claim.a(), claim.b()}) {
+      for (const std::string& arm : {claim.a(), claim.b(), claim.baseline()}) {
         if (arm.empty() || !arms_not_run.count(arm)) continue;
         named.insert(arm);
         const TidyTable& table = tables.at(claim.table());

@@ -214,6 +214,32 @@ TEST(ClaimsEngine, GainRatioKeepsAShareOfTheBaselinesGainOverTheControl) {
   EXPECT_EQ(no_gain.verdict, Verdict::kUnresolved);
 }
 
+TEST(ClaimsEngine, GainRatioIsOrientedForLowerIsBetterAndNeedsBToBeatC) {
+  // Cross-entropy (lower is better): C = 3, B = 1, A = 2 keeps half of B's
+  // gain: -0.5 in every seed, so NOT_WORSE within 0.6 holds and within 0.4
+  // does not (no sign flip).
+  const std::string csv =
+      "arm,seed,ce\nnew,1,2\nnew,2,2\nold,1,1\nold,2,1\n"
+      "random,1,3\nrandom,2,3\n";
+  const std::string claim =
+      "id: 'c' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' "
+      "baseline: 'random' metric: 'ce' better: LOWER_IS_BETTER "
+      "effect: GAIN_RATIO comparison: NOT_WORSE ";
+  const ClaimResult kept_half = Judge(claim + "tolerance: 0.6", csv);
+  EXPECT_NEAR(kept_half.levels[0].effect.estimate, -0.5, 1e-12);
+  EXPECT_EQ(kept_half.verdict, Verdict::kHolds);
+  EXPECT_EQ(Judge(claim + "tolerance: 0.4", csv).verdict,
+            Verdict::kDoesNotHold);
+  // A seed where B is worse than chance (B = 3.5 > C = 3): undefined, n = 2.
+  const ClaimResult b_below_chance =
+      Judge(claim + "tolerance: 0.6",
+            "arm,seed,ce\nnew,1,2\nnew,2,2\nold,1,1\nold,2,3.5\n"
+            "random,1,3\nrandom,2,3\n");
+  EXPECT_TRUE(std::isnan(b_below_chance.levels[0].effect.estimate));
+  EXPECT_EQ(b_below_chance.levels[0].effect.n, 2);
+  EXPECT_EQ(b_below_chance.verdict, Verdict::kUnresolved);
+}
+
 TEST(ClaimSet, GainRatioNeedsABaselineArm) {
   ClaimSet set;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
@@ -229,6 +255,24 @@ TEST(ClaimSet, GainRatioNeedsABaselineArm) {
       << results.status();
 }
 
+TEST(ClaimSet, GainRatioRejectsPoolingAndABaselineThatIsAnArm) {
+  const Tables tables =
+      OneTable("arm,seed,k,f1\nnew,1,1,0.6\nold,1,1,0.7\nrandom,1,1,0.5\n");
+  const std::string head =
+      "experiment: 'x' claims { id: 'c' table: 't.csv' arm_column: 'arm' "
+      "a: 'new' b: 'old' metric: 'f1' better: HIGHER_IS_BETTER "
+      "comparison: NOT_WORSE tolerance: 0.5 ";
+  for (const std::string& rest :
+       {"effect: GAIN_RATIO baseline: 'random' over: 'k' quantifier: POOLED }",
+        "effect: GAIN_RATIO baseline: 'old' }",
+        "effect: DIFFERENCE baseline: 'random' }"}) {
+    ClaimSet set;
+    ASSERT_TRUE(
+        google::protobuf::TextFormat::ParseFromString(head + rest, &set));
+    EXPECT_FALSE(JudgeClaimSet(set, tables).ok()) << rest;
+  }
+}
+
 TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
   ClaimSet set;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
@@ -240,7 +284,11 @@ TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
       "b: 'old' metric: 'f1' better: HIGHER_IS_BETTER comparison: BETTER } "
       "claims { id: 'new_beats_skip' table: 't.csv' arm_column: 'arm' "
       "a: 'new' b: 'skip' metric: 'f1' better: HIGHER_IS_BETTER "
-      "comparison: BETTER controls: 'skip_beats_random' }",
+      "comparison: BETTER controls: 'skip_beats_random' } "
+      "claims { id: 'new_keeps_gain' table: 't.csv' arm_column: 'arm' "
+      "a: 'new' b: 'old' baseline: 'chance' metric: 'f1' "
+      "better: HIGHER_IS_BETTER effect: GAIN_RATIO comparison: NOT_WORSE "
+      "tolerance: 0.5 }",
       &set));
   // The arm `skip` and its random initialisation are not trained at this
   // scale: they have no rows.
@@ -250,9 +298,9 @@ TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
       "random,3,0.1\n");
   // Without the list, the missing arm is an error, not a verdict.
   EXPECT_FALSE(JudgeClaimSet(set, tables).ok());
-  auto results = JudgeClaimSet(set, tables, {"skip", "random_skip"});
+  auto results = JudgeClaimSet(set, tables, {"skip", "random_skip", "chance"});
   ASSERT_TRUE(results.ok()) << results.status();
-  ASSERT_EQ(results->size(), 3u);
+  ASSERT_EQ(results->size(), 4u);
   EXPECT_EQ((*results)[0].verdict, Verdict::kNotTestable);
   EXPECT_EQ((*results)[0].reason, "arm skip is not run at this scale");
   EXPECT_NE(RenderVerdict((*results)[0])
@@ -262,14 +310,19 @@ TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
       << RenderVerdict((*results)[0]);
   EXPECT_EQ((*results)[1].verdict, Verdict::kHolds);
   EXPECT_EQ((*results)[2].verdict, Verdict::kNotTestable);
+  // A GAIN_RATIO whose control arm is not run.
+  EXPECT_EQ((*results)[3].verdict, Verdict::kNotTestable);
+  EXPECT_EQ((*results)[3].reason, "arm chance is not run at this scale");
   // An arm listed but trained, or named by no claim, is a mistake.
-  auto trained = JudgeClaimSet(set, tables, {"skip", "random_skip", "old"});
+  auto trained =
+      JudgeClaimSet(set, tables, {"skip", "random_skip", "chance", "old"});
   ASSERT_FALSE(trained.ok());
   EXPECT_NE(trained.status().message().find(
                 "'old' is listed as not run but has rows"),
             std::string::npos)
       << trained.status();
-  auto typo = JudgeClaimSet(set, tables, {"skip", "random_skip", "skpi"});
+  auto typo =
+      JudgeClaimSet(set, tables, {"skip", "random_skip", "chance", "skpi"});
   ASSERT_FALSE(typo.ok());
   EXPECT_NE(typo.status().message().find(
                 "'skpi' is listed as not run but no claim names it"),

@@ -2,8 +2,8 @@
 // state as one pickled dictionary (torch::pickle_save; Python's torch.load
 // reads it too), written atomically. Keys are names and positions, never
 // memory addresses, so the same training state is the same bytes.
-#ifndef SPARSE_LAYERS_TOOLS_TRAIN_CHECKPOINT_H_
-#define SPARSE_LAYERS_TOOLS_TRAIN_CHECKPOINT_H_
+#ifndef SPARSE_LAYERS_LAYERS_MODELS_CHECKPOINT_H_
+#define SPARSE_LAYERS_LAYERS_MODELS_CHECKPOINT_H_
 
 #include <torch/torch.h>
 
@@ -35,4 +35,4 @@ absl::StatusOr<std::string> ReadCheckpointConfig(const std::string& path);
 
 }  // namespace sparse_layers::layers
 
-#endif  // SPARSE_LAYERS_TOOLS_TRAIN_CHECKPOINT_H_
+#endif  // SPARSE_LAYERS_LAYERS_MODELS_CHECKPOINT_H_

@@ -1,7 +1,7 @@
 // A trained model back from its checkpoint: the config stored inside it builds
 // the model (replacement layers included), then the parameters are restored.
-#ifndef SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_
-#define SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_
+#ifndef SPARSE_LAYERS_LAYERS_MODELS_MODEL_LOADER_H_
+#define SPARSE_LAYERS_LAYERS_MODELS_MODEL_LOADER_H_
 
 #include <memory>
 #include <string>
@@ -40,4 +40,4 @@ absl::Status CheckFittedOn(const LoadedReplacement& fit,
 
 }  // namespace sparse_layers::layers
 
-#endif  // SPARSE_LAYERS_TOOLS_TRAIN_MODEL_LOADER_H_
+#endif  // SPARSE_LAYERS_LAYERS_MODELS_MODEL_LOADER_H_

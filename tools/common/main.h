@@ -18,7 +18,8 @@ namespace sparse_layers {
 
 // Parses Abseil flags (exits on --help or a bad flag), names the program in
 // error lines, and returns the positional arguments (without argv[0]).
-// Binaries that use LibTorch call InitMain (init.h) instead.
+// Binaries that use LibTorch call InitMain (layers/backend/torch_init.h)
+// instead.
 std::vector<std::string> ParseMainFlags(int argc, char** argv,
                                         absl::string_view usage);
 

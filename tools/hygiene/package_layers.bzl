@@ -7,8 +7,9 @@ lowest layer whose packages it needs (a new FFN or attention: layers; a metric b
 experiments)."""
 
 PACKAGE_LAYERS = [
-    # Utilities without LibTorch (files, digests, main(), CPU slots) and the build settings.
-    ("base", ["//tools/common", "//tools/scale", "//tools/seeds"]),
+    # Utilities without LibTorch (files, digests, main(), CPU slots), the build settings and the BUILD files of
+    # system libraries.
+    ("base", ["//third_party", "//tools/common", "//tools/scale", "//tools/seeds"]),
     # The one experiment config schema, its loader and validator.
     ("config", ["//tools/config"]),
     # LibTorch runtime and kernels, hook points, test helpers.
