@@ -3,9 +3,9 @@
 // tables. Each effect (A - B, A / B - 1, or GAIN_RATIO's (A - C) / (B - C) - 1
 // against a control arm C) gets its mean and 95% Student-t interval over seeds
 // (paired where both arms have the same seeds, Welch otherwise; GAIN_RATIO
-// paired only; Fisher z for correlations), and one verdict: HOLDS, DOES NOT HOLD, UNRESOLVED or NOT
-// TESTABLE. Controls are judged first; a claim whose control does not hold, or
-// whose precondition fails, is NOT TESTABLE.
+// paired only; Fisher z for correlations), and one verdict: HOLDS, DOES NOT
+// HOLD, UNRESOLVED or NOT TESTABLE. Controls are judged first; a claim whose
+// control does not hold, or whose precondition fails, is NOT TESTABLE.
 #ifndef SPARSE_LAYERS_ANALYSIS_CLAIMS_CLAIMS_ENGINE_H_
 #define SPARSE_LAYERS_ANALYSIS_CLAIMS_CLAIMS_ENGINE_H_
 
