@@ -3,6 +3,7 @@
 # file, none failing to load), and every C++/proto/shell source file is part of some target, so no code
 # sits outside the build graph. Runs a nested Bazel on the real source tree (tagged external: never cached).
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 workspace="$(dirname "$(readlink -f "$1")")"
 bazel_bin="${2:-/usr/bin/bazel-4}"
@@ -17,17 +18,8 @@ for dir in "${ignored[@]}"; do prune+=(-o -path "./$dir"); done
 expected="$(find . \( "${prune[@]}" \) -prune -o \( -name BUILD.bazel -o -name BUILD \) -print |
   sed -e 's|^\./||' -e 's|/\?BUILD\(\.bazel\)\?$||' -e 's|^|//|' | sort -u)"
 
-# The nested output base must lie outside the workspace (TEST_TMPDIR is reachable through bazel-<name>).
-export HOME="$(mktemp -d /tmp/build_hygiene.XXXXXX)"
-nested=("$bazel_bin" --nohome_rc --output_base="$HOME/output_base" --max_idle_secs=10)
-trap 'cd /; "${nested[@]}" shutdown 2>/dev/null; rm -rf "$HOME"' EXIT
-# Query a copy of the tree without the outer build's bazel-* links, which the nested Bazel would follow.
-mkdir "$HOME/src"
-tar -C "$workspace" --exclude='./bazel-*' --exclude=./.git -cf - . | tar -C "$HOME/src" -xf -
-cd "$HOME/src"
-query() {
-  "${nested[@]}" query --noshow_progress "$@" 2>"$HOME/query.log" || { cat "$HOME/query.log" >&2; fail "bazel query $* failed"; }
-}
+source "$here/nested_query.sh"
+nested_query_setup "$workspace" "$bazel_bin" build_hygiene
 listed="$(query '//...:*' --output=package | sed 's|^|//|' | sort -u)"
 if [[ "$expected" != "$listed" ]]; then
   diff <(echo "$expected") <(echo "$listed") >&2 || true

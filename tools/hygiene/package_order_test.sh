@@ -6,22 +6,15 @@
 # the real source tree (tagged external: never cached).
 # Usage: package_order_test.sh <WORKSPACE file> <package_layers.txt> [bazel]
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 workspace="$(dirname "$(readlink -f "$1")")"
 table="$(readlink -f "$2")"
 bazel_bin="${3:-/usr/bin/bazel-4}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-export HOME="$(mktemp -d /tmp/package_order.XXXXXX)"
-nested=("$bazel_bin" --nohome_rc --output_base="$HOME/output_base" --max_idle_secs=10)
-trap 'cd /; "${nested[@]}" shutdown 2>/dev/null; rm -rf "$HOME"' EXIT
-# Query a copy of the tree without the outer build's bazel-* links, which the nested Bazel would follow.
-mkdir "$HOME/src"
-tar -C "$workspace" --exclude='./bazel-*' --exclude=./.git -cf - . | tar -C "$HOME/src" -xf -
-cd "$HOME/src"
-query() {
-  "${nested[@]}" query --noshow_progress "$@" 2>"$HOME/query.log" || { cat "$HOME/query.log" >&2; fail "bazel query $* failed"; }
-}
+source "$here/nested_query.sh"
+nested_query_setup "$workspace" "$bazel_bin" package_order
 # Every rule's inputs (explicit, default and every select() branch) from the rules themselves, so no external
 # repository is fetched; edges into other repositories (@...) are outside the map.
 query '//...:*' --output=xml >"$HOME/graph.xml"
