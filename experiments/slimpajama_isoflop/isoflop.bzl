@@ -12,12 +12,13 @@ load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
 # for each budget the ladder scales swept (the paper slides its window of scales up with the budget, App. B.2).
 GRID = {
-    # smoke: the cpu grid's shape; 4e8 gives the largest rung (PEER and SwiGLU scale 3: 3.0e8 per step) one step.
+    # smoke: the cpu grid's shape; 4e8 gives the largest rung (PEER at scale 3: 1.2e8 per step) three steps.
     "smoke": struct(ladder = "tiny", budgets = ["4e8", "8e8"], sizes = [[0, 1, 2, 3]] * 2),
-    # cpu: four rungs from one below the tiny ladder's smallest (scale 0: d = 32, one layer), where the
-    # 1e11-6e11 sweep of scales 1-3 put every optimum at scale 1; two budgets, each run once per seed, sized
-    # to the 60-minute cold build (scale 0 dominates it: the most tokens per budget).
-    "cpu": struct(ladder = "tiny", budgets = ["5e10", "1e11"], sizes = [[0, 1, 2, 3]] * 2),
+    # cpu: the tiny ladder's four lowest half-step rungs (d = 32 to 96, 1-2 layers). A pilot (GeLU MLP, one
+    # seed) put the optimum at the smallest rung at 2e11 and at the second (d = 64, one layer) at 6e11, so
+    # both budgets sit at or above 6e11; single-threaded runs, two at a time (these widths gain nothing from
+    # a second thread), fit the 90-minute cold build.
+    "cpu": struct(ladder = "tiny", budgets = ["6e11", "1.2e12"], sizes = [[0, 1, 2, 3]] * 2),
     "paper": struct(ladder = "paper", budgets = ["1e17", "6e17", "6e18"], sizes = [[2, 3, 4], [4, 5, 6], [6, 7, 8]]),
 }
 
@@ -84,6 +85,7 @@ def isoflop_run(name, ffn_type, budget_index, size_index, seed):
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
+        threads = 1,  # base.textproto's runtime.threads.
         tags = tags,
     )
 

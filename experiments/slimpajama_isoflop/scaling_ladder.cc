@@ -25,29 +25,37 @@ absl::StatusOr<config::ModelConfig> LadderModel(Ladder ladder,
                                                 int scale, int vocab_size,
                                                 int context_length) {
   const bool paper = ladder == Ladder::kPaper;
-  // The tiny ladder extends one rung below Listing 2's (d = 32, one layer) so
-  // that cpu budgets can place an isoflop optimum inside the sweep
-  // (arXiv:2606.07414 Sec. 3.1, Fig. 3 has its minima inside each window).
+  // The tiny ladder starts one rung below Listing 2's smallest shape (d = 32,
+  // one layer) so that cpu budgets can place an isoflop optimum inside the
+  // sweep (arXiv:2606.07414 Sec. 3.1, Fig. 3 has its minima inside each
+  // window).
   const int smallest = paper ? 1 : 0;
   if (scale < smallest) {
     return absl::InvalidArgumentError(
         absl::StrCat("scale must be >= ", smallest, " on this ladder"));
   }
-  const int d = paper ? 128 * scale : 32 * (scale + 1);
+  // The tiny ladder takes half-steps: odd rungs widen, even rungs deepen
+  // (s = 0: d = 32, 1 layer; 1: 64, 1; 2: 64, 2; 3: 96, 2), so counted FLOPs
+  // grow about 2-3x a rung and a cpu budget's optimum can fall between the
+  // rungs of Listing 2's shape (d and depth together, 8x at the bottom).
+  const int d = paper ? 128 * scale : 32 * (1 + (scale + 1) / 2);
+  const int n_layers = paper ? 2 * scale : 1 + scale / 2;
   const int head_dim = paper ? 64 : 32;
   // Dense width int(8/3 d / unit) unit (Listing 2's rounding to 256; 32 tiny).
   const int unit = paper ? 256 : 32;
   const int dense_width = static_cast<int>(8.0 / 3.0 * d / unit) * unit;
   const int channels = paper ? 16 : 8;
-  const int sgatlin_side = paper ? 16 + 12 * scale : 16 + 8 * scale;
-  const int peer_side = paper ? 32 + 24 * scale : 32 + 16 * scale;
+  // Tiny: (8 + d / 4)^2 sgatlin and (16 + d / 2)^2 PEER neurons, Listing 2's
+  // growth of the side with the width, halved.
+  const int sgatlin_side = paper ? 16 + 12 * scale : 8 + d / 4;
+  const int peer_side = paper ? 32 + 24 * scale : 16 + d / 2;
 
   config::ModelConfig model;
   model.set_architecture("gpt");
   model.set_vocab_size(vocab_size);
   model.set_context_length(context_length);
   model.set_d_model(d);
-  model.set_n_layers(paper ? 2 * scale : scale + 1);
+  model.set_n_layers(n_layers);
   model.set_n_heads(d / head_dim);
   model.set_positions("rotary");
   model.set_norm("rmsnorm");

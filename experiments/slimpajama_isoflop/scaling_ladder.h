@@ -16,9 +16,10 @@ namespace sparse_layers::experiments {
 enum class Ladder {
   // Listing 2: d = 128 s, 2 s layers, heads of 64, C = 16, d_key = 128.
   kPaper,
-  // Ours: d = 32 (s + 1), s + 1 layers, heads of 32, C = 8, d_key = 32;
-  // sgatlin (16 + 8 s)^2 and PEER (32 + 16 s)^2 neurons; from s = 0 (d = 32,
-  // one layer), one rung below the planned smallest, s = 1.
+  // Ours, in half-steps: d = 32 (1 + ceil(s / 2)), 1 + floor(s / 2) layers
+  // (odd rungs widen, even rungs deepen; s = 2k is Listing 2's shape at d =
+  // 32 (k + 1)), heads of 32, C = 8, d_key = 32; sgatlin (8 + d / 4)^2 and
+  // PEER (16 + d / 2)^2 neurons; from s = 0 (d = 32, one layer).
   kTiny,
 };
 

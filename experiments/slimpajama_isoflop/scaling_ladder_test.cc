@@ -48,16 +48,17 @@ TEST(ScalingLadderTest, PaperLadderMatchesTheSpecTable) {
   }
 }
 
-// Our CPU ladder at V = 1024, T = 128.
+// Our CPU ladder at V = 1024, T = 128: its even rungs s = 2k are Listing 2's
+// shape at d = 32 (k + 1), k + 1 layers.
 TEST(ScalingLadderTest, TinyLadderMatchesTheSpecTable) {
   torch::NoGradGuard no_grad;
   for (const Row& row :
-       {Row{"mlp", 1, 139712, 2.130e5}, Row{"swiglu", 1, 160960, 2.540e5},
-        Row{"moe", 1, 500160, 2.335e5}, Row{"peer", 1, 803264, 3.932e5},
-        Row{"sgatlin", 1, 1307072, 2.212e5}, Row{"mlp", 2, 357216, 6.636e5},
-        Row{"sgatlin", 2, 4986720, 5.591e5}, Row{"mlp", 3, 722304, 1.442e6},
-        Row{"sgatlin", 3, 13600128, 1.114e6}, Row{"mlp", 4, 1343520, 2.765e6},
-        Row{"sgatlin", 4, 30317600, 1.935e6}}) {
+       {Row{"mlp", 2, 139712, 2.130e5}, Row{"swiglu", 2, 160960, 2.540e5},
+        Row{"moe", 2, 500160, 2.335e5}, Row{"peer", 2, 803264, 3.932e5},
+        Row{"sgatlin", 2, 1307072, 2.212e5}, Row{"mlp", 4, 357216, 6.636e5},
+        Row{"sgatlin", 4, 4986720, 5.591e5}, Row{"mlp", 6, 722304, 1.442e6},
+        Row{"sgatlin", 6, 13600128, 1.114e6}, Row{"mlp", 8, 1343520, 2.765e6},
+        Row{"sgatlin", 8, 30317600, 1.935e6}}) {
     auto gpt = Build(Ladder::kTiny, row, 1024, 128);
     EXPECT_EQ(gpt->ParameterCount(), row.parameters) << row.type << row.scale;
     EXPECT_NEAR(gpt->BlockFlopsPerToken(128), row.forward_flops_per_token,
@@ -66,7 +67,32 @@ TEST(ScalingLadderTest, TinyLadderMatchesTheSpecTable) {
   }
 }
 
-// The rung below the CPU ladder's scale 1 (s = 0: d = 32, one layer, F = 64),
+// The half-step between them (s = 1: d = 64, one layer, F = 160), by hand at
+// V = 1024, T = 128: embedding 65,536, attention 16,384 + QK-norm 64 (q and k,
+// one weight per head dimension), two norms 128, MLP 20,480, final norm 64;
+// FLOPs 8 d^2 + 4 T d + 4 d F; sgatlin (8 + 64 / 4)^2 = 576 neurons, PEER
+// (16 + 64 / 2)^2 = 2,304.
+TEST(ScalingLadderTest, OddRungsWidenWithoutDeepening) {
+  torch::NoGradGuard no_grad;
+  auto gpt = Build(Ladder::kTiny, Row{"mlp", 1, 0, 0}, 1024, 128);
+  EXPECT_EQ(gpt->ParameterCount(), 65536 + 16384 + 64 + 128 + 20480 + 64);
+  EXPECT_NEAR(gpt->BlockFlopsPerToken(128),
+              8 * 64 * 64 + 4 * 128 * 64 + 4 * 64 * 160, 1);
+  for (const auto& [type, neurons] :
+       {std::pair<const char*, int>{"sgatlin", 576}, {"peer", 2304}}) {
+    auto model = LadderModel(Ladder::kTiny, type, 1, 1024, 128);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_EQ(model->d_model(), 64) << type;
+    EXPECT_EQ(model->n_layers(), 1) << type;
+    EXPECT_EQ(model->d_ffn(), neurons) << type;
+  }
+  auto rung3 = LadderModel(Ladder::kTiny, "mlp", 3, 1024, 128);
+  ASSERT_TRUE(rung3.ok()) << rung3.status();
+  EXPECT_EQ(rung3->d_model(), 96);
+  EXPECT_EQ(rung3->n_layers(), 2);
+}
+
+// The rung below the CPU ladder's s = 2 (s = 0: d = 32, one layer, F = 64),
 // by hand at V = 1024, T = 128: embedding 32,768, attention 4,096 + QK-norm 64,
 // two norms 64, MLP 4,096 (GPT-OSS GLU 6,144 + biases 160), final norm 32;
 // FLOPs 8 d^2 + 4 T d for attention, 4 d F for the MLP (6 d F for the GLU).
