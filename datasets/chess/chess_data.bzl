@@ -63,7 +63,15 @@ def _chess_games_impl(ctx):
         progress_message = "Building the chess splits of %s" % ctx.label,
     )
     outputs = [train, validation, bsp_train, bsp_test, manifest, games_manifest]
-    return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
+    return [
+        DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
+        ChessGamesInfo(bsp_train = bsp_train, bsp_test = bsp_test),
+    ]
+
+ChessGamesInfo = provider(
+    doc = "A chess_games dataset's BSP evaluation games (MoE-X arXiv:2503.07639 App. B.3).",
+    fields = {"bsp_train": "File: bsp_train.jsonl, D_train", "bsp_test": "File: bsp_test.jsonl, D_test"},
+)
 
 chess_games = rule(
     implementation = _chess_games_impl,

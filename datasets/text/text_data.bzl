@@ -7,7 +7,13 @@ corpus, split rule or vocabulary size rebuilds exactly what depends on it.
 SPLITS = ["train", "validation", "test"]
 
 # What a token_shards target was encoded with, so that consumers (lm_checkpoint) decode with the same model.
-TokenShardsInfo = provider(fields = {"tokenizer": "the SentencePiece .model file the shards were encoded with"})
+TokenShardsInfo = provider(fields = {
+    "tokenizer": "the SentencePiece .model file the shards were encoded with",
+    "splits": "dict: split name (train, validation, test) -> the split's directory (File); " +
+              "<dir>/<split>.tokens.textproto is its manifest.",
+})
+
+TokenizerInfo = provider(fields = {"model": "File: the SentencePiece .model"})
 
 # The pinned public corpora of //datasets/text:mixed, for text_corpus(sources = ...): filegroup -> format.
 PINNED_TEXT_SOURCES = {
@@ -109,10 +115,13 @@ def _sentencepiece_tokenizer_impl(ctx):
         mnemonic = "TrainTokenizer",
         progress_message = "Training SentencePiece BPE %s (vocabulary %d)" % (ctx.label, ctx.attr.vocab_size),
     )
-    return [DefaultInfo(
-        files = depset([model, vocab, manifest]),
-        runfiles = ctx.runfiles(files = [model, vocab, manifest]),
-    )]
+    return [
+        DefaultInfo(
+            files = depset([model, vocab, manifest]),
+            runfiles = ctx.runfiles(files = [model, vocab, manifest]),
+        ),
+        TokenizerInfo(model = model),
+    ]
 
 sentencepiece_tokenizer = rule(
     implementation = _sentencepiece_tokenizer_impl,
@@ -130,10 +139,12 @@ sentencepiece_tokenizer = rule(
 )
 
 def _token_shards_impl(ctx):
-    model = [f for f in ctx.files.tokenizer if f.extension == "model"][0]
+    model = ctx.attr.tokenizer[TokenizerInfo].model
     outputs = []
+    splits = {}
     for split in SPLITS:
         directory = ctx.actions.declare_directory("%s/%s" % (ctx.label.name, split))
+        splits[split] = directory
         source = _split_file(ctx.attr.corpus, split)
         ctx.actions.run(
             executable = ctx.executable._encode_shards,
@@ -151,7 +162,7 @@ def _token_shards_impl(ctx):
         outputs.append(directory)
     return [
         DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
-        TokenShardsInfo(tokenizer = model),
+        TokenShardsInfo(tokenizer = model, splits = splits),
     ]
 
 token_shards = rule(

@@ -5,12 +5,11 @@ against the uniform-legal-move floor; rows are named <name>, the seed is their `
 the same metrics for a random initialisation of a model's config at each seed; chess_results: the active
 scale's outputs for the report."""
 
-load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+load("//tools/train:tool_run.bzl", "tool_run")
 
 SCALES = {
     "smoke": "smoke.textproto",
@@ -52,16 +51,6 @@ def _tags(seed, at_cpu):
 
 _GAMES = "//datasets/chess:games"
 
-# Picks the BSP splits out of the dataset's outputs.
-_SPLITS = ("for f in $(locations %s); do case $$f in *bsp_train.jsonl) train=$$f;; " % _GAMES +
-           "*bsp_test.jsonl) test=$$f;; esac; done; ")
-
-def _outputs(name):
-    return "--out=$(location %s.bsp.csv) --board_tracking_out=$(location %s.board.csv)" % (
-        name,
-        name,
-    )
-
 def chess_model(name, init_from = None):
     for seed in all_seeds(CHESS_SEEDS):
         run = seeded_name(name, seed)
@@ -80,15 +69,14 @@ def chess_model(name, init_from = None):
             init_from = seeded_name(init_from, seed) if init_from else None,
             tags = _tags(seed, name in CPU_MODELS),
         )
-        native.genrule(
+        tool_run(
             name = run + "_bsp",
-            srcs = [":" + run, _GAMES],
+            tool = ":evaluate_bsp",
             outs = [run + ".bsp.csv", run + ".board.csv"],
-            exec_tools = [":evaluate_bsp"],
-            cmd = quiet(_SPLITS + "for f in $(locations :%s); do case $$f in *.pt) ckpt=$$f;; esac; done; " % run +
-                        "$(location :evaluate_bsp) --checkpoint=$$ckpt --name=%s " % name +
-                        "--bsp_train=$$train --bsp_test=$$test " + CPU_SLOT_FLAG + " " +
-                        _outputs(run)),
+            out_flags = ["--out=", "--board_tracking_out="],
+            checkpoint_args = {":" + run: "--checkpoint="},
+            bsp_games = _GAMES,
+            args = ["--name=" + name],
             message = "BSP coverage of " + run,
             tags = _tags(seed, name in CPU_MODELS),
         )
@@ -96,17 +84,14 @@ def chess_model(name, init_from = None):
 def chess_control(name, model):
     for seed in all_seeds(CHESS_SEEDS):
         run = seeded_name(name, seed)
-        native.genrule(
+        tool_run(
             name = run + "_bsp",
-            srcs = [":%s_config" % seeded_name(model, seed), _GAMES],
+            tool = ":evaluate_bsp",
             outs = [run + ".bsp.csv", run + ".board.csv"],
-            exec_tools = [":evaluate_bsp"],
-            cmd = quiet(_SPLITS + "$(location :evaluate_bsp) --config=$(location :%s_config) --name=%s " % (
-                            seeded_name(model, seed),
-                            name,
-                        ) +
-                        "--bsp_train=$$train --bsp_test=$$test " + CPU_SLOT_FLAG + " " +
-                        _outputs(run)),
+            out_flags = ["--out=", "--board_tracking_out="],
+            file_args = {":%s_config" % seeded_name(model, seed): "--config="},
+            bsp_games = _GAMES,
+            args = ["--name=" + name],
             message = "BSP coverage of " + run,
             tags = _tags(seed, model in CPU_CONTROLS),
         )

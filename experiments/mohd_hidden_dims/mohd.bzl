@@ -4,12 +4,11 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 //datasets/text:shards_small), <name> = <variant>_s<seed>. mohd_runs: every variant at every seed.
 design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
-load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seed_tags", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+load("//tools/train:tool_run.bzl", "tool_run")
 
 # The dense model's shape per scale, as base.textproto + <scale>.textproto set it (keep in sync: the smoke
 # test checks d_model against the merged configs): width d, blocks L, attention inner width q, FFN width.
@@ -119,6 +118,14 @@ def design_table(name):
         cmd = by_scale({scale: "printf '%s\\n' > $@" % _design_csv(scale) for scale in SCALES}),
     )
 
+# The activation-flow study's sample sizes per scale (windows of the validation split, and shuffled windows
+# for the sharing baseline).
+ACTIVATION_FLOW_FLAGS = {
+    "smoke": ["--windows=24", "--shuffled_windows=200"],
+    "cpu": ["--windows=256", "--shuffled_windows=2000"],
+    "paper": ["--windows=512", "--shuffled_windows=4000"],
+}
+
 def activation_flow_run(seed):
     """activation_flow_s<seed>: the MoHD observation study (arXiv:2412.05644 Sec. 3, Figs. 3-5) on the dense
     and x2 models of `seed`: the tool's activation_flow_s<seed>/{flow,sharing}.csv, and flow_s<seed>.csv,
@@ -126,28 +133,28 @@ def activation_flow_run(seed):
     name = seeded_name("activation_flow", seed)
     dense = ":" + seeded_name("dense", seed)
     x2 = ":" + seeded_name("mohd_x2", seed)
-    native.genrule(
+    tool_run(
         name = name,
-        srcs = [":activation_flow_flags", dense, x2, "//datasets/text:shards_small"],
-        outs = [
-            name + "/flow.csv",
-            name + "/sharing.csv",
-            seeded_name("flow", seed) + ".csv",
-            seeded_name("sharing", seed) + ".csv",
-        ],
-        cmd = (quiet("for f in $(locations %s); do case $$f in *.pt) dense=$$f;; esac; done; " % dense +
-               "for f in $(locations %s); do case $$f in *.pt) x2=$$f;; esac; done; " % x2 +
-               "for d in $(locations //datasets/text:shards_small); do case $$d in */validation) tokens=$$d;; esac; done; " +
-               "$(location //analysis/activation_flow) --models=dense=$$dense,mohd_x2=$$x2 " +
-               "--tokens=$$tokens/validation.tokens.textproto --out_dir=$(@D)/%s --threads=2 " % name +
-               CPU_SLOT_FLAG + " $$(cat $(location :activation_flow_flags))") + "; " +
-               "for t in flow sharing; do sed '1s/^/seed,/; 2,$$s/^/%d,/' $(@D)/%s/$$t.csv > $(@D)/$${t}_s%d.csv; done" % (
-                   seed,
-                   name,
-                   seed,
-               )),
+        tool = "//analysis/activation_flow",
+        outs = [name + "/flow.csv", name + "/sharing.csv"],
+        out_flags = ["", ""],
+        out_dir_flag = "--out_dir=",
+        named_checkpoints = {dense: "dense", x2: "mohd_x2"},
+        tokens = "//datasets/text:shards_small",
+        token_args = {"--tokens=": "validation"},
+        args = ["--threads=2"] + by_scale(ACTIVATION_FLOW_FLAGS),
         message = "Measuring the activation flow of the MoHD study's dense and x2 models, seed %d" % seed,
-        exec_tools = ["//analysis/activation_flow"],
+        tags = seed_tags(seed, MOHD_SEEDS),
+    )
+    native.genrule(
+        name = name + "_with_seed",
+        srcs = [name + "/flow.csv", name + "/sharing.csv"],
+        outs = [seeded_name("flow", seed) + ".csv", seeded_name("sharing", seed) + ".csv"],
+        cmd = "for t in flow sharing; do sed '1s/^/seed,/; 2,$$s/^/%d,/' $(RULEDIR)/%s/$$t.csv > $(RULEDIR)/$${t}_s%d.csv; done" % (
+            seed,
+            name,
+            seed,
+        ),
         tags = seed_tags(seed, MOHD_SEEDS),
     )
 

@@ -4,12 +4,11 @@ and <name> (replacement_checkpoint: the fit, cached like any training run). Ever
 built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evaluations, probes and steering
 runs made from them (issue 20: seeds as a build dimension)."""
 
-load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load("//tools/common:quiet.bzl", "quiet")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
+load("//tools/train:tool_run.bzl", "tool_run")
 
 FIT_SCALES = {
     "smoke": "//experiments/mxd_frontier:fit_smoke.textproto",
@@ -65,19 +64,17 @@ def frontier_evaluation(name, base_name, base, activations, fits):
     """<name>.csv: CE (base, zero-ablated, each fit), CE recovered, NMSE, l0, dead units and MxD expert
     rank of every fit, on the held-out test split (analysis/replacement:evaluate_replacements), and each
     fit's seed. Every fit is evaluated on the same test batches, so arms are paired within a seed."""
-    native.genrule(
+    tool_run(
         name = name,
-        srcs = [base, activations, "//datasets/text:shards"] + [":" + f for f in fits],
+        tool = "//analysis/replacement:evaluate_replacements",
         outs = [name + ".csv"],
-        exec_tools = ["//analysis/replacement:evaluate_replacements"],
-        cmd = quiet("for f in $(locations %s); do case $$f in *.pt) base=$$f;; esac; done; " % base +
-               "for d in $(locations %s); do case $$d in */test) cache=$$d;; esac; done; " % activations +
-               "for d in $(locations //datasets/text:shards); do case $$d in */test) tokens=$$d;; esac; done; " +
-               "fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " %
-               " ".join(["$(locations :%s)" % f for f in fits]) +
-               "$(location //analysis/replacement:evaluate_replacements) --base=$$base --base_name=%s " % base_name +
-               "--tokens=$$tokens/test.tokens.textproto --activations=$$cache/test.activations.textproto " +
-               CPU_SLOT_FLAG + " --out=$@ $$fits"),
+        out_flags = ["--out="],
+        checkpoint_args = {base: "--base="},
+        tokens = "//datasets/text:shards",
+        token_args = {"--tokens=": "test"},
+        activation_args = {activations: "--activations="},
+        args = ["--base_name=" + base_name],
+        checkpoints = [":" + f for f in fits],
         message = "Evaluating the %s replacement frontier" % base_name,
         tags = SEEDED_TAGS,
     )
@@ -113,31 +110,24 @@ def feature_layers(base_name, seed):
         for method in ["tc", "stc", "mxd"]
     ] + ["//experiments/mxd_frontier:" + seeded_name("%s_sae_k%d" % (base_name, FEATURE_K), seed)]
 
-def _pick(label, suffix, var):
-    return "for f in $(locations %s); do case $$f in *%s) %s=$$f;; esac; done; " % (label, suffix, var)
-
-def feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, examples = False, seeds = all_seeds()):
+def feature_analysis(name, tool, base_name, base, extra_args, extra = {}, examples = False, seeds = all_seeds()):
     """Per seed, <name>_s<seed>.csv from `tool` (sparse_probe or steer) over the base model and that seed's
     feature_layers with --seed=<seed> (random control and splits, or samples), and <name>_s<seed>.txt: the
-    tool's --examples when `examples`, else its log."""
+    tool's --examples when `examples`, else its log. `extra`: more tool_run attributes (token_args, ...)."""
     for seed in seeds:
-        _feature_analysis(seeded_name(name, seed), tool, base_name, base, extra_srcs, extra_args, examples, seed)
-
-def _feature_analysis(name, tool, base_name, base, extra_srcs, extra_args, examples, seed):
-    fits = feature_layers(base_name, seed)
-    native.genrule(
-        name = name,
-        srcs = [base, "//datasets/text:bpe"] + fits + extra_srcs,
-        outs = [name + ".csv", name + ".txt"],
-        exec_tools = [tool],
-        cmd = quiet(_pick(base, ".pt", "base") + _pick("//datasets/text:bpe", ".model", "tokenizer") +
-               "fits=; for f in %s; do case $$f in *.pt) fits=\"$$fits $$f\";; esac; done; " %
-               " ".join(["$(locations %s)" % f for f in fits]) +
-               "$(location %s) --base=$$base --base_name=%s --tokenizer=$$tokenizer --seed=%d " %
-               (tool, base_name, seed) +
-               extra_args + " " + CPU_SLOT_FLAG + " --out=$(location %s.csv) $$fits " % name +
-               ("--examples=$(location %s.txt)" % name if examples else ""),
-               log = None if examples else "$(location %s.txt)" % name),
-        message = "Running %s on the %s features" % (tool, base_name),
-        tags = SEEDED_TAGS,
-    )
+        fits = feature_layers(base_name, seed)
+        run = seeded_name(name, seed)
+        tool_run(
+            name = run,
+            tool = tool,
+            outs = [run + ".csv"] + ([run + ".txt"] if examples else []),
+            out_flags = ["--out="] + (["--examples="] if examples else []),
+            log = None if examples else run + ".txt",
+            checkpoint_args = {base: "--base="},
+            tokenizer = "//datasets/text:bpe",
+            args = ["--base_name=" + base_name, "--seed=%d" % seed] + extra_args,
+            checkpoints = fits,
+            message = "Running %s on the %s features" % (Label(tool).name, base_name),
+            tags = SEEDED_TAGS,
+            **extra
+        )
