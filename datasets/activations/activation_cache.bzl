@@ -4,7 +4,7 @@ attention output) pairs in whole windows, of a trained model, per token split, a
 checkpoint is an input, so retraining the model re-caches."""
 
 load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load("//tools/train:providers.bzl", "ActivationCacheInfo", "CheckpointInfo")
+load("//tools/train:providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "split_manifest")
 
 def _activation_cache_impl(ctx):
     checkpoint = ctx.attr.checkpoint[CheckpointInfo].checkpoint
@@ -19,7 +19,7 @@ def _activation_cache_impl(ctx):
             executable = ctx.executable._cache_activations,
             arguments = [
                 "--checkpoint=" + checkpoint.path,
-                "--tokens=%s/%s.tokens.textproto" % (shards[split].path, split),
+                "--tokens=" + split_manifest(shards[split], split, "tokens"),
                 "--layer=%d" % ctx.attr.layer,
                 "--site=" + ctx.attr.site,
                 "--rows=%d" % int(rows),

@@ -11,7 +11,7 @@ machines whose libraries would produce the same bytes. Training uses
 
 load("//datasets/text:text_data.bzl", "TokenShardsInfo")
 load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo")
+load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "split_manifest")
 
 def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message):
     """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
@@ -59,8 +59,8 @@ def _lm_checkpoint_impl(ctx):
         inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer + parent,
         leading_args = [
             "--config=" + ctx.file.config.path,
-            "--train_data=%s/train.tokens.textproto" % shards["train"].path,
-            "--validation_data=%s/validation.tokens.textproto" % shards["validation"].path,
+            "--train_data=" + split_manifest(shards["train"], "train", "tokens"),
+            "--validation_data=" + split_manifest(shards["validation"], "validation", "tokens"),
         ],
         trailing_args = ["--tokenizer=" + f.path for f in tokenizer[:1]] +
                         ["--init_from=" + f.path for f in parent[:1]],
@@ -100,8 +100,8 @@ def _replacement_checkpoint_impl(ctx):
         leading_args = [
             "--config=" + ctx.file.config.path,
             "--init_from=" + base.path,
-            "--train_activations=%s/train.activations.textproto" % caches["train"].path,
-            "--validation_activations=%s/validation.activations.textproto" % caches["validation"].path,
+            "--train_activations=" + split_manifest(caches["train"], "train", "activations"),
+            "--validation_activations=" + split_manifest(caches["validation"], "validation", "activations"),
         ],
         trailing_args = [],
         mnemonic = "FitReplacement",

@@ -9,6 +9,11 @@ CheckpointInfo = provider(
     },
 )
 
+def split_manifest(directory, split, kind):
+    """The manifest of one split's directory of token shards (kind "tokens") or activations ("activations"):
+    <directory>/<split>.<kind>.textproto."""
+    return "%s/%s.%s.textproto" % (directory.path, split, kind)
+
 ActivationCacheInfo = provider(
     doc = "An activation_cache: one block's activation pairs per token split.",
     fields = {

@@ -22,7 +22,7 @@ fails, when its last 5 lines (the one-line `<program>: error:` last) are shown.
 load("//datasets/chess:chess_data.bzl", "ChessGamesInfo")
 load("//datasets/text:text_data.bzl", "TokenShardsInfo", "TokenizerInfo")
 load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo")
+load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "split_manifest")
 
 def _split(label, splits, split):
     if split not in splits:
@@ -65,7 +65,7 @@ def _tool_run_impl(ctx):
     for flag, split in ctx.attr.token_args.items():
         directory = _split(ctx.attr.tokens.label, ctx.attr.tokens[TokenShardsInfo].splits, split)
         inputs.append(directory)
-        args.add("%s%s/%s.tokens.textproto" % (flag, directory.path, split))
+        args.add(flag + split_manifest(directory, split, "tokens"))
 
     if ctx.attr.tokenizer:
         tokenizer = _tokenizer(ctx.attr.tokenizer)
@@ -76,7 +76,7 @@ def _tool_run_impl(ctx):
     for target, flag in ctx.attr.activation_args.items():
         directory = _split(target.label, target[ActivationCacheInfo].splits, split)
         inputs.append(directory)
-        args.add("%s%s/%s.activations.textproto" % (flag, directory.path, split))
+        args.add(flag + split_manifest(directory, split, "activations"))
     if ctx.attr.layered_activations:
         # "<layer>=<manifest>,...": caches of several blocks for one tool.
         layered = []
@@ -84,7 +84,7 @@ def _tool_run_impl(ctx):
             cache = target[ActivationCacheInfo]
             directory = _split(target.label, cache.splits, split)
             inputs.append(directory)
-            layered.append("%d=%s/%s.activations.textproto" % (cache.layer, directory.path, split))
+            layered.append("%d=%s" % (cache.layer, split_manifest(directory, split, "activations")))
         args.add(ctx.attr.layered_activations_flag + ",".join(layered))
 
     if ctx.attr.bsp_games:
@@ -124,17 +124,17 @@ def _tool_run_impl(ctx):
         args.add(checkpoint)
 
     log = [ctx.outputs.log] if ctx.outputs.log else []
+    outputs = ctx.outputs.outs + log
     ctx.actions.run(
         executable = ctx.executable._quiet,
         arguments = (["--discard_stdout"] if ctx.attr.discard_stdout else []) +
                     [log[0].path if log else "-", ctx.executable.tool.path, args],
         inputs = inputs,
         tools = [ctx.attr.tool[DefaultInfo].files_to_run],
-        outputs = ctx.outputs.outs + log,
+        outputs = outputs,
         mnemonic = ctx.attr.mnemonic,
         progress_message = ctx.attr.message or "Running %s for %s" % (ctx.attr.tool.label.name, ctx.label),
     )
-    outputs = ctx.outputs.outs + log
     return [DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs))]
 
 tool_run = rule(
