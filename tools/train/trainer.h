@@ -1,5 +1,6 @@
-// The one trainer: config + token shards (or an activation cache, to fit a
-// replacement layer) -> checkpoint, CSV log and summary.
+// The trainer: config + token shards (the next-token objective) or an
+// activation cache (a replacement objective) -> checkpoint, CSV log and
+// summary, through the one loop of training_loop.h.
 // Deterministic for a given config and thread count: data windows depend only
 // on (seed, step), so a resumed run replays exactly what an uninterrupted one
 // would have done.

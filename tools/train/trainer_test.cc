@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
+#include "datasets/activations/activation_shards.h"
 #include "gtest/gtest.h"
 #include "layers/ffn/feed_forward.h"
 #include "layers/models/checkpoint.h"
@@ -203,6 +205,116 @@ TEST(TrainerTest, UpcycledMixtureStartsAsItsDenseParent) {
   auto summary = Train(child, child_options);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_LT(summary->validation_loss(), 9.3);
+}
+
+// An activation cache of block 0's FFN made from `checkpoint`: random inputs x
+// and y = tanh(x W) for a fixed W, `rows` rows of split `split`.
+std::string WriteFfnCache(const std::string& checkpoint,
+                          const std::string& split, int64_t rows) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/cache";
+  std::filesystem::create_directories(dir);
+  datasets::ActivationManifest header;
+  header.set_split(split);
+  header.set_layer(0);
+  header.set_hook_in("blocks.0.ffn.hook_in");
+  header.set_hook_out("blocks.0.ffn.hook_out");
+  header.set_d_in(32);
+  header.set_d_out(32);
+  header.set_sequence_length(32);
+  header.set_checkpoint_sha256(*Sha256OfFile(checkpoint));
+  datasets::ActivationWriter writer(dir, header, 1024);
+  torch::manual_seed(3);
+  const torch::Tensor w = torch::randn({32, 32}) / std::sqrt(32.0);
+  torch::manual_seed(split == "train" ? 4 : 5);
+  const torch::Tensor x = torch::randn({rows, 32});
+  const absl::Status appended = writer.Append(x, torch::tanh(x.matmul(w)));
+  EXPECT_TRUE(appended.ok()) << appended;
+  const auto finished = writer.Finish();
+  EXPECT_TRUE(finished.ok()) << finished.status();
+  return dir + "/" + split + ".activations.textproto";
+}
+
+// The fitting objective through the one loop: only the replacement layer
+// trains, the rest of the checkpoint is the parent's, the fit reduces its
+// validation NMSE, reruns are bit-identical, and a cache of another block is
+// refused.
+TEST(TrainerTest, FitTrainsOnlyTheReplacementLayerOnItsCache) {
+  config::ExperimentConfig parent = TinyConfig();
+  parent.mutable_budget()->set_max_steps(4);
+  parent.mutable_eval()->set_sample_tokens(0);
+  ASSERT_TRUE(Train(parent, Options("fit_parent")).ok());
+  const std::string parent_path = Options("fit_parent").checkpoint_path;
+
+  config::ExperimentConfig fit = parent;
+  auto* replacement = fit.mutable_model()->mutable_replacement();
+  replacement->set_ffn("transcoder");
+  replacement->set_layer(0);
+  replacement->set_d_ffn(128);
+  replacement->set_top_k(8);
+  fit.mutable_data()->set_batch_size(64);
+  fit.mutable_optimizer()->set_gradient_clip_norm(0);
+  fit.mutable_optimizer()->set_weight_decay(0);
+  fit.mutable_budget()->set_max_steps(40);
+  fit.mutable_eval()->set_every_steps(10);
+  TrainerOptions options = Options("fit");
+  options.init_from = parent_path;
+  options.train_activations = WriteFfnCache(parent_path, "train", 4096);
+  options.validation_activations =
+      WriteFfnCache(parent_path, "validation", 512);
+  auto summary = Train(fit, options);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->objective(), "normalised_mse");
+  EXPECT_EQ(summary->tokens(), 40 * 64);  // Rows.
+  EXPECT_GT(summary->l0(), 0);
+  EXPECT_LE(summary->l0(), 8);
+
+  const std::string log = *ReadFileToString(options.log_csv_path);
+  EXPECT_EQ(log.substr(0, log.find('\n')),
+            "step,rows,learning_rate,train_nmse,grad_norm,validation_nmse");
+  // The validation NMSE after 10 steps, then after 40.
+  const size_t row_10 = log.find("\n10,");
+  ASSERT_NE(row_10, std::string::npos) << log;
+  const std::string line_10 =
+      log.substr(row_10 + 1, log.find('\n', row_10 + 1) - row_10 - 1);
+  const double nmse_10 = std::stod(line_10.substr(line_10.rfind(',') + 1));
+  EXPECT_LT(summary->validation_loss(), 0.9 * nmse_10) << log;
+
+  auto base =
+      layers::GptImpl::Create(*layers::GptOptionsFromConfig(parent.model()));
+  ASSERT_TRUE(layers::LoadCheckpoint(parent_path, **base, nullptr).ok());
+  auto fitted =
+      layers::GptImpl::Create(*layers::GptOptionsFromConfig(fit.model()));
+  ASSERT_TRUE(
+      layers::LoadCheckpoint(options.checkpoint_path, **fitted, nullptr).ok());
+  const auto base_parameters = (*base)->named_parameters();
+  int64_t shared = 0;
+  for (const auto& item : (*fitted)->named_parameters()) {
+    const torch::Tensor* original = base_parameters.find(item.key());
+    if (original == nullptr) continue;
+    ++shared;
+    EXPECT_TRUE(torch::equal(*original, item.value())) << item.key();
+  }
+  EXPECT_GT(shared, 10);
+  int64_t layer_parameters = 0;
+  for (const torch::Tensor& p : (*fitted)->ReplacementLayer()->parameters()) {
+    layer_parameters += p.numel();
+  }
+  EXPECT_EQ(summary->parameters(), layer_parameters);
+
+  TrainerOptions again = options;
+  again.checkpoint_path += ".again";
+  again.log_csv_path += ".again";
+  again.summary_path += ".again";
+  auto rerun = Train(fit, again);
+  ASSERT_TRUE(rerun.ok()) << rerun.status();
+  EXPECT_EQ(rerun->checkpoint_sha256(), summary->checkpoint_sha256());
+
+  replacement->set_layer(1);
+  auto wrong_block = Train(fit, again);
+  ASSERT_FALSE(wrong_block.ok());
+  EXPECT_NE(wrong_block.status().message().find("caches block 0"),
+            std::string::npos)
+      << wrong_block.status();
 }
 
 TEST(TrainerTest, NonFiniteLossStopsWithTheStep) {
