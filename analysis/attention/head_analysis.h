@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "layers/core/causal_attention.h"
+#include "layers/attention/causal_attention.h"
 
 namespace sparse_layers::analysis {
 

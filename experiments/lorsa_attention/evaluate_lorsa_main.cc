@@ -302,6 +302,12 @@ absl::Status Run(const std::vector<std::string>& paths) {
     layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
     if (!lorsa) continue;
     const int block = fit.spec.layer();
+    auto* mhsa = dynamic_cast<layers::CausalSelfAttentionImpl*>(
+        model.blocks[block]->attention.get());
+    if (mhsa == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("block ", block, " of the base model is not \"mha\""));
+    }
     const datasets::ActivationSet& cache = *caches[block];
     const int64_t window = cache.manifest().sequence_length();
     const int64_t d = cache.d_in(), k = lorsa->options().k;
@@ -313,8 +319,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
       const int64_t end = std::min(windows, w + 8);
       const torch::Tensor x =
           cache.Range(w * window, end * window).first.view({-1, window, d});
-      const analysis::HeadOutputs heads =
-          analysis::MhsaHeadOutputs(*model.blocks[block]->attention, x);
+      const analysis::HeadOutputs heads = analysis::MhsaHeadOutputs(*mhsa, x);
       const layers::LorsaOutput out = lorsa->Run(x, k);
       const torch::Tensor active =
           std::get<1>(out.activations.abs().topk(k, -1)).reshape({-1, k});
@@ -370,8 +375,8 @@ absl::Status Run(const std::vector<std::string>& paths) {
       "previous_token_positions\n";
   std::vector<torch::Tensor> patterns(model.blocks.size());
   for (size_t b = 0; b < model.blocks.size(); ++b) {
-    model.blocks[b]->attention->hook_pattern.Add(
-        [&, b](const torch::Tensor& p) {
+    model.FindHook(absl::StrCat("blocks.", b, ".attn.hook_pattern"))
+        ->Add([&, b](const torch::Tensor& p) {
           patterns[b] = p;
           return p;
         });

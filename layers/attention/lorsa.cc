@@ -5,6 +5,24 @@
 #include "layers/core/topk.h"
 
 namespace sparse_layers::layers {
+namespace {
+
+const AttentionRegistration kLorsa(
+    "lorsa", [](const AttentionOptions& options) {
+      LorsaOptions lorsa;
+      lorsa.d_model = options.d_model;
+      lorsa.qk_heads = options.n_heads;
+      lorsa.qk_dim = options.qk_dim > 0 ? options.qk_dim
+                                        : options.d_model / options.n_heads;
+      lorsa.ov_heads = options.ov_heads;
+      lorsa.k = options.active_heads;
+      lorsa.context_length = options.context_length;
+      lorsa.rotary = options.rotary;
+      lorsa.relu = options.relu;
+      return std::make_shared<LorsaImpl>(lorsa);
+    });
+
+}  // namespace
 
 LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
   TORCH_CHECK(o.qk_heads > 0 && o.ov_heads % o.qk_heads == 0,

@@ -8,7 +8,8 @@
 
 #include <torch/torch.h>
 
-#include "layers/core/causal_attention.h"
+#include "layers/attention/attention.h"
+#include "layers/attention/causal_attention.h"
 #include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"
 
@@ -34,13 +35,14 @@ struct LorsaOutput {
   torch::Tensor values;   // (B, T, H) v = x w_v + b_v.
 };
 
-class LorsaImpl : public torch::nn::Module {
+// Registered as attention "lorsa" (a model whose attention is a Lorsa).
+class LorsaImpl : public AttentionImpl {
  public:
   explicit LorsaImpl(const LorsaOptions& options);
 
   // x: (B, T, d), the attention layer's (normalised) input.
   LorsaOutput Run(const torch::Tensor& x, int64_t k) const;
-  torch::Tensor forward(const torch::Tensor& x) {
+  torch::Tensor forward(const torch::Tensor& x) override {
     return Run(x, options_.k).output;
   }
 
@@ -65,7 +67,7 @@ class LorsaImpl : public torch::nn::Module {
 
   // Attention-side FLOPs per token at length T: QK projections, scores,
   // value projection, mixing of H values, output of the K active heads.
-  int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+  int64_t ForwardFlopsPerToken(int64_t sequence_length) const override;
 
   const LorsaOptions& options() const { return options_; }
   // Decode through a dense (B, T, H) matmul instead of the K selected rows

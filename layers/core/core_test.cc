@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "layers/core/causal_attention.h"
 #include "layers/core/rms_norm.h"
 #include "layers/core/rotary.h"
 #include "layers/core/topk.h"
@@ -40,56 +39,6 @@ TEST(RotaryTest, PreservesNormsAndScoresDependOnOffsetOnly) {
   const double score_b = torch::dot(rq[40], rk[33]).item<double>();
   EXPECT_NEAR(score_a, score_b, 1e-4);
   EXPECT_TRUE(torch::allclose(rq[0], q, 1e-6));  // Position 0 is unrotated.
-}
-
-TEST(CausalAttentionTest, MatchesPerHeadReferenceAndIsCausal) {
-  torch::manual_seed(2);
-  CausalAttentionOptions options;
-  options.d_model = 12;
-  options.n_heads = 3;
-  options.context_length = 8;
-  CausalSelfAttention attention(options, "");
-  const torch::Tensor x = torch::randn({2, 5, 12});
-  const torch::Tensor y = attention(x);
-
-  // Reference: explicit loops over heads and positions.
-  const torch::Tensor qkv = torch::matmul(x, attention->qkv->weight.t());
-  torch::Tensor mixed = torch::zeros({2, 5, 12});
-  for (int h = 0; h < 3; ++h) {
-    const auto q = qkv.slice(-1, h * 4, h * 4 + 4);
-    const auto k = qkv.slice(-1, 12 + h * 4, 12 + h * 4 + 4);
-    const auto v = qkv.slice(-1, 24 + h * 4, 24 + h * 4 + 4);
-    for (int t = 0; t < 5; ++t) {
-      const auto scores =
-          torch::matmul(k.slice(1, 0, t + 1), q.select(1, t).unsqueeze(-1))
-              .squeeze(-1) /
-          2.0;  // sqrt(head_dim = 4).
-      const auto weights = torch::softmax(scores, -1);
-      mixed.select(1, t).slice(-1, h * 4, h * 4 + 4) =
-          torch::matmul(weights.unsqueeze(1), v.slice(1, 0, t + 1)).squeeze(1);
-    }
-  }
-  const torch::Tensor expected =
-      torch::matmul(mixed, attention->out->weight.t());
-  EXPECT_TRUE(torch::allclose(y, expected, 1e-5, 1e-6));
-
-  // Changing the last token changes no earlier output.
-  torch::Tensor changed = x.clone();
-  changed.select(1, 4).normal_();
-  const torch::Tensor y_changed = attention(changed);
-  EXPECT_TRUE(torch::equal(y_changed.slice(1, 0, 4), y.slice(1, 0, 4)));
-  EXPECT_FALSE(torch::allclose(y_changed.select(1, 4), y.select(1, 4)));
-}
-
-TEST(CausalAttentionTest, FlopCountFollowsKaplan) {
-  CausalAttentionOptions options;
-  options.d_model = 128;
-  options.n_heads = 4;
-  options.context_length = 256;
-  CausalSelfAttention attention(options, "");
-  // 2 * 4 d^2 (projections) + 2 * 2 T d (scores and mixing).
-  EXPECT_EQ(attention->ForwardFlopsPerToken(256),
-            2 * 4 * 128 * 128 + 2 * 2 * 256 * 128);
 }
 
 // The fused kernel against index_select-multiply-sum, values and both

@@ -1,44 +1,31 @@
 #include "layers/ffn/feed_forward.h"
 
-#include <map>
-
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "layers/core/name_registry.h"
 
 namespace sparse_layers::layers {
-namespace {
 
-std::map<std::string, FeedForwardFactory>& Factories() {
-  static auto* factories = new std::map<std::string, FeedForwardFactory>;
-  return *factories;
-}
-
-}  // namespace
+using Factories = NameRegistry<FeedForwardFactory>;
 
 void FeedForwardRegistry::Register(const std::string& name,
                                    FeedForwardFactory factory) {
-  Factories()[name] = std::move(factory);
+  Factories::Register(name, std::move(factory));
 }
 
 absl::StatusOr<std::shared_ptr<FeedForwardImpl>> FeedForwardRegistry::Create(
     const std::string& name, const FeedForwardOptions& options) {
-  auto it = Factories().find(name);
-  if (it == Factories().end()) {
-    return absl::NotFoundError(
-        absl::StrCat("unknown ffn '", name,
-                     "'; registered: ", absl::StrJoin(Names(), ", ")));
-  }
+  absl::StatusOr<const FeedForwardFactory*> factory =
+      Factories::Find("ffn", name);
+  if (!factory.ok()) return factory.status();
   if (options.d_model <= 0 || options.d_hidden <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("ffn '", name, "' needs d_model > 0 and d_ffn > 0"));
   }
-  return it->second(options);
+  return (**factory)(options);
 }
 
 std::vector<std::string> FeedForwardRegistry::Names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : Factories()) names.push_back(name);
-  return names;
+  return Factories::Names();
 }
 
 }  // namespace sparse_layers::layers

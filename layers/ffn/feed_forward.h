@@ -8,38 +8,15 @@
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "layers/core/layer_variants.h"
 #include "layers/hooks/hook_point.h"
 
 namespace sparse_layers::layers {
-
-// Switches between a paper's text and its official code, and the papers'
-// ablations (config model.layer_options; experiment.proto gives each default).
-struct LayerVariants {
-  // Unit-norm decoder rows re-applied every step (norm_dec in the MxD authors'
-  // released code); unset: each layer's default (on, off for the Skip
-  // Transcoder's zero decoder).
-  std::optional<bool> normalise_decoder;
-  // Random-K training of replacement layers (MxD, arXiv:2505.21364 App. C.2).
-  bool random_k = false;
-  // MoE-X router sigma_h read as the variance printed in arXiv:2503.07639
-  // Sec. 4.3.2 (default: the standard deviation).
-  bool router_sigma_is_variance = false;
-  double load_balance_weight = 0.001;  // Switch / MoE lambda.
-  // MoHD: scaling "renorm" | "const_n" | "literal" | "none", group fusion,
-  // random routing, shared sub-dims (-1: K - 1), beta, gather-sparse compute.
-  std::string mohd_scaling = "renorm";
-  bool mohd_fusion = true;
-  bool mohd_random_routing = false;
-  int64_t mohd_shared = -1;
-  double mohd_balance_weight = 0.01;
-  bool gather_sparse = false;
-};
 
 struct FeedForwardOptions {
   int64_t d_model = 0;

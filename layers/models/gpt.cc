@@ -76,6 +76,7 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
 }
 
 BlockImpl::BlockImpl(const GptOptions& options, int index,
+                     std::shared_ptr<AttentionImpl> attention_module,
                      std::shared_ptr<FeedForwardImpl> ffn_module) {
   const std::string prefix = absl::StrCat("blocks.", index, ".");
   hook_resid_pre = HookPoint(prefix + "hook_resid_pre");
@@ -90,38 +91,7 @@ BlockImpl::BlockImpl(const GptOptions& options, int index,
 
   attention_norm = MakeNorm(options);
   register_module("attention_norm", attention_norm.ptr());
-  CausalAttentionOptions attention_options;
-  attention_options.d_model = options.d_model;
-  attention_options.n_heads = options.n_heads;
-  attention_options.context_length = options.context_length;
-  attention_options.rotary = options.rotary;
-  attention_options.qk_norm = options.qk_norm;
-  attention_options.n_layers = options.n_layers;
-  if (options.attention == "mohd") {
-    const int64_t inner =
-        options.attention_inner > 0 ? options.attention_inner : options.d_model;
-    mohd_attention = register_module(
-        "attention",
-        MohdAttention(MohdOptionsFor(options.d_model, options.n_experts,
-                                     options.top_k, options.variants),
-                      inner, options.n_heads, options.context_length,
-                      options.n_layers));
-    mohd_attention->gather_sparse = options.variants.gather_sparse;
-  } else if (options.attention == "lorsa") {
-    LorsaOptions lorsa_options;
-    lorsa_options.d_model = options.d_model;
-    lorsa_options.qk_heads = options.n_heads;
-    lorsa_options.qk_dim = options.d_model / options.n_heads;
-    lorsa_options.ov_heads = options.lorsa_ov_heads;
-    lorsa_options.k = options.lorsa_top_k;
-    lorsa_options.context_length = options.context_length;
-    lorsa_options.rotary = options.rotary;
-    lorsa_options.relu = options.lorsa_relu;
-    lorsa = register_module("attention", Lorsa(lorsa_options));
-  } else {
-    attention = register_module(
-        "attention", CausalSelfAttention(attention_options, prefix + "attn."));
-  }
+  attention = register_module("attention", std::move(attention_module));
   ffn_norm = MakeNorm(options);
   register_module("ffn_norm", ffn_norm.ptr());
   ffn = register_module("ffn", std::move(ffn_module));
@@ -133,8 +103,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
   if (hook_attn_in.active()) attention_in = hook_attn_in(attention_in);
   torch::Tensor attention_out =
       attention_replacement ? attention_replacement(attention_in)
-      : mohd_attention      ? mohd_attention->forward(attention_in)
-      : lorsa               ? lorsa->forward(attention_in)
+      : attention_stand_in  ? attention_stand_in->forward(attention_in)
                             : attention->forward(attention_in);
   if (attention_sae) {
     attention_out = attention_sae->Forward(attention_out, hook_sae_codes);
@@ -170,29 +139,49 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   replacement_options.d_hidden = replacement.d_ffn;
   replacement_options.n_experts = replacement.n_experts;
   replacement_options.top_k = replacement.top_k;
+  AttentionOptions attention_options;
+  attention_options.d_model = options.d_model;
+  attention_options.n_heads = options.n_heads;
+  attention_options.context_length = options.context_length;
+  attention_options.rotary = options.rotary;
+  attention_options.qk_norm = options.qk_norm;
+  attention_options.n_layers = options.n_layers;
+  attention_options.variants = options.variants;
+  attention_options.n_experts = options.n_experts;
+  attention_options.top_k = options.top_k;
+  attention_options.inner = options.attention_inner;
+  attention_options.ov_heads = options.lorsa_ov_heads;
+  attention_options.active_heads = options.lorsa_top_k;
+  attention_options.relu = options.lorsa_relu;
   for (int i = 0; i < options.n_layers; ++i) {
     const bool replaced = i == replacement.layer;
     const bool ffn_replaced = replaced && !replacement.attention_site;
+    // The FFN before the attention: the order of their random draws.
     absl::StatusOr<std::shared_ptr<FeedForwardImpl>> ffn =
         ffn_replaced && !replacement.on_output
             ? FeedForwardRegistry::Create(replacement.ffn, replacement_options)
             : FeedForwardRegistry::Create(options.ffn, ffn_options);
     if (!ffn.ok()) return ffn.status();
+    attention_options.hook_prefix = absl::StrCat("blocks.", i, ".attn.");
+    absl::StatusOr<std::shared_ptr<AttentionImpl>> attention =
+        AttentionRegistry::Create(options.attention, attention_options);
+    if (!attention.ok()) return attention.status();
     model->blocks.push_back(model->register_module(
-        absl::StrCat("block", i), Block(options, i, *std::move(ffn))));
+        absl::StrCat("block", i),
+        Block(options, i, *std::move(attention), *std::move(ffn))));
     Block& block = model->blocks.back();
     if (replaced && replacement.attention_site && !replacement.on_output) {
       // D_QK = the base model's head dimension (arXiv:2504.20938 Sec. 3.1).
-      LorsaOptions lorsa;
-      lorsa.d_model = options.d_model;
-      lorsa.qk_heads = replacement.qk_heads;
-      lorsa.qk_dim = options.d_model / options.n_heads;
-      lorsa.ov_heads = replacement.d_ffn;
-      lorsa.k = replacement.top_k;
-      lorsa.context_length = options.context_length;
-      lorsa.rotary = options.rotary;
-      lorsa.relu = options.lorsa_relu;
-      block->lorsa = block->register_module("lorsa_replacement", Lorsa(lorsa));
+      AttentionOptions stand_in = attention_options;
+      stand_in.n_heads = replacement.qk_heads;
+      stand_in.qk_dim = options.d_model / options.n_heads;
+      stand_in.ov_heads = replacement.d_ffn;
+      stand_in.active_heads = replacement.top_k;
+      absl::StatusOr<std::shared_ptr<AttentionImpl>> layer =
+          AttentionRegistry::Create(replacement.ffn, stand_in);
+      if (!layer.ok()) return layer.status();
+      block->attention_stand_in =
+          block->register_module("lorsa_replacement", *std::move(layer));
     } else if (replaced && replacement.on_output) {
       auto sae =
           FeedForwardRegistry::Create(replacement.ffn, replacement_options);
@@ -234,9 +223,8 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
           &block->hook_resid_post}) {
       model->hooks_[hook->name()] = hook;
     }
-    if (block->attention) {
-      model->hooks_[block->attention->hook_pattern.name()] =
-          &block->attention->hook_pattern;
+    for (HookPoint* hook : block->attention->HookPoints()) {
+      model->hooks_[hook->name()] = hook;
     }
   }
   return model;
@@ -303,10 +291,9 @@ torch::Tensor GptImpl::Loss(const torch::Tensor& tokens,
                             const torch::Tensor& targets) {
   torch::Tensor loss = CrossEntropy(tokens, targets);
   for (Block& block : blocks) {
-    const torch::Tensor auxiliary = block->ffn->AuxiliaryLoss();
-    if (auxiliary.defined()) loss = loss + auxiliary;
-    if (block->mohd_attention && block->mohd_attention->balance().defined()) {
-      loss = loss + block->mohd_attention->balance();
+    for (const torch::Tensor& auxiliary :
+         {block->ffn->AuxiliaryLoss(), block->attention->AuxiliaryLoss()}) {
+      if (auxiliary.defined()) loss = loss + auxiliary;
     }
   }
   return loss;
@@ -337,15 +324,19 @@ void GptImpl::ReplaceAttention(int layer, LayerFn replacement) {
 
 void GptImpl::PrepareStep() {
   for (Block& block : blocks) {
-    block->ffn->PrepareStep();
-    if (block->output_sae) block->output_sae->PrepareStep();
+    for (auto* layer : {block->ffn.get(), block->output_sae.get(),
+                        block->attention_sae.get()}) {
+      if (layer != nullptr) layer->PrepareStep();
+    }
   }
 }
 
 void GptImpl::AdjustGradients() {
   for (Block& block : blocks) {
-    block->ffn->AdjustGradients();
-    if (block->output_sae) block->output_sae->AdjustGradients();
+    for (auto* layer : {block->ffn.get(), block->output_sae.get(),
+                        block->attention_sae.get()}) {
+      if (layer != nullptr) layer->AdjustGradients();
+    }
   }
 }
 
@@ -362,7 +353,8 @@ std::shared_ptr<FeedForwardImpl> GptImpl::ReplacementLayer() const {
 Lorsa GptImpl::LorsaReplacement() const {
   const int64_t layer = options_.replacement.layer;
   if (layer < 0 || !options_.replacement.attention_site) return nullptr;
-  return blocks.at(layer)->attention ? blocks.at(layer)->lorsa : nullptr;
+  return Lorsa(std::dynamic_pointer_cast<LorsaImpl>(
+      blocks.at(layer)->attention_stand_in));
 }
 
 int64_t GptImpl::ParameterCount() const { return CountParameters(*this); }
@@ -379,11 +371,11 @@ int64_t GptImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
 int64_t GptImpl::BlockFlopsPerToken(int64_t sequence_length) const {
   int64_t flops = 0;
   for (const Block& block : blocks) {
+    const std::shared_ptr<AttentionImpl>& attention =
+        block->attention_stand_in ? block->attention_stand_in
+                                  : block->attention;
     flops +=
-        (block->lorsa ? block->lorsa->ForwardFlopsPerToken(sequence_length)
-         : block->attention
-             ? block->attention->ForwardFlopsPerToken(sequence_length)
-             : block->mohd_attention->ForwardFlopsPerToken(sequence_length)) +
+        attention->ForwardFlopsPerToken(sequence_length) +
         block->ffn->ForwardFlopsPerToken() +
         (block->output_sae ? block->output_sae->ForwardFlopsPerToken() : 0) +
         (block->attention_sae ? block->attention_sae->ForwardFlopsPerToken()

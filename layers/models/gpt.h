@@ -14,11 +14,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "layers/attention/attention.h"
 #include "layers/attention/lorsa.h"
-#include "layers/core/causal_attention.h"
 #include "layers/ffn/feed_forward.h"
 #include "layers/hooks/hook_point.h"
-#include "layers/mohd/mohd.h"
 #include "tools/config/experiment.pb.h"
 
 namespace sparse_layers::layers {
@@ -34,7 +33,8 @@ struct GptOptions {
   int64_t n_experts = 0;
   int64_t top_k = 0;
   int64_t d_key = 0;
-  // "mha", "mohd" or "lorsa"; inner width of the attention (0: d_model).
+  // A registry-named attention ("mha", "mohd", "lorsa"); inner width of the
+  // MoHD attention (0: d_model).
   std::string attention = "mha";
   int64_t attention_inner = 0;
   // Lorsa with n_heads QK heads: OV heads H, active K, ReLU before top-K.
@@ -76,15 +76,15 @@ using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const GptOptions& options, int index,
+            std::shared_ptr<AttentionImpl> attention,
             std::shared_ptr<FeedForwardImpl> ffn);
   torch::Tensor forward(torch::Tensor residual);
 
   torch::nn::AnyModule attention_norm;
-  CausalSelfAttention attention{nullptr};  // "mha"
-  MohdAttention mohd_attention{nullptr};   // "mohd"
-  // "lorsa", or a Lorsa replacement of this block's attention (which then
-  // stays, unused, beside it).
-  Lorsa lorsa{nullptr};
+  std::shared_ptr<AttentionImpl> attention;
+  // A layer fitted in place of the attention (a Lorsa at replacement site
+  // attn); the attention then stays, unused, beside it.
+  std::shared_ptr<AttentionImpl> attention_stand_in;
   torch::nn::AnyModule ffn_norm;
   std::shared_ptr<FeedForwardImpl> ffn;
   // An SAE reconstructing the FFN's output (replacement.on_output), or null.

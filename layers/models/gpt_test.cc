@@ -6,7 +6,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "layers/attention/lorsa.h"
 #include "layers/ffn/mixture_of_experts.h"
+#include "layers/mohd/mohd.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/config/config_validator.h"
 
@@ -224,8 +226,10 @@ TEST(GptTest, LorsaAttentionModelIsCausalWithKActiveHeads) {
   options.lorsa_ov_heads = 32;  // 8 rank-1 OV heads per QK head.
   options.lorsa_top_k = 5;
   auto model = MakeModel(options);
-  ASSERT_TRUE(model->blocks[0]->lorsa);
-  EXPECT_EQ(model->blocks[0]->lorsa->group_size(), 8);
+  auto lorsa =
+      std::dynamic_pointer_cast<LorsaImpl>(model->blocks[0]->attention);
+  ASSERT_TRUE(lorsa);
+  EXPECT_EQ(lorsa->group_size(), 8);
   const torch::Tensor tokens = Tokens();
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> inputs;
@@ -233,7 +237,7 @@ TEST(GptTest, LorsaAttentionModelIsCausalWithKActiveHeads) {
   const torch::Tensor logits = model->forward(tokens);
   model->ClearHooks();
   ASSERT_EQ(inputs.size(), 1u);
-  const LorsaOutput run = model->blocks[0]->lorsa->Run(inputs[0], 5);
+  const LorsaOutput run = lorsa->Run(inputs[0], 5);
   const torch::Tensor active = (run.activations != 0).sum(-1);
   EXPECT_LE(active.max().item<int64_t>(), 5);
   torch::Tensor changed = tokens.clone();
@@ -241,7 +245,7 @@ TEST(GptTest, LorsaAttentionModelIsCausalWithKActiveHeads) {
   EXPECT_TRUE(torch::equal(model->forward(changed).slice(1, 0, 11),
                            logits.slice(1, 0, 11)));
   // Lorsa's FLOPs replace the MHSA's in the model total.
-  const int64_t lorsa_flops = model->blocks[0]->lorsa->ForwardFlopsPerToken(12);
+  const int64_t lorsa_flops = lorsa->ForwardFlopsPerToken(12);
   auto dense = MakeModel(SmallOptions(true, true, "gelu_mlp"));
   EXPECT_EQ(model->ForwardFlopsPerToken(12) - dense->ForwardFlopsPerToken(12),
             2 * (lorsa_flops -
@@ -304,8 +308,11 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
   auto options = GptOptionsFromConfig(model);
   ASSERT_TRUE(options.ok()) << options.status();
   auto gpt = MakeModel(*options);
+  auto attention =
+      std::dynamic_pointer_cast<MohdAttentionImpl>(gpt->blocks[0]->attention);
+  ASSERT_TRUE(attention);
   for (const MohdOptions& mohd :
-       {gpt->blocks[0]->mohd_attention->gate->options(),
+       {attention->gate->options(),
         std::dynamic_pointer_cast<MohdFfnImpl>(gpt->blocks[0]->ffn)
             ->gate->options()}) {
     EXPECT_EQ(mohd.alpha, MohdOptions::Alpha::kNone);
@@ -313,7 +320,7 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
     EXPECT_EQ(mohd.shared, 0);
     EXPECT_EQ(mohd.active, 3);
   }
-  EXPECT_TRUE(gpt->blocks[0]->mohd_attention->gather_sparse);
+  EXPECT_TRUE(attention->gather_sparse);
 }
 
 TEST(GptTest, BadLayerOptionsAreRejected) {

@@ -19,6 +19,16 @@ FeedForwardRegistration kMohdFfn(
       return ffn;
     });
 
+// The same N and K (model.n_experts, model.top_k) on the attention side.
+AttentionRegistration kMohdAttention("mohd", [](const AttentionOptions& o) {
+  auto attention = std::make_shared<MohdAttentionImpl>(
+      MohdOptionsFor(o.d_model, o.n_experts, o.top_k, o.variants),
+      o.inner > 0 ? o.inner : o.d_model, o.n_heads, o.context_length,
+      o.n_layers);
+  attention->gather_sparse = o.variants.gather_sparse;
+  return attention;
+});
+
 // The tokens that selected each routed sub-dim (undefined for shared ones).
 std::vector<torch::Tensor> TokensPerSubDim(const MohdOptions& o,
                                            const torch::Tensor& mask) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "layers/attention/attention.h"
 #include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"
 #include "layers/ffn/feed_forward.h"
@@ -87,13 +88,15 @@ class MohdFfnImpl : public FeedForwardImpl {
 
 // Causal attention (inner width q, heads of q / n_heads, rotary) on the routed
 // hidden sub-dims.
-class MohdAttentionImpl : public torch::nn::Module {
+// Registered as attention "mohd".
+class MohdAttentionImpl : public AttentionImpl {
  public:
   MohdAttentionImpl(const MohdOptions& options, int64_t inner, int64_t n_heads,
                     int64_t context_length, int64_t n_layers);
-  torch::Tensor forward(const torch::Tensor& x);  // (B, T, D)
-  torch::Tensor balance() const { return balance_; }
-  int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+  torch::Tensor forward(const torch::Tensor& x) override;  // (B, T, D)
+  // The balance loss of the last forward (arXiv:2412.05644 Eq. 13).
+  torch::Tensor AuxiliaryLoss() override { return balance_; }
+  int64_t ForwardFlopsPerToken(int64_t sequence_length) const override;
   // Project through the active input rows / output columns only, as the FFN's
   // ForwardGatherSparse (same outputs and gradients as masked-dense).
   bool gather_sparse = false;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "layers/core/causal_attention.h"
+#include "layers/attention/causal_attention.h"
 #include "layers/core/rotary.h"
 #include "layers/testing/gradient_check.h"
 

@@ -1,12 +1,14 @@
 // Causal multi-head self-attention (Vaswani et al. 2017) with optional rotary
 // positions; exposes the attention pattern as a hook point.
-#ifndef SPARSE_LAYERS_LAYERS_CORE_CAUSAL_ATTENTION_H_
-#define SPARSE_LAYERS_LAYERS_CORE_CAUSAL_ATTENTION_H_
+#ifndef SPARSE_LAYERS_LAYERS_ATTENTION_CAUSAL_ATTENTION_H_
+#define SPARSE_LAYERS_LAYERS_ATTENTION_CAUSAL_ATTENTION_H_
 
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
+#include "layers/attention/attention.h"
 #include "layers/core/causal_mask.h"
 #include "layers/core/rms_norm.h"
 #include "layers/core/rotary.h"
@@ -27,17 +29,19 @@ struct CausalAttentionOptions {
   bool qk_norm = false;
 };
 
-class CausalSelfAttentionImpl : public torch::nn::Module {
+// Registered as attention "mha".
+class CausalSelfAttentionImpl : public AttentionImpl {
  public:
   CausalSelfAttentionImpl(const CausalAttentionOptions& options,
                           const std::string& hook_prefix);
 
   // x: (B, T, d_model) -> (B, T, d_model).
-  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor forward(const torch::Tensor& x) override;
 
   // Matrix-multiply FLOPs per token at sequence length T (QK^T and AV counted
   // over the full T x T, as Kaplan et al. 2020 do).
-  int64_t ForwardFlopsPerToken(int64_t sequence_length) const;
+  int64_t ForwardFlopsPerToken(int64_t sequence_length) const override;
+  std::vector<HookPoint*> HookPoints() override { return {&hook_pattern}; }
 
   const CausalAttentionOptions& options() const { return options_; }
   torch::nn::Linear qkv{nullptr};
@@ -56,4 +60,4 @@ TORCH_MODULE(CausalSelfAttention);
 
 }  // namespace sparse_layers::layers
 
-#endif  // SPARSE_LAYERS_LAYERS_CORE_CAUSAL_ATTENTION_H_
+#endif  // SPARSE_LAYERS_LAYERS_ATTENTION_CAUSAL_ATTENTION_H_

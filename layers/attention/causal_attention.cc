@@ -1,8 +1,22 @@
-#include "layers/core/causal_attention.h"
+#include "layers/attention/causal_attention.h"
 
 #include <cmath>
 
 namespace sparse_layers::layers {
+namespace {
+
+const AttentionRegistration kMha("mha", [](const AttentionOptions& options) {
+  CausalAttentionOptions mha;
+  mha.d_model = options.d_model;
+  mha.n_heads = options.n_heads;
+  mha.context_length = options.context_length;
+  mha.rotary = options.rotary;
+  mha.qk_norm = options.qk_norm;
+  mha.n_layers = options.n_layers;
+  return std::make_shared<CausalSelfAttentionImpl>(mha, options.hook_prefix);
+});
+
+}  // namespace
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(
     const CausalAttentionOptions& options, const std::string& hook_prefix)
