@@ -69,12 +69,10 @@ double ScheduleLearningRate(const config::ExperimentConfig& config,
   return lr;
 }
 
-// The L2 norm of all gradients, clipped to `clip` when it is positive (the
-// norm is the one before clipping either way).
-double GradientNorm(const std::vector<torch::Tensor>& parameters, double clip,
-                    bool measure_unclipped) {
+// The L2 norm of all gradients, which are clipped to `clip` when it is
+// positive (the norm logged is the one before clipping either way).
+double GradientNorm(const std::vector<torch::Tensor>& parameters, double clip) {
   if (clip > 0) return torch::nn::utils::clip_grad_norm_(parameters, clip);
-  if (!measure_unclipped) return 0;
   torch::NoGradGuard no_grad;
   double sum = 0;
   for (const auto& p : parameters) {
@@ -247,8 +245,6 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
   const int eval_every = config.eval().every_steps();
   const int checkpoint_every = config.runtime().checkpoint_every_steps();
   const double clip = config.optimizer().gradient_clip_norm();
-  // TODO(one-loop): temporary, to show byte-identity with the two old loops.
-  const bool measure_unclipped = objective.unit() == "tokens";
   const auto start_time = Clock::now();
   auto last_progress = start_time;
   const int64_t first_step = state.step;
@@ -269,7 +265,7 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
     }
     loss.backward();
     objective.AdjustGradients();
-    const double grad_norm = GradientNorm(parameters, clip, measure_unclipped);
+    const double grad_norm = GradientNorm(parameters, clip);
     optimizer->step();
     state.step = step + 1;
 
