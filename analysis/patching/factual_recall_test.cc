@@ -1,0 +1,149 @@
+#include "analysis/patching/factual_recall.h"
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tools/common/file_io.h"
+
+namespace sparse_layers::analysis {
+namespace {
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/sparse_layers/" + path;
+}
+
+std::unique_ptr<datasets::Tokenizer> Bpe() {
+  std::string error;
+  auto tok =
+      datasets::Tokenizer::Load(Runfile("datasets/text/bpe.model"), &error);
+  EXPECT_NE(tok, nullptr) << error;
+  return tok;
+}
+
+constexpr char kStates[] =
+    "Austin,Texas\nDover,Delaware\nSalem,Oregon\nBoise,Idaho\nAlbany,New "
+    "York\nDenver,Colorado\nHelena,Montana\nAtlanta,Georgia\n";
+
+TEST(WordClassTest, BrownTagsMapToCoarseClasses) {
+  EXPECT_EQ(WordClass("np-tl"), "proper_noun");
+  EXPECT_EQ(WordClass("nns"), "noun");
+  EXPECT_EQ(WordClass("vbd"), "verb");
+  EXPECT_EQ(WordClass("md"), "verb");
+  EXPECT_EQ(WordClass("jj"), "adjective");
+  EXPECT_EQ(WordClass("at"), "determiner");
+  EXPECT_EQ(WordClass("in"), "preposition");
+  EXPECT_EQ(WordClass("cd"), "number");
+  EXPECT_EQ(WordClass("."), "punctuation");
+  EXPECT_EQ(WordClass("uh"), "other");
+}
+
+// A word's most frequent class, kept from three sightings, only from c???
+// files.
+TEST(BrownLexiconTest, MajorityClassOfWordsSeenThreeTimes) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/brown";
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/ca01",
+                                  "The/at dog/nn runs/vbz ./.\n\tThe/at "
+                                  "dog/vb the/at Dog/nn-tl dog/nn\n")
+                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomically(dir + "/README", "runs/vbz runs/vbz runs/vbz").ok());
+  auto lexicon = BrownLexicon(dir);
+  ASSERT_TRUE(lexicon.ok()) << lexicon.status();
+  EXPECT_EQ(lexicon->size(), 2u) << lexicon->begin()->first;
+  EXPECT_EQ(lexicon->at("the"), "determiner");
+  EXPECT_EQ(lexicon->at("dog"), "noun");  // 3 nouns against 1 verb.
+  const auto missing = BrownLexicon(dir + "/missing");
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("missing"), std::string::npos)
+      << missing.status();
+}
+
+TEST(ParseFactsTest, PromptsShareThePrefixAndAnswerTheFirstToken) {
+  auto tok = Bpe();
+  const std::vector<Fact> facts = ParseFacts(
+      "capital,state\nAustin,Texas\nbad line\nDover,Delaware\n", *tok);
+  ASSERT_EQ(facts.size(), 2u);
+  EXPECT_EQ(facts[0].subject, "Texas");
+  EXPECT_EQ(facts[0].answer, "Austin");
+  std::vector<int64_t> expected = {tok->eos_id()};
+  for (int id : tok->Encode("The capital of Texas is")) expected.push_back(id);
+  EXPECT_EQ(facts[0].prompt, expected);
+  const std::vector<int> full = tok->Encode("The capital of Texas is Austin");
+  EXPECT_EQ(facts[0].answer_id, full[expected.size() - 1]);
+  // The prefix starts the prompts whose subject's first piece does not merge
+  // with " of" (the others are left out of patching).
+  const std::vector<int64_t> prefix = PromptPrefix(*tok);
+  EXPECT_EQ(prefix[0], tok->eos_id());
+  int sharing = 0;
+  for (const Fact& fact : ParseFacts(kStates, *tok)) {
+    sharing += std::equal(prefix.begin(), prefix.end(), fact.prompt.begin());
+  }
+  EXPECT_GE(sharing, 2);
+}
+
+// On a random sgatlin model: one recall row per fact, and patching a
+// position where every prompt holds the same token (the prefix) changes
+// nothing (NIE 0, the clean logit difference), while the final token's patch
+// moves the logit difference.
+TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
+  auto tok = Bpe();
+  config::ModelConfig config;
+  config.set_vocab_size(tok->vocab_size());
+  config.set_context_length(32);
+  config.set_d_model(16);
+  config.set_n_layers(2);
+  config.set_n_heads(2);
+  config.set_ffn("sgatlin");
+  config.set_d_ffn(64);
+  config.set_n_experts(2);
+  config.set_top_k(4);
+  config.set_d_key(8);
+  config.set_positions("rotary");
+  torch::manual_seed(3);
+  auto model = layers::GptImpl::Create(*layers::GptOptionsFromConfig(config));
+  ASSERT_TRUE(model.ok()) << model.status();
+  (*model)->eval();
+  const std::vector<Fact> facts = ParseFacts(kStates, *tok);
+  const std::vector<int64_t> prefix = PromptPrefix(*tok);
+  FactRecallTables tables;
+  AppendPatching("sgatlin", 5, **model, PatchKind::kRouting, facts, *tok,
+                 prefix, tables);
+  const std::vector<std::string> recall =
+      absl::StrSplit(tables.recall, '\n', absl::SkipEmpty());
+  EXPECT_EQ(recall.size(), facts.size() + 1);
+  int prefix_rows = 0, final_rows = 0;
+  for (absl::string_view line :
+       absl::StrSplit(tables.patching, '\n', absl::SkipEmpty())) {
+    const std::vector<std::string> f = absl::StrSplit(line, ',');
+    ASSERT_EQ(f.size(), 13u) << line;
+    if (f[0] == "seed") continue;
+    EXPECT_EQ(f[0], "5");
+    const int position = std::stoi(f[5]);
+    if (position < static_cast<int>(prefix.size())) {
+      ++prefix_rows;
+      EXPECT_NEAR(std::stod(f[8]), 0.0, 1e-6) << line;  // mean_nie
+      // The patched logit difference is the clean one.
+      EXPECT_NEAR(std::stod(f[10]), std::stod(f[11]), 1e-6) << line;
+    } else if (f[6] == "<final>" && f[4] == "all") {
+      ++final_rows;
+      EXPECT_NE(std::stod(f[8]), 0.0) << line;
+    }
+  }
+  // Every prefix position at each of the blocks 0, 1 and all.
+  EXPECT_EQ(prefix_rows, 3 * static_cast<int>(prefix.size()));
+  EXPECT_EQ(final_rows, 1);
+  // One contrast row per block and position label.
+  const std::vector<std::string> contrasts =
+      absl::StrSplit(tables.block_contrasts, '\n', absl::SkipEmpty());
+  EXPECT_GT(contrasts.size(), 2 * prefix.size());
+}
+
+}  // namespace
+}  // namespace sparse_layers::analysis
