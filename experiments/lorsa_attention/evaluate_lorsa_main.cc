@@ -1,66 +1,31 @@
-// evaluate_lorsa: the Lorsa experiment's measurements (arXiv:2504.20938
-// Secs. 4-6 and App. E, at our scale) on fitted Lorsa layers and
-// attention-output TopK SAEs of one base model. Every CSV is tidy (one
-// observation a row) with the config's runtime.seed in a `seed` column, read by
-// the claims engine (analysis/claims).
-//   fits.csv:        per fit: pooled FVU, l0 and dead heads / latents on the
-//                    held-out attention cache of its block, CE of the base,
-//                    with that block's attention zero-ablated and with the
-//                    fit spliced in (the paper does not report the last);
-//                    on_k_grid / at_layer_k mark the K sweep's block (Fig. 2)
-//                    and the per-layer K (Fig. 3).
-//   attribution.csv: per Lorsa fit and head active on >= --min_active held-
-//                    out tokens: the oblique-projection contributions of the
-//                    original heads (E.1) and the effective head count (E.2).
-//   attribution_shares.csv: per Lorsa fit, the share of those heads drawn
-//                    from 1, 2, 3 and 4+ original heads (Fig. 13).
-//   heads.csv:       induction and previous-token scores on repeated random
-//                    word-piece spans, for every MHSA head of the base model
-//                    (attention patterns) and every Lorsa head (z patterns).
-//   probe_heads.csv: the MHSA heads' scores per probe sequence, the head with
-//                    the highest mean induction score marked.
-//   probe.csv:       per probe sequence, the base model's next-token loss
-//                    inside the first and the second copy of the span
-//                    (in-context copying).
-//   induction_heads.csv: per block, the best induction and previous-token
-//                    scores of the MHSA heads and of the Lorsa heads at the
-//                    per-layer K, the block of the strongest MHSA induction
-//                    head marked.
-//   top_activations.txt: for the best-scoring Lorsa heads of each kind, the
-//                    held-out contexts where z is largest.
+// evaluate_lorsa: the tables of analysis/attention/lorsa_evaluation.h
+// (fits.csv, attribution.csv, attribution_shares.csv, heads.csv,
+// probe_heads.csv, probe.csv, induction_heads.csv, top_activations.txt) for
+// fitted Lorsa layers and attention-output SAEs of one base model.
 //
 //   evaluate_lorsa --base=lm.pt --tokens=.../test.tokens.textproto
 //       --tokenizer=bpe.model --caches=1=.../test.activations.textproto,...
 //       --out_dir=DIR lorsa_l1_k8.pt sae_l1_k8.pt ...
-#include <torch/torch.h>
-
-#include <algorithm>
-#include <cstdio>
 #include <map>
-#include <set>
+#include <memory>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "analysis/attention/head_analysis.h"
+#include "analysis/attention/lorsa_evaluation.h"
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "layers/backend/torch_init.h"
-#include "layers/hooks/hook_point.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
 #include "tools/common/staged_outputs.h"
-#include "tools/train/replacement_metrics.h"
+#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
 ABSL_FLAG(std::string, tokens, "", "Held-out token split (manifest)");
@@ -83,482 +48,68 @@ ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
 namespace sparse_layers::experiments {
 namespace {
 
-using torch::indexing::Slice;
-
-// Probe tokens: BOS (eos id), then a random span of n pieces twice. The
-// pieces are the words the base LM's repeated spans were drawn from when given
-// (--probe_words: the heads are probed on the sequences that planted them),
-// else every word-initial piece ("\u2581..."; random pieces of any kind make
-// sequences the base LM never saw).
-absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
-                                          int64_t n) {
-  std::vector<int64_t> pool;
-  if (const std::string path = absl::GetFlag(FLAGS_probe_words);
-      !path.empty()) {
-    absl::StatusOr<std::string> text = ReadFileToString(path);
-    if (!text.ok()) return text.status();
-    for (absl::string_view word :
-         absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
-      const std::vector<int> ids = tokenizer.Encode(std::string(word));
-      if (ids.size() != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": '", word, "' is not one piece of the tokenizer"));
-      }
-      pool.push_back(ids[0]);
-    }
-    if (pool.size() < 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": fewer than 2 probe words"));
-    }
-  } else {
-    for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-      if (!datasets::WordOfPiece(tokenizer.Piece(id)).empty()) {
-        pool.push_back(id);
-      }
-    }
-  }
-  const int64_t sequences = absl::GetFlag(FLAGS_probe_sequences);
-  torch::manual_seed(1);
-  const torch::Tensor pieces = torch::tensor(pool, torch::kLong);
-  const torch::Tensor span = pieces.index(
-      {torch::randint(static_cast<int64_t>(pool.size()), {sequences, n})});
-  return torch::cat(
-      {torch::full({sequences, 1}, tokenizer.eos_id(), torch::kLong), span,
-       span},
-      1);
-}
-
-// Attention input of `block` on `tokens` (the cached quantity).
-torch::Tensor AttentionInput(layers::GptImpl& model, int block,
-                             const torch::Tensor& tokens) {
-  std::vector<torch::Tensor> captured;
-  model.FindHook(absl::StrCat("blocks.", block, ".attn.hook_in"))
-      ->Add(layers::CaptureHook(&captured));
-  model.Hidden(tokens);
-  model.ClearHooks();
-  return captured.at(0);
-}
-
-struct Fit {
-  std::string name, method;
-  config::FfnReplacement spec;
-  layers::LoadedModel loaded;
-};
-
-absl::StatusOr<std::vector<Fit>> LoadFits(
-    const std::vector<std::string>& paths) {
-  std::vector<Fit> fits;
-  for (const std::string& path : paths) {
-    auto loaded = layers::LoadModel(path);
-    if (!loaded.ok()) return loaded.status();
-    Fit fit;
-    fit.spec = loaded->config.model().replacement();
-    if (fit.spec.site() != "attn") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " is not an attention-site fit"));
-    }
-    fit.name = loaded->config.name();
-    fit.method = fit.spec.ffn() == "lorsa" ? "lorsa" : "sae";
-    fit.loaded = *std::move(loaded);
-    fits.push_back(std::move(fit));
-  }
-  return fits;
-}
-
-absl::Status Run(const std::vector<std::string>& paths) {
-  if (absl::Status s = FirstError(
-          {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
-           RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
-           FlagAtLeast(FLAGS_batches, 1), FlagAtLeast(FLAGS_windows, 1),
-           FlagAtLeast(FLAGS_attribution_windows, 1),
-           FlagAtLeast(FLAGS_min_active, 0),
-           FlagAtLeast(FLAGS_probe_sequences, 1),
-           FlagAtLeast(FLAGS_probe_period, 1),
-           FlagAtLeast(FLAGS_listing_windows, 1), FilesExist("fit", paths)});
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
-      !s.ok()) {
-    return s;
-  }
-  torch::NoGradGuard no_grad;
-  auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
-  if (!base.ok()) return base.status();
-  layers::GptImpl& model = *base->model;
-  std::string error;
-  auto tok = datasets::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
-  if (!tok) return absl::InvalidArgumentError(error);
-  auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
-  if (!tokens.ok()) return tokens.status();
-  const int length = model.options().context_length;
-  auto sampler = datasets::BatchSampler::Create(tokens->get(), 16, length,
-                                                base->config.runtime().seed());
-  if (!sampler.ok()) return sampler.status();
+// --caches entries "block=manifest".
+absl::StatusOr<std::map<int, std::unique_ptr<datasets::ActivationSet>>>
+OpenCaches(const std::vector<std::string>& entries) {
   std::map<int, std::unique_ptr<datasets::ActivationSet>> caches;
-  for (const std::string& entry : absl::GetFlag(FLAGS_caches)) {
+  for (const std::string& entry : entries) {
     const std::vector<std::string> parts = absl::StrSplit(entry, '=');
     int block = -1;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &block)) {
       return absl::InvalidArgumentError(
           absl::StrCat("--caches entry '", entry, "': expected block=path"));
     }
-    auto set = datasets::ActivationSet::Open(parts[1]);
-    if (!set.ok()) return set.status();
-    caches[block] = *std::move(set);
+    ASSIGN_OR_RETURN(caches[block], datasets::ActivationSet::Open(parts[1]));
   }
-  auto fits = LoadFits(paths);
-  if (!fits.ok()) return fits.status();
-  // Rows by method, block and K, the order the section's tables show them.
-  std::sort(fits->begin(), fits->end(), [](const Fit& a, const Fit& b) {
-    return std::make_tuple(a.method, a.spec.layer(), a.spec.top_k()) <
-           std::make_tuple(b.method, b.spec.layer(), b.spec.top_k());
-  });
-  const int batches = absl::GetFlag(FLAGS_batches);
-  const int64_t seed = base->config.runtime().seed();
-  // The K sweep's block (Lorsa Fig. 2: the block fitted at the most K) and
-  // the per-layer K (Fig. 3: the K fitted at the most blocks); ties go to the
-  // smallest. The claims select their rows by these marks, at every scale.
-  std::map<int, std::set<int>> ks_of_block, blocks_of_k;
-  for (const Fit& fit : *fits) {
-    if (fit.method != "lorsa") continue;
-    ks_of_block[fit.spec.layer()].insert(fit.spec.top_k());
-    blocks_of_k[fit.spec.top_k()].insert(fit.spec.layer());
-  }
-  const auto most = [](const std::map<int, std::set<int>>& m) {
-    int best = -1;
-    size_t size = 0;
-    for (const auto& [key, values] : m) {
-      if (values.size() > size) best = key, size = values.size();
-    }
-    return best;
-  };
-  const int grid_block = most(ks_of_block), layer_k = most(blocks_of_k);
+  return caches;
+}
 
-  // fits.csv
-  const double ce_base = train::MeanCrossEntropy(model, *sampler, batches);
-  std::map<int, double> ce_zero;
-  std::string fits_csv =
-      "seed,name,method,block,k,units,qk_heads,parameters,fvu,l0,dead_fraction,"
-      "ce_base,ce_zero_ablated,ce_spliced,ce_recovered,on_k_grid,at_layer_k\n";
-  for (Fit& fit : *fits) {
-    const int block = fit.spec.layer();
-    if (!caches.count(block)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(fit.name, ": no --caches entry for block ", block));
-    }
-    const datasets::ActivationSet& cache = *caches[block];
-    const int64_t window = cache.manifest().sequence_length();
-    if (!ce_zero.count(block)) {
-      model.ReplaceAttention(
-          block, [](const torch::Tensor& x) { return torch::zeros_like(x); });
-      ce_zero[block] = train::MeanCrossEntropy(model, *sampler, batches);
-      model.ReplaceAttention(block, nullptr);
-    }
-    layers::GptImpl& spliced = *fit.loaded.model;
-    train::ActivationFit metrics;
-    int64_t parameters = 0, units = 0, qk_heads = 0;
-    if (layers::Lorsa lorsa = spliced.LorsaReplacement()) {
-      metrics = train::EvaluateLorsaOnActivations(
-          *lorsa, cache, window, absl::GetFlag(FLAGS_windows), 8);
-      for (const torch::Tensor& p : lorsa->parameters())
-        parameters += p.numel();
-      units = lorsa->options().ov_heads;
-      qk_heads = lorsa->options().qk_heads;
-    } else {
-      auto sae = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
-          spliced.ReplacementLayer());
-      if (!sae) return absl::InternalError(fit.name + " has no SAE");
-      metrics = train::EvaluateOnActivations(
-          *sae, cache, /*on_output=*/true,
-          absl::GetFlag(FLAGS_windows) * window, 4096);
-      for (const torch::Tensor& p : sae->parameters()) parameters += p.numel();
-      units = sae->units();
-    }
-    const double ce = train::MeanCrossEntropy(spliced, *sampler, batches);
-    absl::StrAppendFormat(
-        &fits_csv,
-        "%d,%s,%s,%d,%d,%d,%d,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n",
-        fit.loaded.config.runtime().seed(), fit.name, fit.method, block,
-        fit.spec.top_k(), units, qk_heads, parameters, metrics.fvu, metrics.l0,
-        metrics.dead_fraction, ce_base, ce_zero[block], ce,
-        train::CeRecovered(ce_base, ce_zero[block], ce),
-        block == grid_block ? 1 : 0, fit.spec.top_k() == layer_k ? 1 : 0);
-    std::fprintf(stderr, "evaluate_lorsa: %s FVU %.4f, CE %.4f (base %.4f)\n",
-                 fit.name.c_str(), metrics.fvu, ce, ce_base);
-  }
-
-  // attribution.csv: oblique projection on held-out cache windows.
-  const int64_t mhsa_heads = model.options().n_heads;
-  std::string attribution_csv =
-      "seed,name,block,k,head,active_tokens,effective_heads";
-  for (int64_t m = 0; m < mhsa_heads; ++m) {
-    absl::StrAppend(&attribution_csv, ",mhsa_", m);
-  }
-  absl::StrAppend(&attribution_csv, ",coefficient_sum\n");
-  std::string shares_csv =
-      "seed,name,block,k,at_layer_k,original_heads,heads,share\n";
-  for (Fit& fit : *fits) {
-    layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
-    if (!lorsa) continue;
-    const int block = fit.spec.layer();
-    auto* mhsa = dynamic_cast<layers::CausalSelfAttentionImpl*>(
-        model.blocks[block]->attention.get());
-    if (mhsa == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("block ", block, " of the base model is not \"mha\""));
-    }
-    const datasets::ActivationSet& cache = *caches[block];
-    const int64_t window = cache.manifest().sequence_length();
-    const int64_t d = cache.d_in(), k = lorsa->options().k;
-    analysis::HeadAttribution attribution(lorsa->options().ov_heads,
-                                          mhsa_heads);
-    const int64_t windows = std::min(absl::GetFlag(FLAGS_attribution_windows),
-                                     cache.rows() / window);
-    for (int64_t w = 0; w < windows; w += 8) {
-      const int64_t end = std::min(windows, w + 8);
-      const torch::Tensor x =
-          cache.Range(w * window, end * window).first.view({-1, window, d});
-      const analysis::HeadOutputs heads = analysis::MhsaHeadOutputs(*mhsa, x);
-      const layers::LorsaOutput out = lorsa->Run(x, k);
-      const torch::Tensor active =
-          std::get<1>(out.activations.abs().topk(k, -1)).reshape({-1, k});
-      const torch::Tensor z =
-          out.activations.reshape({-1, out.activations.size(-1)})
-              .gather(1, active);  // (N, K)
-      const torch::Tensor outputs =
-          z.unsqueeze(-1) *
-          lorsa->w_o.index_select(0, active.reshape({-1})).view({-1, k, d});
-      attribution.Add(outputs, active,
-                      heads.outputs.reshape({-1, mhsa_heads, d}));
-    }
-    const torch::Tensor contributions = attribution.Contributions();
-    const torch::Tensor mean = attribution.MeanCoefficients();
-    const torch::Tensor counts = attribution.ActiveCounts();
-    const torch::Tensor effective =
-        analysis::EffectiveHeadCounts(contributions);
-    // Heads by the number of original heads they draw on (Fig. 13's bins).
-    std::vector<int64_t> by_count(4, 0);
-    int64_t attributed = 0;
-    for (int64_t h = 0; h < contributions.size(0); ++h) {
-      if (counts[h].item<int64_t>() < absl::GetFlag(FLAGS_min_active)) continue;
-      const int64_t n = effective[h].item<int64_t>();
-      ++by_count[std::clamp<int64_t>(n, 1, 4) - 1];
-      ++attributed;
-      absl::StrAppend(&attribution_csv, seed, ",", fit.name, ",", block, ",", k,
-                      ",", h, ",", counts[h].item<int64_t>(), ",", n);
-      for (int64_t m = 0; m < mhsa_heads; ++m) {
-        absl::StrAppendFormat(&attribution_csv, ",%.4f",
-                              contributions[h][m].item<double>());
-      }
-      absl::StrAppendFormat(&attribution_csv, ",%.4f\n",
-                            mean[h].sum().item<double>());
-    }
-    if (attributed == 0) continue;  // No share of nothing.
-    for (int c = 0; c < 4; ++c) {
-      absl::StrAppendFormat(&shares_csv, "%d,%s,%d,%d,%d,%s,%d,%.6f\n", seed,
-                            fit.name, block, k, k == layer_k ? 1 : 0,
-                            c < 3 ? absl::StrCat(c + 1) : "4+", by_count[c],
-                            static_cast<double>(by_count[c]) / attributed);
-    }
-  }
-
-  // heads.csv: induction and previous-token scores on the probe sequences.
-  // The probe (BOS + the span twice) must fit in the context.
-  const int64_t period =
-      std::min<int64_t>(absl::GetFlag(FLAGS_probe_period), (length - 1) / 2);
-  absl::StatusOr<torch::Tensor> probe_or = ProbeTokens(*tok, period);
-  if (!probe_or.ok()) return probe_or.status();
-  const torch::Tensor probe = *std::move(probe_or);
-  std::string heads_csv =
-      "seed,model,kind,block,head,induction,previous_token,induction_positions,"
-      "previous_token_positions\n";
-  std::vector<torch::Tensor> patterns(model.blocks.size());
-  for (size_t b = 0; b < model.blocks.size(); ++b) {
-    model.FindHook(absl::StrCat("blocks.", b, ".attn.hook_pattern"))
-        ->Add([&, b](const torch::Tensor& p) {
-          patterns[b] = p;
-          return p;
-        });
-  }
-  const torch::Tensor probe_logits = model.forward(probe);
-  model.ClearHooks();
-  const int64_t sequences = probe.size(0);
-  // Per probe sequence, so that the controls on the base model (it copies in
-  // context; it has an induction head) get an interval over sequences.
-  std::string probe_csv =
-      "seed,model,sequence,first_copy_loss,second_copy_loss\n";
-  {
-    // In-context copying: next-token loss inside the first copy of the span
-    // against inside the second (the induction behaviour, Olsson et al.).
-    const torch::Tensor nll =
-        torch::nn::functional::cross_entropy(
-            probe_logits.slice(1, 0, -1).flatten(0, 1),
-            probe.slice(1, 1).flatten(),
-            torch::nn::functional::CrossEntropyFuncOptions().reduction(
-                torch::kNone))
-            .view({sequences, -1});
-    const torch::Tensor first = nll.slice(1, 1, period).mean(1);
-    const torch::Tensor second = nll.slice(1, period + 1).mean(1);
-    for (int64_t i = 0; i < sequences; ++i) {
-      absl::StrAppendFormat(&probe_csv, "%d,base,%d,%.4f,%.4f\n", seed, i,
-                            first[i].item<double>(), second[i].item<double>());
-    }
-  }
-  // MHSA scores per head and per (head, sequence); the strongest induction
-  // head is the one with the highest mean score over the probe.
-  std::vector<torch::Tensor> induction_by_sequence, previous_by_sequence;
-  int strongest_block = 0, strongest_head = 0;
-  double strongest = -1;
-  for (size_t b = 0; b < model.blocks.size(); ++b) {
-    std::vector<torch::Tensor> induction, previous;
-    for (int64_t i = 0; i < sequences; ++i) {
-      const torch::Tensor pattern = patterns[b].slice(0, i, i + 1);
-      induction.push_back(analysis::InductionScores(pattern, 1, period));
-      previous.push_back(analysis::PreviousTokenScores(pattern));
-    }
-    induction_by_sequence.push_back(torch::stack(induction));  // (S, H)
-    previous_by_sequence.push_back(torch::stack(previous));
-    const torch::Tensor mean_induction = induction_by_sequence[b].mean(0);
-    const torch::Tensor mean_previous = previous_by_sequence[b].mean(0);
-    for (int64_t h = 0; h < mean_induction.size(0); ++h) {
-      absl::StrAppendFormat(&heads_csv, "%d,base,mhsa,%d,%d,%.4f,%.4f,,\n",
-                            seed, b, h, mean_induction[h].item<double>(),
-                            mean_previous[h].item<double>());
-      if (mean_induction[h].item<double>() > strongest) {
-        strongest = mean_induction[h].item<double>();
-        strongest_block = static_cast<int>(b), strongest_head = h;
-      }
-    }
-  }
-  std::string probe_heads_csv =
-      "seed,model,block,head,sequence,induction,previous_token,"
-      "strongest_induction_head\n";
-  std::string induction_csv =
-      "seed,block,model,fit,best_induction,best_induction_head,"
-      "best_previous_token,best_previous_token_head,scored_heads,"
-      "induction_heads,strongest_mhsa_block\n";
-  for (size_t b = 0; b < model.blocks.size(); ++b) {
-    const torch::Tensor& induction = induction_by_sequence[b];
-    const torch::Tensor& previous = previous_by_sequence[b];
-    for (int64_t h = 0; h < induction.size(1); ++h) {
-      for (int64_t i = 0; i < sequences; ++i) {
-        absl::StrAppendFormat(
-            &probe_heads_csv, "%d,base,%d,%d,%d,%.4f,%.4f,%d\n", seed, b, h, i,
-            induction[i][h].item<double>(), previous[i][h].item<double>(),
-            static_cast<int>(b) == strongest_block && h == strongest_head ? 1
-                                                                          : 0);
-      }
-    }
-    const torch::Tensor mean_induction = induction.mean(0);
-    const torch::Tensor mean_previous = previous.mean(0);
-    absl::StrAppendFormat(
-        &induction_csv, "%d,%d,mhsa,base,%.4f,%d,%.4f,%d,%d,%d,%d\n", seed, b,
-        mean_induction.max().item<double>(),
-        mean_induction.argmax().item<int64_t>(),
-        mean_previous.max().item<double>(),
-        mean_previous.argmax().item<int64_t>(), mean_induction.size(0),
-        (mean_induction >= 0.5).sum().item<int64_t>(),
-        static_cast<int>(b) == strongest_block ? 1 : 0);
-  }
-  std::string listing;
-  for (Fit& fit : *fits) {
-    layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
-    if (!lorsa) continue;
-    const int block = fit.spec.layer();
-    const layers::LorsaOutput out =
-        lorsa->Run(AttentionInput(model, block, probe), lorsa->options().k);
-    const analysis::ZPatternScores scores = analysis::LorsaZPatternScores(
-        out.pattern, out.values, out.activations, 1, period);
-    std::vector<std::pair<double, int64_t>> best_induction, best_previous;
-    for (int64_t h = 0; h < scores.induction.size(0); ++h) {
-      const int64_t n_ind = scores.induction_count[h].item<int64_t>();
-      const int64_t n_prev = scores.previous_token_count[h].item<int64_t>();
-      if (n_ind + n_prev == 0) continue;
-      const double ind = scores.induction[h].item<double>();
-      const double prev = scores.previous_token[h].item<double>();
-      absl::StrAppendFormat(&heads_csv, "%d,%s,lorsa,%d,%d,%.4f,%.4f,%d,%d\n",
-                            fit.loaded.config.runtime().seed(), fit.name, block,
-                            h, ind, prev, n_ind, n_prev);
-      if (n_ind >= 10) best_induction.push_back({ind, h});
-      if (n_prev >= 10) best_previous.push_back({prev, h});
-    }
-    if (fit.spec.top_k() == layer_k) {
-      // Best heads among those active on >= 10 probe positions; a fit with
-      // none scores 0 (no head of that kind found), head -1.
-      const auto best = [](const std::vector<std::pair<double, int64_t>>& v) {
-        return v.empty() ? std::pair<double, int64_t>{0.0, -1}
-                         : *std::max_element(v.begin(), v.end());
-      };
-      int64_t above_half = 0;
-      for (const auto& [score, head] : best_induction)
-        above_half += score >= 0.5;
-      absl::StrAppendFormat(
-          &induction_csv, "%d,%d,lorsa,%s,%.4f,%d,%.4f,%d,%d,%d,%d\n",
-          fit.loaded.config.runtime().seed(), block, fit.name,
-          best(best_induction).first, best(best_induction).second,
-          best(best_previous).first, best(best_previous).second,
-          best_induction.size(), above_half, block == strongest_block ? 1 : 0);
-    }
-    // Top activations of the 3 best heads of each kind on held-out windows.
-    const int listing_windows = absl::GetFlag(FLAGS_listing_windows);
-    auto listing_sampler = datasets::BatchSampler::Create(
-        tokens->get(), listing_windows, length, 7);
-    if (!listing_sampler.ok()) return listing_sampler.status();
-    const datasets::TokenBatch batch = listing_sampler->EvalBatch(0, 1);
-    const torch::Tensor held_out =
-        torch::tensor(batch.inputs).view({listing_windows, length});
-    const torch::Tensor z =
-        lorsa->Run(AttentionInput(model, block, held_out), lorsa->options().k)
-            .activations;  // (W, T, H)
-    using Ranked = std::vector<std::pair<double, int64_t>>;
-    for (const auto& [kind, ranked] :
-         std::vector<std::pair<const char*, Ranked*>>{
-             {"induction", &best_induction},
-             {"previous-token", &best_previous}}) {
-      std::sort(ranked->rbegin(), ranked->rend());
-      for (size_t r = 0; r < std::min<size_t>(3, ranked->size()); ++r) {
-        const int64_t h = (*ranked)[r].second;
-        absl::StrAppendFormat(&listing, "## %s head %d (%s score %.3f)\n",
-                              fit.name, h, kind, (*ranked)[r].first);
-        const torch::Tensor head_z = z.select(2, h).reshape({-1});
-        const auto top = head_z.topk(std::min<int64_t>(8, head_z.size(0)));
-        for (int64_t i = 0; i < std::get<0>(top).size(0); ++i) {
-          const double value = std::get<0>(top)[i].item<double>();
-          if (value == 0) break;
-          const int64_t flat = std::get<1>(top)[i].item<int64_t>();
-          const int64_t w = flat / length, t = flat % length;
-          std::string context;
-          for (int64_t j = std::max<int64_t>(0, t - 12); j <= t; ++j) {
-            const std::string piece =
-                tok->Piece(static_cast<int>(held_out[w][j].item<int64_t>()));
-            absl::StrAppend(&context, j == t ? "[[" : "", piece,
-                            j == t ? "]]" : "");
-          }
-          absl::StrAppendFormat(
-              &listing, "  z = %.3f  %s\n", value,
-              absl::StrReplaceAll(context,
-                                  {{datasets::kWordStart, " "}, {"\n", " "}}));
-        }
-      }
-    }
-  }
+absl::Status Run(const std::vector<std::string>& paths) {
+  RETURN_IF_ERROR(FirstError(
+      {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
+       RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
+       FlagAtLeast(FLAGS_batches, 1), FlagAtLeast(FLAGS_windows, 1),
+       FlagAtLeast(FLAGS_attribution_windows, 1),
+       FlagAtLeast(FLAGS_min_active, 0), FlagAtLeast(FLAGS_probe_sequences, 1),
+       FlagAtLeast(FLAGS_probe_period, 1),
+       FlagAtLeast(FLAGS_listing_windows, 1), FilesExist("fit", paths)}));
+  RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
+  ASSIGN_OR_RETURN(const layers::LoadedModel base,
+                   layers::LoadModel(absl::GetFlag(FLAGS_base)));
+  std::string error;
+  auto tok = datasets::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
+  if (!tok) return absl::InvalidArgumentError(error);
+  ASSIGN_OR_RETURN(auto tokens,
+                   datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
+  ASSIGN_OR_RETURN(auto caches, OpenCaches(absl::GetFlag(FLAGS_caches)));
+  ASSIGN_OR_RETURN(std::vector<analysis::LorsaFit> fits,
+                   analysis::LoadLorsaFits(paths));
+  analysis::LorsaEvaluationOptions options;
+  options.batches = absl::GetFlag(FLAGS_batches);
+  options.windows = absl::GetFlag(FLAGS_windows);
+  options.attribution_windows = absl::GetFlag(FLAGS_attribution_windows);
+  options.min_active = absl::GetFlag(FLAGS_min_active);
+  options.probe_sequences = absl::GetFlag(FLAGS_probe_sequences);
+  options.probe_period = absl::GetFlag(FLAGS_probe_period);
+  options.probe_words = absl::GetFlag(FLAGS_probe_words);
+  options.listing_windows = absl::GetFlag(FLAGS_listing_windows);
+  ASSIGN_OR_RETURN(
+      const analysis::LorsaTables tables,
+      analysis::EvaluateLorsa(base, *tok, *tokens, caches, fits, options));
 
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
   StagedOutputs outputs;  // Every table or none.
   for (const auto& [file, text] :
-       std::vector<std::pair<std::string, std::string*>>{
-           {"fits.csv", &fits_csv},
-           {"attribution.csv", &attribution_csv},
-           {"attribution_shares.csv", &shares_csv},
-           {"heads.csv", &heads_csv},
-           {"probe_heads.csv", &probe_heads_csv},
-           {"probe.csv", &probe_csv},
-           {"induction_heads.csv", &induction_csv},
-           {"top_activations.txt", &listing}}) {
-    if (absl::Status s = outputs.WriteFile(dir + "/" + file, *text); !s.ok()) {
-      return s;
-    }
+       std::vector<std::pair<std::string, const std::string*>>{
+           {"fits.csv", &tables.fits},
+           {"attribution.csv", &tables.attribution},
+           {"attribution_shares.csv", &tables.attribution_shares},
+           {"heads.csv", &tables.heads},
+           {"probe_heads.csv", &tables.probe_heads},
+           {"probe.csv", &tables.probe},
+           {"induction_heads.csv", &tables.induction_heads},
+           {"top_activations.txt", &tables.top_activations}}) {
+    RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
   }
   return outputs.Commit();
 }
