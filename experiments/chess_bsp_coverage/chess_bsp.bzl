@@ -71,7 +71,7 @@ def chess_model(name, init_from = None):
         )
         tool_run(
             name = run + "_bsp",
-            tool = ":evaluate_bsp",
+            tool = "//analysis/bsp:evaluate_bsp",
             outs = [run + ".bsp.csv", run + ".board.csv"],
             out_flags = ["--out=", "--board_tracking_out="],
             checkpoint_args = {":" + run: "--checkpoint="},
@@ -86,7 +86,7 @@ def chess_control(name, model):
         run = seeded_name(name, seed)
         tool_run(
             name = run + "_bsp",
-            tool = ":evaluate_bsp",
+            tool = "//analysis/bsp:evaluate_bsp",
             outs = [run + ".bsp.csv", run + ".board.csv"],
             out_flags = ["--out=", "--board_tracking_out="],
             file_args = {":%s_config" % seeded_name(model, seed): "--config="},

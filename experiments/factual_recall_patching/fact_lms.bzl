@@ -55,7 +55,7 @@ def _patching(seed):
     dense = ":" + seeded_name("fact_lm_dense", seed)
     tool_run(
         name = name,
-        tool = ":factual_recall",
+        tool = "//analysis/patching:factual_recall",
         outs = ["%s/%s.csv" % (name, t) for t in ["recall", "patching", "block_contrasts", "neighbours"]],
         out_flags = [""] * 4,
         out_dir_flag = "--out_dir=",

@@ -139,7 +139,7 @@ EVALUATION_FILES = [
 def _evaluation(name, base, caches, fits, seed):
     tool_run(
         name = name,
-        tool = ":evaluate_lorsa",
+        tool = "//analysis/attention:evaluate_lorsa",
         outs = ["%s/%s" % (name, f) for f in EVALUATION_FILES],
         out_flags = [""] * len(EVALUATION_FILES),
         out_dir_flag = "--out_dir=",

@@ -57,9 +57,9 @@ def isoflop_run(name, ffn_type, budget_index, size_index, seed):
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        exec_tools = [":ladder_overlay"],
+        exec_tools = ["//analysis/scaling:ladder_overlay"],
         cmd = by_scale({
-            scale: ("$(location :ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
+            scale: ("$(location //analysis/scaling:ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
                 GRID[scale].ladder,
                 ffn_type,
                 GRID[scale].sizes[budget_index][size_index],

@@ -19,7 +19,7 @@ PACKAGE_LAYERS = [
     # The hookable GPT, its checkpoints and loading.
     ("models", ["//layers/models"]),
     # Pinned corpora, tokenizer, token shards, chess games, probing sets.
-    ("data", ["//datasets", "//datasets/chess", "//datasets/probing", "//datasets/text"]),
+    ("data", ["//datasets", "//datasets/chess", "//datasets/probing", "//datasets/synthetic", "//datasets/text"]),
     # Training and fitting, activation caching, evaluation loops, the report rule.
     ("pipelines", ["//datasets/activations", "//tools/report", "//tools/train"]),
     # Metric binaries and the claims engine.

@@ -11,7 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "analysis/claims/tidy_table.h"
-#include "experiments/slimpajama_isoflop/isoflop_frontier.h"
+#include "analysis/scaling/isoflop_frontier.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
 #include "tools/common/staged_outputs.h"
@@ -21,7 +21,7 @@ ABSL_FLAG(std::string, runs, "",
 ABSL_FLAG(std::string, runs_out, "", "The runs with compute_sparsity.");
 ABSL_FLAG(std::string, frontier_out, "", "Best run per (ffn, budget, seed).");
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 namespace {
 
 absl::Status Run() {
@@ -53,12 +53,12 @@ absl::Status Run() {
 }
 
 }  // namespace
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis
 
 int main(int argc, char** argv) {
   // No LibTorch here (layers/backend:torch_init would link it): a table needs
   // none.
   sparse_layers::ParseMainFlags(
       argc, argv, "isoflop_frontier --runs=F --runs_out=F --frontier_out=F");
-  return sparse_layers::RunMain(sparse_layers::experiments::Run);
+  return sparse_layers::RunMain(sparse_layers::analysis::Run);
 }

@@ -10,15 +10,15 @@
 //             parameters (0: the smallest) and how many sizes were swept.
 // The input needs the columns arm, seed, ffn, budget, parameters,
 // forward_flops_per_token, validation_loss and validation_perplexity.
-#ifndef SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_ISOFLOP_FRONTIER_H_
-#define SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_ISOFLOP_FRONTIER_H_
+#ifndef SPARSE_LAYERS_ANALYSIS_SCALING_ISOFLOP_FRONTIER_H_
+#define SPARSE_LAYERS_ANALYSIS_SCALING_ISOFLOP_FRONTIER_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "analysis/claims/tidy_table.h"
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 
 struct IsoflopCsv {
   std::string runs;
@@ -27,6 +27,6 @@ struct IsoflopCsv {
 
 absl::StatusOr<IsoflopCsv> IsoflopFrontier(const claims::TidyTable& runs);
 
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis
 
-#endif  // SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_ISOFLOP_FRONTIER_H_
+#endif  // SPARSE_LAYERS_ANALYSIS_SCALING_ISOFLOP_FRONTIER_H_

@@ -1,9 +1,9 @@
-#include "experiments/slimpajama_isoflop/scaling_ladder.h"
+#include "analysis/scaling/scaling_ladder.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 
 absl::StatusOr<Ladder> ParseLadder(absl::string_view name) {
   if (name == "paper") return Ladder::kPaper;
@@ -90,4 +90,4 @@ absl::StatusOr<config::ModelConfig> LadderModel(Ladder ladder,
   return model;
 }
 
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis

@@ -1,8 +1,8 @@
 // The isoflop model-size ladder of sgatlin (arXiv:2606.07414 App. B.2,
 // Listing 2) and our CPU-sized version: one integer scale gives d_model, depth
 // and each FFN type's width, so every type grows along the same backbone.
-#ifndef SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_
-#define SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_
+#ifndef SPARSE_LAYERS_ANALYSIS_SCALING_SCALING_LADDER_H_
+#define SPARSE_LAYERS_ANALYSIS_SCALING_SCALING_LADDER_H_
 
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "tools/config/experiment.pb.h"
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 
 enum class Ladder {
   // Listing 2: d = 128 s, 2 s layers, heads of 64, C = 16, d_key = 128.
@@ -37,6 +37,6 @@ absl::StatusOr<config::ModelConfig> LadderModel(Ladder ladder,
                                                 int scale, int vocab_size,
                                                 int context_length);
 
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis
 
-#endif  // SPARSE_LAYERS_EXPERIMENTS_SLIMPAJAMA_ISOFLOP_SCALING_LADDER_H_
+#endif  // SPARSE_LAYERS_ANALYSIS_SCALING_SCALING_LADDER_H_

@@ -1,4 +1,4 @@
-#include "experiments/slimpajama_isoflop/isoflop_frontier.h"
+#include "analysis/scaling/isoflop_frontier.h"
 
 #include <algorithm>
 #include <map>
@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 namespace {
 
 using claims::CsvField;
@@ -115,4 +115,4 @@ absl::StatusOr<IsoflopCsv> IsoflopFrontier(const TidyTable& runs) {
   return out;
 }
 
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis

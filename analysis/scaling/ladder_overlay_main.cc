@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "experiments/slimpajama_isoflop/scaling_ladder.h"
+#include "analysis/scaling/scaling_ladder.h"
 #include "google/protobuf/text_format.h"
 #include "layers/backend/torch_init.h"
 
@@ -18,7 +18,7 @@ ABSL_FLAG(double, max_flops, 0,
           "Training FLOP budget (counted as the sgatlin code does).");
 ABSL_FLAG(std::string, name, "", "Run name.");
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 namespace {
 
 absl::Status Run() {
@@ -45,11 +45,11 @@ absl::Status Run() {
 }
 
 }  // namespace
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis
 
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "ladder_overlay --type=T --scale=S --max_flops=F: "
                           "one isoflop run's config overlay");
-  return sparse_layers::RunMain(sparse_layers::experiments::Run);
+  return sparse_layers::RunMain(sparse_layers::analysis::Run);
 }

@@ -45,7 +45,7 @@ ABSL_FLAG(std::string, probe_words, "",
 ABSL_FLAG(int, listing_windows, 64, "Held-out windows for top activations");
 ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 namespace {
 
 // --caches entries "block=manifest".
@@ -115,7 +115,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
 }
 
 }  // namespace
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis
 
 int main(int argc, char** argv) {
   const std::vector<std::string> fits = sparse_layers::InitMain(
@@ -123,5 +123,5 @@ int main(int argc, char** argv) {
       "evaluate_lorsa --base=lm.pt --tokens=T --tokenizer=M --caches=L=C,... "
       "--out_dir=DIR fit.pt...");
   return sparse_layers::RunMain(
-      [&] { return sparse_layers::experiments::Run(fits); });
+      [&] { return sparse_layers::analysis::Run(fits); });
 }

@@ -28,7 +28,7 @@ ABSL_FLAG(int, windows, 32, "Held-out windows of 128 tokens for neighbours");
 ABSL_FLAG(int, neighbours, 10, "Nearest neighbours per gating vector");
 ABSL_FLAG(std::string, out_dir, "", "Where the CSVs go");
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 namespace {
 
 absl::Status Run() {
@@ -89,11 +89,11 @@ absl::Status Run() {
 }
 
 }  // namespace
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis
 
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "factual_recall --model=S.pt --dense_model=D.pt "
                           "--tokenizer=T --facts=F.csv --out_dir=DIR");
-  return sparse_layers::RunMain(sparse_layers::experiments::Run);
+  return sparse_layers::RunMain(sparse_layers::analysis::Run);
 }

@@ -1,9 +1,9 @@
-#include "experiments/slimpajama_isoflop/isoflop_frontier.h"
+#include "analysis/scaling/isoflop_frontier.h"
 
 #include "analysis/claims/tidy_table.h"
 #include "gtest/gtest.h"
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 namespace {
 
 using claims::TidyTable;
@@ -74,4 +74,4 @@ TEST(IsoflopFrontierTest, MissingColumnOrNumberIsAnError) {
 }
 
 }  // namespace
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis

@@ -26,7 +26,7 @@ ABSL_FLAG(double, distractor_fraction, 0.2,
 ABSL_FLAG(uint64_t, seed, 1, "Order and distractor seed");
 ABSL_FLAG(std::string, out, "", "JSONL path");
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::datasets {
 namespace {
 
 absl::Status Run() {
@@ -83,10 +83,10 @@ absl::Status Run() {
 }
 
 }  // namespace
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::datasets
 
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "build_fact_documents --facts=F.csv --out=F.jsonl");
-  return sparse_layers::RunMain(sparse_layers::experiments::Run);
+  return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }

@@ -1,4 +1,4 @@
-#include "experiments/slimpajama_isoflop/scaling_ladder.h"
+#include "analysis/scaling/scaling_ladder.h"
 
 #include <torch/torch.h>
 
@@ -8,7 +8,7 @@
 #include "layers/models/gpt.h"
 #include "tools/train/trainer.h"
 
-namespace sparse_layers::experiments {
+namespace sparse_layers::analysis {
 namespace {
 
 struct Row {
@@ -158,4 +158,4 @@ TEST(ScalingLadderTest, FlopBudgetGivesThePaperStepCounts) {
 }
 
 }  // namespace
-}  // namespace sparse_layers::experiments
+}  // namespace sparse_layers::analysis

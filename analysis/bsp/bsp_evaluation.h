@@ -1,0 +1,65 @@
+// One chess model's FFN hidden units as board-state-property classifiers
+// (MoE-X arXiv:2503.07639 Sec. 3.1, App. B): for every block, coverage and
+// board reconstruction in the paper's and the evaluation code's variants, on
+// the masked-blank and masked-blank-and-initial BSP sets; l0 of the hidden
+// code; for mixtures, the correlation of the router score with each expert's
+// true l0 (Fig. 9). Optionally whether the model tracks the board at all
+// (board_tracking.h): legal-move rate and loss against the uniform-legal-move
+// floor, one row per game policy.
+#ifndef SPARSE_LAYERS_ANALYSIS_BSP_BSP_EVALUATION_H_
+#define SPARSE_LAYERS_ANALYSIS_BSP_BSP_EVALUATION_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analysis/bsp/chess_board.h"
+#include "datasets/chess/chess_games.h"
+#include "layers/models/gpt.h"
+
+namespace sparse_layers::analysis {
+
+// The block the paper reads, as the same share of the depth: layer 6 of 8
+// (MoE-X Sec. 3.1; App. A Fig. 11), 0-indexed; block 2 of a 4-block model.
+int HeadlineBlock(int n_layers);
+
+// What one pass over a BSP split collects, per block: the FFN hidden code at
+// the evaluated '.' positions (EvaluatedDots) and at every position, the FFN
+// input at every position; and the board each evaluated '.' sees.
+struct BspFeatures {
+  std::vector<std::vector<torch::Tensor>> at_dots, everywhere, ffn_inputs;
+  std::vector<ChessBoard> boards;
+};
+
+// Runs each game's first `characters` characters through `model` once.
+absl::StatusOr<BspFeatures> CollectBspFeatures(
+    layers::GptImpl& model,
+    const std::vector<datasets::chess::ChessGame>& games, int characters);
+
+struct BspEvaluationOptions {
+  std::string model_name;  // The `model` column of every row.
+  int characters = 256;    // Of each game run through the model.
+  bool board_tracking = false;
+  int board_tracking_games = 50;  // The first BSP-test games read for it.
+};
+
+struct BspTables {
+  std::string coverage;        // One row per (block, BSP set).
+  std::string board_tracking;  // One row per game policy; empty unless asked.
+};
+
+// `seed` is the model's runtime.seed: every row's `seed` column (the claims
+// engine pairs seeds) and the board-tracking sampling seed. Progress and
+// both tables go to stderr as well.
+absl::StatusOr<BspTables> EvaluateBsp(
+    layers::GptImpl& model, uint64_t seed,
+    const std::vector<datasets::chess::ChessGame>& bsp_train,
+    const std::vector<datasets::chess::ChessGame>& bsp_test,
+    const BspEvaluationOptions& options);
+
+}  // namespace sparse_layers::analysis
+
+#endif  // SPARSE_LAYERS_ANALYSIS_BSP_BSP_EVALUATION_H_

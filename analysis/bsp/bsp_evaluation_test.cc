@@ -1,0 +1,235 @@
+#include "analysis/bsp/bsp_evaluation.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "analysis/bsp/chess_board.h"
+#include "analysis/bsp/chess_moves.h"
+#include "analysis/bsp/feature_classifiers.h"
+#include "datasets/chess/chess_games.h"
+#include "gtest/gtest.h"
+#include "layers/models/gpt.h"
+
+namespace sparse_layers::analysis {
+namespace {
+
+using datasets::chess::ChessGame;
+
+// The board part of a FEN (rank 8 first), what ParseFenBoard reads back.
+std::string FenBoard(const ChessBoard& board) {
+  static constexpr char kPieces[] = "kqrbnp.PNBRQK";  // value + 6
+  std::string fen;
+  for (int rank = 7; rank >= 0; --rank) {
+    int empty = 0;
+    for (int file = 0; file < 8; ++file) {
+      const int value = board[rank * 8 + file];
+      if (value == 0) {
+        ++empty;
+        continue;
+      }
+      if (empty > 0) absl::StrAppend(&fen, empty);
+      empty = 0;
+      fen.push_back(kPieces[value + 6]);
+    }
+    if (empty > 0) absl::StrAppend(&fen, empty);
+    if (rank > 0) fen.push_back('/');
+  }
+  return absl::StrCat(fen, " w - - 0 1");
+}
+
+// A game of uniformly random legal moves in the dataset's text form
+// (";1.e4 e5 2.Nf3 ...") with the FEN after every ply (index 0: the start).
+ChessGame RandomGame(int plies, unsigned seed) {
+  std::mt19937 rng(seed);
+  auto position = ParsePosition(std::string(datasets::chess::kInitialFen));
+  EXPECT_TRUE(position.ok());
+  ChessGame game;
+  std::string text = ";";
+  game.add_fens(FenBoard(position->board));
+  for (int ply = 0; ply < plies; ++ply) {
+    const std::vector<ChessMove> moves = LegalMoves(*position);
+    if (moves.empty()) break;
+    const ChessMove move = moves[rng() % moves.size()];
+    if (ply % 2 == 0) {
+      absl::StrAppend(&text, ply > 0 ? " " : "", ply / 2 + 1, ".");
+    } else {
+      text += " ";
+    }
+    text += ToSan(*position, move);
+    *position = MakeMove(*position, move);
+    game.add_fens(FenBoard(position->board));
+  }
+  game.set_text(text);
+  return game;
+}
+
+std::shared_ptr<layers::GptImpl> ChessModel(const std::string& ffn) {
+  torch::manual_seed(0);
+  layers::GptOptions options;
+  options.vocab_size =
+      static_cast<int64_t>(datasets::chess::kVocabulary.size());
+  options.context_length = 256;
+  options.d_model = 16;
+  options.n_layers = 4;
+  options.n_heads = 2;
+  options.ffn = ffn;
+  options.d_ffn = 32;
+  if (ffn != "gelu_mlp") {
+    options.n_experts = 4;
+    options.top_k = 2;
+    options.d_ffn = 8;
+  }
+  auto model = layers::GptImpl::Create(options);
+  EXPECT_TRUE(model.ok()) << model.status();
+  (*model)->eval();
+  return *model;
+}
+
+std::vector<ChessGame> Games(int count, unsigned seed) {
+  std::vector<ChessGame> games;
+  for (int i = 0; i < count; ++i) games.push_back(RandomGame(40, seed + i));
+  return games;
+}
+
+// The rows of a CSV as fields, header first.
+std::vector<std::vector<std::string>> Rows(const std::string& csv) {
+  std::vector<std::vector<std::string>> rows;
+  for (absl::string_view line : absl::StrSplit(csv, '\n', absl::SkipEmpty())) {
+    rows.push_back(absl::StrSplit(line, ','));
+  }
+  return rows;
+}
+
+double Field(const std::vector<std::vector<std::string>>& rows, size_t row,
+             const std::string& column) {
+  for (size_t c = 0; c < rows[0].size(); ++c) {
+    if (rows[0][c] != column) continue;
+    double value = 0;
+    EXPECT_TRUE(absl::SimpleAtod(rows[row][c], &value)) << rows[row][c];
+    return value;
+  }
+  ADD_FAILURE() << "no column " << column;
+  return std::nan("");
+}
+
+// Layer 6 of 8 in the paper, 1-indexed: the same share of any depth.
+TEST(HeadlineBlockTest, ThreeQuartersOfTheDepth) {
+  EXPECT_EQ(HeadlineBlock(8), 5);
+  EXPECT_EQ(HeadlineBlock(4), 2);
+  EXPECT_EQ(HeadlineBlock(2), 1);
+  EXPECT_EQ(HeadlineBlock(1), 0);
+}
+
+// The features at the evaluated dots are the hidden code of an independent
+// forward pass at those characters, and each board is the FEN the dot sees.
+TEST(CollectBspFeaturesTest, ReadsTheHiddenCodeAtEachEvaluatedDot) {
+  auto model = ChessModel("gelu_mlp");
+  const std::vector<ChessGame> games = Games(3, 7);
+  auto features = CollectBspFeatures(*model, games, 256);
+  ASSERT_TRUE(features.ok()) << features.status();
+  size_t dots_total = 0;
+  for (size_t g = 0; g < games.size(); ++g) {
+    const std::string text = games[g].text().substr(0, 256);
+    const std::vector<int> dots = EvaluatedDots(text);
+    ASSERT_FALSE(dots.empty());
+    std::vector<torch::Tensor> hidden;
+    model->FindHook("blocks.3.ffn.hook_hidden")
+        ->Add(layers::CaptureHook(&hidden));
+    auto ids = datasets::chess::EncodeGame(text);
+    ASSERT_TRUE(ids.ok());
+    {
+      torch::NoGradGuard no_grad;
+      model->forward(
+          torch::tensor(std::vector<int64_t>(ids->begin(), ids->end()))
+              .unsqueeze(0));
+    }
+    model->ClearHooks();
+    for (size_t d = 0; d < dots.size(); ++d) {
+      EXPECT_TRUE(
+          torch::equal(features->at_dots[3][g][d], hidden[0][0][dots[d]]))
+          << "game " << g << " dot " << d;
+      auto board = ParseFenBoard(
+          games[g].fens(StateIndexAt(text, dots[d], games[g].fens_size())));
+      ASSERT_TRUE(board.ok());
+      EXPECT_EQ(features->boards[dots_total + d], *board);
+    }
+    EXPECT_EQ(features->everywhere[3][g].size(0),
+              static_cast<int64_t>(text.size()));
+    dots_total += dots.size();
+  }
+  EXPECT_EQ(features->boards.size(), dots_total);
+}
+
+// Each row's coverage is Coverage() of the collected features; the router
+// columns are NaN for a dense model; the headline and seed columns as given.
+TEST(EvaluateBspTest, CoverageRowsMatchTheClassifiersOnCollectedFeatures) {
+  auto model = ChessModel("gelu_mlp");
+  const std::vector<ChessGame> train = Games(4, 11), test = Games(2, 31);
+  BspEvaluationOptions options;
+  options.model_name = "tiny";
+  auto tables = EvaluateBsp(*model, 3, train, test, options);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  EXPECT_TRUE(tables->board_tracking.empty());
+  const auto rows = Rows(tables->coverage);
+  ASSERT_EQ(rows.size(), 1u + 4 * 2);  // Header, 4 blocks x 2 BSP sets.
+  EXPECT_EQ(rows[0].back(), "seed");
+
+  auto features = CollectBspFeatures(*model, train, 256);
+  ASSERT_TRUE(features.ok());
+  std::vector<torch::Tensor> properties;
+  for (const ChessBoard& board : features->boards) {
+    properties.push_back(PieceOnSquareProperties(board, true));
+  }
+  for (int block = 0; block < 4; ++block) {
+    const torch::Tensor maxima =
+        FeatureMaxima(torch::cat(features->everywhere[block]));
+    const CoverageResult expected =
+        Coverage(torch::cat(features->at_dots[block]), maxima,
+                 torch::stack(properties), DefaultThresholds());
+    const size_t row = 1 + 2 * block + 1;  // The masked-blank-and-initial set.
+    EXPECT_EQ(rows[row][0], "tiny");
+    EXPECT_EQ(rows[row][3], "masked_blank_and_initial");
+    EXPECT_NEAR(Field(rows, row, "coverage_code"), expected.coverage_code,
+                1e-6);
+    EXPECT_NEAR(Field(rows, row, "coverage_paper"), expected.coverage_paper,
+                1e-6);
+    EXPECT_EQ(Field(rows, row, "headline_block"), block == 2 ? 1 : 0);
+    EXPECT_EQ(Field(rows, row, "seed"), 3);
+    EXPECT_TRUE(std::isnan(Field(rows, row, "router_l0_pearson_pairs")));
+  }
+}
+
+// A mixture reports the router-l0 correlations (MoE-X Fig. 9) as numbers,
+// and board tracking gives one row per game policy.
+TEST(EvaluateBspTest, MixtureRouterColumnsAndBoardTracking) {
+  auto model = ChessModel("moe_x");
+  const std::vector<ChessGame> train = Games(3, 5), test = Games(2, 41);
+  BspEvaluationOptions options;
+  options.model_name = "mix";
+  options.characters = 64;
+  options.board_tracking = true;
+  options.board_tracking_games = 1;
+  auto tables = EvaluateBsp(*model, 1, train, test, options);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  const auto rows = Rows(tables->coverage);
+  for (size_t row = 1; row < rows.size(); ++row) {
+    const double r = Field(rows, row, "router_l0_pearson_pairs");
+    EXPECT_TRUE(r >= -1 && r <= 1) << r;
+    const double agreement = Field(rows, row, "sparsest_k_agreement");
+    EXPECT_TRUE(agreement >= 0 && agreement <= 1) << agreement;
+  }
+  const auto tracking = Rows(tables->board_tracking);
+  ASSERT_GE(tracking.size(), 2u);
+  EXPECT_EQ(tracking[0][0], "model");
+  EXPECT_EQ(Field(tracking, 1, "games"), 1);
+}
+
+}  // namespace
+}  // namespace sparse_layers::analysis

@@ -1,0 +1,114 @@
+// evaluate_bsp: one chess model's FFN units as board-state-property
+// classifiers (analysis/bsp/bsp_evaluation.h; MoE-X arXiv:2503.07639 Sec. 3.1,
+// App. B), and with --board_tracking_out whether it tracks the board at all.
+// Without --checkpoint the model is the randomly initialised control of
+// --config. Every row carries the model's runtime.seed (`seed`, the claims
+// engine's seed column).
+//
+//   evaluate_bsp --checkpoint=gelu_s1.pt --name=gelu --bsp_train=T.jsonl
+//       --bsp_test=E.jsonl --out=bsp.csv --board_tracking_out=tracking.csv
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "analysis/bsp/bsp_evaluation.h"
+#include "datasets/chess/chess_games.h"
+#include "layers/backend/torch_init.h"
+#include "layers/backend/torch_runtime.h"
+#include "layers/models/gpt.h"
+#include "layers/models/model_loader.h"
+#include "tools/common/cpu_slots.h"
+#include "tools/common/file_io.h"
+#include "tools/common/staged_outputs.h"
+#include "tools/common/status_macros.h"
+#include "tools/config/config_loader.h"
+
+ABSL_FLAG(std::string, checkpoint, "", "Trained model (lm_checkpoint .pt).");
+ABSL_FLAG(std::string, config, "",
+          "Config of a randomly initialised control (no --checkpoint).");
+ABSL_FLAG(std::string, name, "", "Model name written in every row.");
+ABSL_FLAG(std::string, bsp_train, "", "BSP-train games (JSONL).");
+ABSL_FLAG(std::string, bsp_test, "", "BSP-test games (JSONL).");
+ABSL_FLAG(int, characters, 256,
+          "Characters of each game run through the model.");
+ABSL_FLAG(std::string, out, "", "Output CSV, one row per (layer, BSP set).");
+ABSL_FLAG(std::string, board_tracking_out, "",
+          "Optional CSV of board tracking on the BSP-test games, one row per "
+          "game policy (all, random, engine).");
+ABSL_FLAG(int, board_tracking_games, 50,
+          "BSP-test games read for board tracking (the first ones).");
+
+namespace sparse_layers::analysis {
+namespace {
+
+using datasets::chess::ChessGame;
+
+// The trained model of --checkpoint, or a random initialisation of --config's
+// model from its runtime.seed (the controls).
+absl::StatusOr<layers::LoadedModel> TrainedOrControl() {
+  if (const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
+      !checkpoint.empty()) {
+    return layers::LoadModel(checkpoint);
+  }
+  layers::LoadedModel control;
+  ASSIGN_OR_RETURN(control.config,
+                   config::LoadExperimentConfig({absl::GetFlag(FLAGS_config)}));
+  torch::manual_seed(control.config.runtime().seed());
+  ASSIGN_OR_RETURN(const layers::GptOptions options,
+                   layers::GptOptionsFromConfig(control.config.model()));
+  ASSIGN_OR_RETURN(control.model, layers::GptImpl::Create(options));
+  control.model->eval();
+  return control;
+}
+
+absl::StatusOr<std::vector<ChessGame>> ReadGames(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string jsonl, ReadFileToString(path));
+  return datasets::chess::ParseGamesJsonl(jsonl);
+}
+
+absl::Status Run() {
+  RETURN_IF_ERROR(FirstError(
+      {FlagFilesExist(FLAGS_checkpoint), FlagFilesExist(FLAGS_config),
+       RequiredFile(FLAGS_bsp_train), RequiredFile(FLAGS_bsp_test),
+       RequiredFlag(FLAGS_out), FlagAtLeast(FLAGS_characters, 1),
+       FlagAtLeast(FLAGS_board_tracking_games, 1)}));
+  if (absl::GetFlag(FLAGS_checkpoint).empty() ==
+      absl::GetFlag(FLAGS_config).empty()) {
+    return absl::InvalidArgumentError(
+        "give one of --checkpoint (a trained model) and --config (its "
+        "randomly initialised control)");
+  }
+  // Evaluation is as heavy as training: share the cores through the slots.
+  RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
+  ASSIGN_OR_RETURN(const layers::LoadedModel model, TrainedOrControl());
+  ASSIGN_OR_RETURN(const std::vector<ChessGame> bsp_train,
+                   ReadGames(absl::GetFlag(FLAGS_bsp_train)));
+  ASSIGN_OR_RETURN(const std::vector<ChessGame> bsp_test,
+                   ReadGames(absl::GetFlag(FLAGS_bsp_test)));
+  BspEvaluationOptions options;
+  options.model_name = absl::GetFlag(FLAGS_name);
+  options.characters = absl::GetFlag(FLAGS_characters);
+  options.board_tracking = !absl::GetFlag(FLAGS_board_tracking_out).empty();
+  options.board_tracking_games = absl::GetFlag(FLAGS_board_tracking_games);
+  ASSIGN_OR_RETURN(const BspTables tables,
+                   EvaluateBsp(*model.model, model.config.runtime().seed(),
+                               bsp_train, bsp_test, options));
+  StagedOutputs outputs;  // Both tables or neither.
+  RETURN_IF_ERROR(outputs.WriteFile(absl::GetFlag(FLAGS_out), tables.coverage));
+  if (options.board_tracking) {
+    RETURN_IF_ERROR(outputs.WriteFile(absl::GetFlag(FLAGS_board_tracking_out),
+                                      tables.board_tracking));
+  }
+  return outputs.Commit();
+}
+
+}  // namespace
+}  // namespace sparse_layers::analysis
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(
+      argc, argv, "BSP coverage and reconstruction of one chess model.");
+  (void)sparse_layers::backend::SetTorchThreads(2);
+  return sparse_layers::RunMain(sparse_layers::analysis::Run);
+}
