@@ -8,25 +8,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
 #include "tools/common/file_io.h"
 
 namespace sparse_layers::analysis {
 namespace {
 
-std::unique_ptr<datasets::Tokenizer> Bpe() {
-  std::string error;
-  auto tok =
-      datasets::Tokenizer::Load(std::string(std::getenv("TEST_SRCDIR")) +
-                                    "/sparse_layers/datasets/text/bpe.model",
-                                &error);
-  EXPECT_NE(tok, nullptr) << error;
-  return tok;
-}
-
 // BOS, then the same span twice, every piece word-initial.
 TEST(ProbeTokensTest, SpanRepeatsAfterBosFromWordInitialPieces) {
-  auto tok = Bpe();
+  auto tok = datasets::LoadTestBpe();
   auto probe = ProbeTokens(*tok, 5, 7, "");
   ASSERT_TRUE(probe.ok()) << probe.status();
   ASSERT_EQ(probe->sizes(), torch::IntArrayRef({7, 11}));
@@ -46,7 +37,7 @@ TEST(ProbeTokensTest, SpanRepeatsAfterBosFromWordInitialPieces) {
 // With a word list the span is drawn from those words only, and a word that
 // is not one piece is refused.
 TEST(ProbeTokensTest, WordListRestrictsThePiecesAndMustBeSinglePieces) {
-  auto tok = Bpe();
+  auto tok = datasets::LoadTestBpe();
   std::set<int64_t> allowed;
   std::string words;
   for (int id = 0; id < tok->vocab_size() && allowed.size() < 3; ++id) {

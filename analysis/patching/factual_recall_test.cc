@@ -8,23 +8,12 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
 #include "tools/common/file_io.h"
 
 namespace sparse_layers::analysis {
 namespace {
-
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/sparse_layers/" + path;
-}
-
-std::unique_ptr<datasets::Tokenizer> Bpe() {
-  std::string error;
-  auto tok =
-      datasets::Tokenizer::Load(Runfile("datasets/text/bpe.model"), &error);
-  EXPECT_NE(tok, nullptr) << error;
-  return tok;
-}
 
 constexpr char kStates[] =
     "Austin,Texas\nDover,Delaware\nSalem,Oregon\nBoise,Idaho\nAlbany,New "
@@ -66,7 +55,7 @@ TEST(BrownLexiconTest, MajorityClassOfWordsSeenThreeTimes) {
 }
 
 TEST(ParseFactsTest, PromptsShareThePrefixAndAnswerTheFirstToken) {
-  auto tok = Bpe();
+  auto tok = datasets::LoadTestBpe();
   const std::vector<Fact> facts = ParseFacts(
       "capital,state\nAustin,Texas\nbad line\nDover,Delaware\n", *tok);
   ASSERT_EQ(facts.size(), 2u);
@@ -93,7 +82,7 @@ TEST(ParseFactsTest, PromptsShareThePrefixAndAnswerTheFirstToken) {
 // nothing (NIE 0, the clean logit difference), while the final token's patch
 // moves the logit difference.
 TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
-  auto tok = Bpe();
+  auto tok = datasets::LoadTestBpe();
   config::ModelConfig config;
   config.set_vocab_size(tok->vocab_size());
   config.set_context_length(32);
