@@ -1,0 +1,229 @@
+#include "analysis/probing/unit_probing.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "analysis/probing/sparse_probing.h"
+#include "datasets/text/corpus_readers.h"
+#include "layers/hooks/hook_point.h"
+#include "layers/models/model_loader.h"
+#include "tools/common/digest.h"
+#include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
+
+namespace sparse_layers::analysis {
+
+const char kUnitProbingHeader[] =
+    "base,task,granularity,class,method,layer_kind,units,test_positives,"
+    "test_texts,"
+    "best_f1,best_balanced_accuracy,best_unit,selected_f1,selected_unit,"
+    "seed\n";
+
+absl::StatusOr<std::vector<ProbedFit>> LoadProbedFits(
+    const std::vector<std::string>& paths) {
+  std::vector<ProbedFit> fits;
+  for (const std::string& path : paths) {
+    ASSIGN_OR_RETURN(layers::LoadedReplacement fitted,
+                     layers::LoadReplacement(path));
+    fits.push_back(
+        {path, fitted.loaded.config.name(), fitted.spec, fitted.layer});
+  }
+  return fits;
+}
+
+absl::StatusOr<ProbedBlock> ProbedBlockOf(layers::GptImpl& base,
+                                          const std::vector<ProbedFit>& fits,
+                                          const UnitProbingOptions& options) {
+  ProbedBlock probed;
+  probed.methods = {{"mlp_neurons", "mlp_neurons", nullptr}};
+  int layer = options.layer;
+  int64_t widest = 0;
+  for (const ProbedFit& fit : fits) {
+    if (layer < 0) layer = fit.spec.layer();
+    if (fit.spec.layer() != layer) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          fit.path, " replaces block ", fit.spec.layer(), ", not ", layer));
+    }
+    probed.methods.push_back(
+        {fit.name, fit.spec.ffn(), fit.layer, fit.spec.on_output()});
+    widest = std::max(widest, fit.layer->units());
+  }
+  const int64_t n_layers = base.options().n_layers;
+  if (layer < 0) layer = n_layers * 2 / 3;
+  if (layer >= n_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--layer ", layer, ": the base model has ", n_layers, " blocks"));
+  }
+  probed.block = layer;
+  const int64_t d = base.options().d_model;
+  torch::manual_seed(options.seed);
+  probed.random_directions =
+      torch::randn({d, std::max<int64_t>(widest, 4 * d)});
+  probed.methods.push_back({"random", "random", nullptr});
+  const std::string prefix = absl::StrCat("blocks.", layer, ".ffn.");
+  for (const char* hook : {"hook_in", "hook_out", "hook_hidden"}) {
+    if (base.FindHook(prefix + hook) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the base model has no hook ", prefix, hook));
+    }
+  }
+  return probed;
+}
+
+SplitPart SplitPartOf(uint64_t seed, const std::string& group) {
+  const std::string digest = Sha256Hex(absl::StrCat(seed, ":", group));
+  const int bucket = std::stoi(digest.substr(0, 6), nullptr, 16) % 20;
+  return bucket < 4   ? SplitPart::kTest
+         : bucket < 8 ? SplitPart::kValidation
+                      : SplitPart::kFit;
+}
+
+absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
+                                     const datasets::Tokenizer& tokenizer,
+                                     const ProbedBlock& probed,
+                                     absl::string_view jsonl,
+                                     const UnitProbingOptions& options) {
+  std::vector<torch::Tensor> xs, ys, hidden;
+  const std::string prefix = absl::StrCat("blocks.", probed.block, ".ffn.");
+  base.FindHook(prefix + "hook_in")->Add(layers::CaptureHook(&xs));
+  base.FindHook(prefix + "hook_out")->Add(layers::CaptureHook(&ys));
+  base.FindHook(prefix + "hook_hidden")->Add(layers::CaptureHook(&hidden));
+  const absl::Cleanup clear_hooks = [&base] { base.ClearHooks(); };
+  torch::NoGradGuard no_grad;
+  const int64_t d = base.options().d_model;
+  PooledTask task;
+  std::vector<std::vector<torch::Tensor>> pooled(probed.methods.size());
+  for (absl::string_view line :
+       absl::StrSplit(jsonl, '\n', absl::SkipEmpty())) {
+    ASSIGN_OR_RETURN(const datasets::Document document,
+                     datasets::ParseJsonDocument(line));
+    std::vector<int> ids = tokenizer.Encode(document.text());
+    if (ids.size() < 5) continue;  // As the paper's released probe script.
+    const auto pool = document.metadata().find("pool");
+    const bool at_last_token =
+        pool != document.metadata().end() && pool->second == "last";
+    task.token_level = task.token_level || at_last_token;
+    const size_t keep = std::min<size_t>(
+        ids.size(),
+        std::min<int64_t>(options.max_tokens, base.options().context_length));
+    // A token-level example is read at its last token: keep the text's end.
+    if (at_last_token) {
+      ids.erase(ids.begin(), ids.end() - keep);
+    } else {
+      ids.resize(keep);
+    }
+    const auto group = document.metadata().find("group");
+    task.parts.push_back(SplitPartOf(
+        options.seed,
+        group != document.metadata().end() ? group->second : document.text()));
+    task.labels.push_back(document.label());
+    xs.clear();
+    ys.clear();
+    hidden.clear();
+    base.Hidden(torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()))
+                    .unsqueeze(0));
+    const torch::Tensor x = xs.at(0).reshape({-1, d});
+    const torch::Tensor y = ys.at(0).reshape({-1, d});
+    for (size_t m = 0; m < probed.methods.size(); ++m) {
+      const ProbeMethod& method = probed.methods[m];
+      torch::Tensor units;
+      if (method.layer) {
+        units = method.layer->PreCodes(method.on_output ? y : x);
+      } else if (method.layer_kind == "mlp_neurons") {
+        units = hidden.at(0).reshape({x.size(0), -1});
+      } else {
+        units = x.matmul(probed.random_directions);
+      }
+      // Mean over the text's tokens, or its last token (token-level tasks).
+      pooled[m].push_back(at_last_token ? units[units.size(0) - 1]
+                                        : units.mean(0));
+    }
+  }
+  for (const std::vector<torch::Tensor>& rows : pooled) {
+    task.features.push_back(rows.empty() ? torch::Tensor()
+                                         : torch::stack(rows));
+  }
+  return task;
+}
+
+int AppendProbeRows(const std::string& task, const PooledTask& pooled,
+                    const ProbedBlock& probed,
+                    const UnitProbingOptions& options, std::string& csv) {
+  const std::vector<std::string>& labels = pooled.labels;
+  std::map<std::string, int> classes;
+  for (const std::string& label : labels) classes[label];
+  if (classes.size() < 2) return 0;
+  const int64_t n = labels.size();
+  std::vector<int64_t> fit_rows, validation_rows, train_rows, test_rows;
+  for (int64_t i = 0; i < n; ++i) {
+    const SplitPart part = pooled.parts[i];
+    (part == SplitPart::kTest ? test_rows : train_rows).push_back(i);
+    if (part == SplitPart::kFit) fit_rows.push_back(i);
+    if (part == SplitPart::kValidation) validation_rows.push_back(i);
+  }
+  auto rows = [](const torch::Tensor& t, const std::vector<int64_t>& r) {
+    return t.index_select(0, torch::tensor(r, torch::kLong));
+  };
+  torch::NoGradGuard no_grad;
+  for (size_t m = 0; m < probed.methods.size(); ++m) {
+    const ProbeMethod& method = probed.methods[m];
+    const torch::Tensor& features = pooled.features[m];
+    for (const auto& [label, unused] : classes) {
+      std::vector<uint8_t> flags(n);
+      for (int64_t i = 0; i < n; ++i) flags[i] = labels[i] == label;
+      const torch::Tensor positive =
+          torch::tensor(std::vector<int64_t>(flags.begin(), flags.end()))
+              .to(torch::kBool);
+      const torch::Tensor test_x = rows(features, test_rows);
+      const torch::Tensor test_y = rows(positive, test_rows);
+      // Paper variant: fit on the whole training split, best unit on test.
+      const ProbeOutcome paper =
+          ProbeOneClass(rows(features, train_rows), rows(positive, train_rows),
+                        test_x, test_y, test_x, test_y, options.candidates);
+      // Leakage-free: units fitted on fit rows, chosen on validation rows.
+      const ProbeOutcome clean = ProbeOneClass(
+          rows(features, fit_rows), rows(positive, fit_rows),
+          rows(features, validation_rows), rows(positive, validation_rows),
+          test_x, test_y, options.candidates);
+      absl::StrAppendFormat(
+          &csv, "%s,%s,%s,%s,%s,%s,%d,%d,%d,%.6f,%.6f,%d,%.6f,%d,%d\n",
+          options.base_name, task, pooled.token_level ? "token" : "document",
+          label, method.name, method.layer_kind, features.size(1),
+          test_y.sum().item<int64_t>(), test_y.size(0), paper.best_f1,
+          paper.best_balanced_accuracy, paper.best_unit, clean.selected_f1,
+          clean.selected_unit, options.seed);
+    }
+  }
+  return classes.size();
+}
+
+absl::StatusOr<std::string> ProbeUnits(layers::GptImpl& base,
+                                       const datasets::Tokenizer& tokenizer,
+                                       const std::vector<ProbedFit>& fits,
+                                       const UnitProbingOptions& options) {
+  ASSIGN_OR_RETURN(const ProbedBlock probed,
+                   ProbedBlockOf(base, fits, options));
+  std::string csv = kUnitProbingHeader;
+  for (const std::string& path : options.data) {
+    const std::string task = std::filesystem::path(path).stem().string();
+    ASSIGN_OR_RETURN(const std::string jsonl, ReadFileToString(path));
+    ASSIGN_OR_RETURN(const PooledTask pooled,
+                     PoolUnits(base, tokenizer, probed, jsonl, options));
+    const int classes = AppendProbeRows(task, pooled, probed, options, csv);
+    if (classes == 0) continue;
+    std::fprintf(stderr, "sparse_probe: %s: %lld texts, %d classes\n",
+                 task.c_str(), static_cast<long long>(pooled.labels.size()),
+                 classes);
+  }
+  return csv;
+}
+
+}  // namespace sparse_layers::analysis
