@@ -22,7 +22,7 @@ namespace {
 
 using datasets::chess::ChessGame;
 
-// The board part of a FEN (rank 8 first), what ParseFenBoard reads back.
+// The board part of a FEN (rank 8 first).
 std::string FenBoard(const ChessBoard& board) {
   static constexpr char kPieces[] = "kqrbnp.PNBRQK";  // value + 6
   std::string fen;
@@ -41,7 +41,24 @@ std::string FenBoard(const ChessBoard& board) {
     if (empty > 0) absl::StrAppend(&fen, empty);
     if (rank > 0) fen.push_back('/');
   }
-  return absl::StrCat(fen, " w - - 0 1");
+  return fen;
+}
+
+// The full FEN of a position (side to move, castling, en passant), what the
+// board tracking's move generator reads back.
+std::string Fen(const ChessPosition& position) {
+  std::string castling;
+  for (int i = 0; i < 4; ++i) {
+    if (position.castling[i]) castling.push_back("KQkq"[i]);
+  }
+  std::string en_passant = "-";
+  if (position.en_passant >= 0) {
+    en_passant = {static_cast<char>('a' + position.en_passant % 8),
+                  static_cast<char>('1' + position.en_passant / 8)};
+  }
+  return absl::StrCat(
+      FenBoard(position.board), position.white_to_move ? " w " : " b ",
+      castling.empty() ? "-" : castling, " ", en_passant, " 0 1");
 }
 
 // A game of uniformly random legal moves in the dataset's text form
@@ -52,7 +69,7 @@ ChessGame RandomGame(int plies, unsigned seed) {
   EXPECT_TRUE(position.ok());
   ChessGame game;
   std::string text = ";";
-  game.add_fens(FenBoard(position->board));
+  game.add_fens(Fen(*position));
   for (int ply = 0; ply < plies; ++ply) {
     const std::vector<ChessMove> moves = LegalMoves(*position);
     if (moves.empty()) break;
@@ -64,7 +81,7 @@ ChessGame RandomGame(int plies, unsigned seed) {
     }
     text += ToSan(*position, move);
     *position = MakeMove(*position, move);
-    game.add_fens(FenBoard(position->board));
+    game.add_fens(Fen(*position));
   }
   game.set_text(text);
   return game;
