@@ -2,14 +2,12 @@
 
 #include <torch/torch.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "absl/types/span.h"
+#include "datasets/text/test_token_split.h"
 #include "gtest/gtest.h"
 
 namespace sparse_layers::analysis {
@@ -28,26 +26,6 @@ std::shared_ptr<layers::GptImpl> TinyModel() {
   EXPECT_TRUE(model.ok()) << model.status();
   (*model)->eval();
   return *model;
-}
-
-// A held-out split of random tokens.
-std::unique_ptr<datasets::TokenShardSet> RandomSplit(int64_t vocab) {
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/split";
-  std::filesystem::create_directories(dir);
-  datasets::TokenShardManifest header;
-  header.set_split("validation");
-  header.set_vocab_size(vocab);
-  datasets::TokenSplitWriter writer(dir, header, 1 << 20);
-  torch::manual_seed(3);
-  const torch::Tensor ids = torch::randint(vocab, {1200}, torch::kInt);
-  EXPECT_TRUE(
-      writer.AddDocument(absl::MakeConstSpan(ids.data_ptr<int>(), 1200), false)
-          .ok());
-  EXPECT_TRUE(writer.Finish().ok());
-  auto set =
-      datasets::TokenShardSet::Open(dir + "/validation.tokens.textproto");
-  EXPECT_TRUE(set.ok()) << set.status();
-  return *std::move(set);
 }
 
 // The residual stream adds up across the captured sites (pre-norm blocks):
@@ -102,7 +80,7 @@ double At(const std::vector<std::vector<std::string>>& rows, size_t row,
 
 TEST(ActivationFlowTest, TablesPerModelBlockAndSite) {
   auto model = TinyModel();
-  auto split = RandomSplit(50);
+  auto split = datasets::RandomTokenSplit("split", "validation", 50, 1200, 3);
   ActivationFlowOptions options;
   options.windows = 6;
   options.sequence_length = 64;  // Capped at the context, 16.

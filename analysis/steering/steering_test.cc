@@ -2,8 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <string>
@@ -13,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "datasets/text/test_bpe.h"
+#include "datasets/text/test_token_split.h"
 #include "gtest/gtest.h"
 
 namespace sparse_layers::analysis {
@@ -49,27 +48,6 @@ SteeringFit Transcoder(int64_t vocab) {
   fit.replacement.spec.set_ffn("transcoder");
   fit.replacement.spec.set_layer(0);
   return fit;
-}
-
-// A split of random tokens, enough for two eval batches of 8 windows.
-std::unique_ptr<datasets::TokenShardSet> RandomTokens(int64_t vocab) {
-  const std::string dir =
-      std::string(std::getenv("TEST_TMPDIR")) + "/" +
-      ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  std::filesystem::create_directories(dir);
-  datasets::TokenShardManifest header;
-  header.set_split("test");
-  header.set_vocab_size(vocab);
-  datasets::TokenSplitWriter writer(dir, header, 1 << 20);
-  torch::manual_seed(2);
-  const torch::Tensor ids = torch::randint(vocab, {2000}, torch::kInt);
-  EXPECT_TRUE(
-      writer.AddDocument(absl::MakeConstSpan(ids.data_ptr<int>(), 2000), false)
-          .ok());
-  EXPECT_TRUE(writer.Finish().ok());
-  auto set = datasets::TokenShardSet::Open(dir + "/test.tokens.textproto");
-  EXPECT_TRUE(set.ok()) << set.status();
-  return *std::move(set);
 }
 
 // The CSV's rows as column name -> value, header checked.
@@ -111,7 +89,10 @@ class SteerTest : public ::testing::Test {
     tok_ = datasets::LoadTestBpe();
     ASSERT_NE(tok_, nullptr);
     base_ = TinyModel(tok_->vocab_size(), false, 11);
-    tokens_ = RandomTokens(tok_->vocab_size());
+    // Enough for two eval batches of 8 windows.
+    tokens_ = datasets::RandomTokenSplit(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(), "test",
+        tok_->vocab_size(), 2000, 2);
     fits_.push_back(Transcoder(tok_->vocab_size()));
     options_.base_name = "tiny";
     options_.reference_batches = 1;
