@@ -82,7 +82,7 @@ absl::StatusOr<std::vector<LorsaFit>> LoadLorsaFits(
     if (!loaded.ok()) return loaded.status();
     LorsaFit fit;
     fit.spec = loaded->config.model().replacement();
-    if (fit.spec.site() != "attn") {
+    if (fit.spec.site() != config::FfnReplacement::ATTN) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, " is not an attention-site fit"));
     }
@@ -209,7 +209,7 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     }
     const datasets::ActivationSet& cache = *caches.at(block);
     const int64_t window = cache.manifest().sequence_length();
-    const int64_t d = cache.d_in(), k = lorsa->options().k;
+    const int64_t d = cache.d_in(), k = lorsa->options().top_k;
     HeadAttribution attribution(lorsa->options().ov_heads, mhsa_heads);
     const int64_t windows =
         std::min(options.attribution_windows, cache.rows() / window);
@@ -368,7 +368,7 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     if (!lorsa) continue;
     const int block = fit.spec.layer();
     const layers::LorsaOutput out =
-        lorsa->Run(AttentionInput(model, block, probe), lorsa->options().k);
+        lorsa->Run(AttentionInput(model, block, probe), lorsa->options().top_k);
     const ZPatternScores scores = LorsaZPatternScores(
         out.pattern, out.values, out.activations, 1, period);
     std::vector<std::pair<double, int64_t>> best_induction, best_previous;
@@ -409,9 +409,10 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     const datasets::TokenBatch batch = listing_sampler->EvalBatch(0, 1);
     const torch::Tensor held_out =
         torch::tensor(batch.inputs).view({listing_windows, length});
-    const torch::Tensor z =
-        lorsa->Run(AttentionInput(model, block, held_out), lorsa->options().k)
-            .activations;  // (W, T, H)
+    const torch::Tensor z = lorsa
+                                ->Run(AttentionInput(model, block, held_out),
+                                      lorsa->options().top_k)
+                                .activations;  // (W, T, H)
     using Ranked = std::vector<std::pair<double, int64_t>>;
     for (const auto& [kind, ranked] :
          std::vector<std::pair<const char*, Ranked*>>{

@@ -381,7 +381,7 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
     const torch::Tensor gating =
         GatingVectors(r.indices.select(1, 0).index_select(0, rows),
                       r.scores.select(1, 0).index_select(0, rows),
-                      product_key[b]->options().d_ffw);
+                      product_key[b]->options().d_ffn);
     const torch::Tensor& hidden = dense_run.ffn_hidden.at(b);
     const torch::Tensor ffn =
         hidden.reshape({-1, hidden.size(-1)}).index_select(0, rows);

@@ -94,7 +94,7 @@ TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   config.set_n_experts(2);
   config.set_top_k(4);
   config.set_d_key(8);
-  config.set_positions("rotary");
+  config.set_positions(config::ModelConfig::ROTARY);
   torch::manual_seed(3);
   auto model = layers::GptImpl::Create(*layers::GptOptionsFromConfig(config));
   ASSERT_TRUE(model.ok()) << model.status();

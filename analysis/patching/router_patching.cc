@@ -5,12 +5,13 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 
 namespace sparse_layers::analysis {
 namespace {
 
-std::string HiddenHookName(int block) {
-  return "blocks." + std::to_string(block) + ".ffn.hook_hidden";
+std::string FfnHookName(int block, const std::string& hook) {
+  return "blocks." + std::to_string(block) + ".ffn." + hook;
 }
 
 // `into` with position `position` of every sequence copied from `from`;
@@ -25,17 +26,13 @@ torch::Tensor CopyPosition(const torch::Tensor& into, const torch::Tensor& from,
   return out;
 }
 
-// The forward pass's last-position logits; then every hook and routing hook
-// the caller set is removed again.
-torch::Tensor LastLogitsThenUnhook(
-    layers::GptImpl& model, const torch::Tensor& tokens,
-    const std::vector<std::shared_ptr<layers::ProductKeyFfnImpl>>& layers) {
+// The forward pass's last-position logits; then every hook the caller set is
+// removed again.
+torch::Tensor LastLogitsThenUnhook(layers::GptImpl& model,
+                                   const torch::Tensor& tokens) {
   const torch::Tensor logits =
       model.forward(tokens).select(1, tokens.size(1) - 1);
   model.ClearHooks();
-  for (const auto& layer : layers) {
-    if (layer) layer->routing_hook = nullptr;
-  }
   return logits;
 }
 
@@ -57,17 +54,23 @@ RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens) {
   const int blocks = static_cast<int>(product_key.size());
   RecordedRun run;
   run.routing.resize(blocks);
-  std::vector<std::vector<torch::Tensor>> hidden(blocks);
+  std::vector<std::vector<torch::Tensor>> hidden(blocks), scores(blocks),
+      indices(blocks);
   for (int b = 0; b < blocks; ++b) {
     if (product_key[b]) {
-      product_key[b]->routing_hook = [&run, b](layers::ProductTopK& routing) {
-        run.routing[b] = routing;
-      };
+      model.FindHook(FfnHookName(b, "hook_router_scores"))
+          ->Add(layers::CaptureHook(&scores[b]));
+      model.FindHook(FfnHookName(b, "hook_router_indices"))
+          ->Add(layers::CaptureHook(&indices[b]));
     }
-    model.FindHook(HiddenHookName(b))->Add(layers::CaptureHook(&hidden[b]));
+    model.FindHook(FfnHookName(b, "hook_hidden"))
+        ->Add(layers::CaptureHook(&hidden[b]));
   }
-  run.last_logits = LastLogitsThenUnhook(model, tokens, product_key);
-  for (int b = 0; b < blocks; ++b) run.ffn_hidden.push_back(hidden[b].at(0));
+  run.last_logits = LastLogitsThenUnhook(model, tokens);
+  for (int b = 0; b < blocks; ++b) {
+    run.ffn_hidden.push_back(hidden[b].at(0));
+    if (product_key[b]) run.routing[b] = {scores[b].at(0), indices[b].at(0)};
+  }
   return run;
 }
 
@@ -80,23 +83,25 @@ torch::Tensor RunPatched(layers::GptImpl& model, const torch::Tensor& tokens,
     if (kind == PatchKind::kRouting) {
       TORCH_CHECK(product_key.at(b), "block ", b, " has no product-key FFN");
       const layers::ProductTopK& from = source.routing.at(b);
-      product_key[b]->routing_hook = [&from, &tokens,
-                                      position](layers::ProductTopK& routing) {
-        routing.scores =
-            CopyPosition(routing.scores, from.scores, tokens, position);
-        routing.indices =
-            CopyPosition(routing.indices, from.indices, tokens, position);
-      };
+      for (const auto& [hook, patched] :
+           {std::pair{"hook_router_scores", &from.scores},
+            std::pair{"hook_router_indices", &from.indices}}) {
+        model.FindHook(FfnHookName(b, hook))
+            ->Add(layers::ReplaceHook(
+                [patched, &tokens, position](const torch::Tensor& routing) {
+                  return CopyPosition(routing, *patched, tokens, position);
+                }));
+      }
     } else {
       const torch::Tensor& from = source.ffn_hidden.at(b);
-      model.FindHook(HiddenHookName(b))
+      model.FindHook(FfnHookName(b, "hook_hidden"))
           ->Add(layers::ReplaceHook(
               [&from, &tokens, position](const torch::Tensor& hidden) {
                 return CopyPosition(hidden, from, tokens, position);
               }));
     }
   }
-  return LastLogitsThenUnhook(model, tokens, product_key);
+  return LastLogitsThenUnhook(model, tokens);
 }
 
 torch::Tensor LogitDifference(const torch::Tensor& last_logits,

@@ -21,7 +21,7 @@ std::shared_ptr<layers::GptImpl> TinyModel(const std::string& ffn) {
   model.set_n_experts(ffn == "sgatlin" ? 2 : 0);
   model.set_top_k(ffn == "sgatlin" ? 4 : 0);
   model.set_d_key(8);
-  model.set_positions("rotary");
+  model.set_positions(config::ModelConfig::ROTARY);
   torch::manual_seed(7);
   auto options = layers::GptOptionsFromConfig(model);
   EXPECT_TRUE(options.ok()) << options.status();

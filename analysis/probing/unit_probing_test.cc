@@ -41,13 +41,13 @@ std::shared_ptr<layers::GptImpl> TinyModel(int64_t vocab_size) {
 std::vector<ProbedFit> TinyFits(int block) {
   layers::ReplacementOptions options;
   options.d_in = options.d_out = 16;
-  options.k = 4;
-  options.width = 24;
+  options.top_k = 4;
+  options.d_ffn = 24;
   ProbedFit tc{"tc.pt", "tc_k4", {}, nullptr};
   tc.spec.set_ffn("transcoder");
   tc.spec.set_layer(block);
   tc.layer = std::make_shared<layers::TranscoderImpl>(options, false);
-  options.width = 100;
+  options.d_ffn = 100;
   ProbedFit sae{"sae.pt", "sae_k4", {}, nullptr};
   sae.spec.set_ffn("topk_sae");
   sae.spec.set_layer(block);

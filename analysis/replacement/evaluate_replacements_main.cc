@@ -147,7 +147,7 @@ absl::Status Run(const std::vector<std::string>& replacements) {
                           "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
                           "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d\n",
                           absl::GetFlag(FLAGS_base_name), fitted->config.name(),
-                          spec.ffn(), sparse->options().k, spec.expansion(),
+                          spec.ffn(), sparse->options().top_k, spec.expansion(),
                           sparse->units(), parameters, ce, ce_base, ce_zero,
                           ce_zero - ce_base,
                           train::CeRecovered(ce_base, ce_zero, ce), codes.nmse,

@@ -57,8 +57,8 @@ absl::StatusOr<config::ModelConfig> LadderModel(Ladder ladder,
   model.set_d_model(d);
   model.set_n_layers(n_layers);
   model.set_n_heads(d / head_dim);
-  model.set_positions("rotary");
-  model.set_norm("rmsnorm");
+  model.set_positions(config::ModelConfig::ROTARY);
+  model.set_norm(config::ModelConfig::RMS_NORM);
   model.set_tie_embeddings(true);
   model.set_qk_norm(true);
   if (ffn_type == "mlp" || ffn_type == "swiglu") {

@@ -64,14 +64,14 @@ def _overlay_text(name, method, slot, k, scale):
     shape = LORSA_SHAPE[scale]
     block = slot if scale != "paper" else 3 * slot
     if method == "lorsa":
-        layer = 'ffn: \\"lorsa\\" site: \\"attn\\" layer: %d d_ffn: %d qk_heads: %d top_k: %d' % (
+        layer = 'ffn: \\"lorsa\\" site: ATTN layer: %d d_ffn: %d qk_heads: %d top_k: %d' % (
             block,
             shape.ov_heads,
             shape.qk_heads,
             k,
         )
     else:
-        layer = 'ffn: \\"topk_sae\\" on_output: true site: \\"attn\\" layer: %d d_ffn: %d top_k: %d' % (
+        layer = 'ffn: \\"topk_sae\\" on_output: true site: ATTN layer: %d d_ffn: %d top_k: %d' % (
             block,
             shape.ov_heads + shape.qk_heads * shape.qk_dim,
             k,

@@ -29,7 +29,7 @@ VARIANTS = {
     "mohd_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = ""),
     "mohd_75": struct(expand = 1, n = 8, k = 6, shared = 3, extra = ""),
     "mohd_x2": struct(expand = 2, n = 8, k = 4, shared = 3, extra = ""),
-    "mohd_x2_no_scaling": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_scaling: \"none\""),
+    "mohd_x2_no_scaling": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_scaling: NONE"),
     "mohd_x2_no_fusion": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_fusion: false"),
     "mohd_x2_no_shared": struct(expand = 2, n = 8, k = 4, shared = 0, extra = ""),
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_random_routing: true"),

@@ -39,7 +39,7 @@ struct AttentionOptions {
   // Lorsa: H OV heads, K active ones, ReLU on z before the top-K
   // (arXiv:2504.20938 Sec. 3.1, App. B.4).
   int64_t ov_heads = 0;
-  int64_t active_heads = 0;
+  int64_t lorsa_top_k = 0;
   bool relu = true;
   LayerVariants variants;
   // Hook names start with this ("blocks.<i>.attn.").

@@ -15,7 +15,7 @@ const AttentionRegistration kLorsa(
       lorsa.qk_dim = options.qk_dim > 0 ? options.qk_dim
                                         : options.d_model / options.n_heads;
       lorsa.ov_heads = options.ov_heads;
-      lorsa.k = options.active_heads;
+      lorsa.top_k = options.lorsa_top_k;
       lorsa.context_length = options.context_length;
       lorsa.rotary = options.rotary;
       lorsa.relu = options.relu;
@@ -27,7 +27,8 @@ const AttentionRegistration kLorsa(
 LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
   TORCH_CHECK(o.qk_heads > 0 && o.ov_heads % o.qk_heads == 0,
               "Lorsa needs OV heads in whole groups per QK head");
-  TORCH_CHECK(o.k > 0 && o.k <= o.ov_heads, "Lorsa needs 0 < k <= heads");
+  TORCH_CHECK(o.top_k > 0 && o.top_k <= o.ov_heads,
+              "Lorsa needs 0 < k <= heads");
   const int64_t d = o.d_model;
   // Kaiming normal (fan_in, ReLU gain), biases 0, as in the Lorsa authors'
   // released code (OpenMOSS/Lorsa, src/models/lorsa.py).
@@ -144,7 +145,7 @@ int64_t LorsaImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
          2 * o.qk_heads * sequence_length * o.qk_dim +  // scores
          2 * o.d_model * o.ov_heads +                   // values
          2 * sequence_length * o.ov_heads +             // mixing
-         2 * o.k * o.d_model;                           // active outputs
+         2 * o.top_k * o.d_model;                       // active outputs
 }
 
 }  // namespace sparse_layers::layers

@@ -20,7 +20,7 @@ struct LorsaOptions {
   int64_t qk_heads = 0;  // H_QK.
   int64_t qk_dim = 0;    // D_QK (= the base model's head dim).
   int64_t ov_heads = 0;  // H = H_QK * G.
-  int64_t k = 0;         // Active heads per token.
+  int64_t top_k = 0;     // K, active heads per token.
   int64_t context_length = 0;
   bool rotary = true;  // Same rotary positions as the base model (App. A).
   // ReLU on z before selection (App. B.4); off ranks by |z| and keeps z.
@@ -43,7 +43,7 @@ class LorsaImpl : public AttentionImpl {
   // x: (B, T, d), the attention layer's (normalised) input.
   LorsaOutput Run(const torch::Tensor& x, int64_t k) const;
   torch::Tensor forward(const torch::Tensor& x) override {
-    return Run(x, options_.k).output;
+    return Run(x, options_.top_k).output;
   }
 
   // QK group of OV head h: floor(h / G) (consecutive blocks, as in the code).

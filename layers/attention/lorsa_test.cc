@@ -15,7 +15,7 @@ LorsaOptions Small() {
   options.qk_heads = 4;
   options.qk_dim = 4;
   options.ov_heads = 16;  // G = 4.
-  options.k = 5;
+  options.top_k = 5;
   options.context_length = 12;
   return options;
 }
@@ -69,7 +69,7 @@ TEST(LorsaTest, EqualsTheAttentionLayerItCopiesAtKEqualsH) {
   CausalSelfAttention attention(attention_options, "");
   LorsaOptions options = Small();
   options.relu = false;
-  options.k = 16;
+  options.top_k = 16;
   Lorsa lorsa(options);
   lorsa->CopyFromAttention(*attention);
   const torch::Tensor x = torch::randn({3, 10, 16});
@@ -125,7 +125,7 @@ TEST(LorsaTest, NoGradientThroughSelectionAndCountsFollowTheFormula) {
   pythia.qk_heads = 96;
   pythia.qk_dim = 64;
   pythia.ov_heads = 6144;
-  pythia.k = 64;
+  pythia.top_k = 64;
   pythia.context_length = 8;
   pythia.rotary = false;
   Lorsa big(pythia);

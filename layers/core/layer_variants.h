@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "tools/config/experiment.pb.h"
+
 namespace sparse_layers::layers {
 
 struct LayerVariants {
@@ -21,9 +23,9 @@ struct LayerVariants {
   // Sec. 4.3.2 (default: the standard deviation).
   bool router_sigma_is_variance = false;
   double load_balance_weight = 0.001;  // Switch / MoE lambda.
-  // MoHD: scaling "renorm" | "const_n" | "literal" | "none", group fusion,
-  // random routing, shared sub-dims (-1: K - 1), beta, gather-sparse compute.
-  std::string mohd_scaling = "renorm";
+  // MoHD: activation scaling, group fusion, random routing, shared sub-dims
+  // (-1: K - 1), beta, gather-sparse compute.
+  config::LayerOptions::MohdScaling mohd_scaling = config::LayerOptions::RENORM;
   bool mohd_fusion = true;
   bool mohd_random_routing = false;
   int64_t mohd_shared = -1;

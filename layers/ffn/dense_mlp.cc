@@ -39,13 +39,13 @@ FeedForwardRegistration kGeGlu("geglu", [](const FeedForwardOptions& o) {
 DenseMlpImpl::DenseMlpImpl(const FeedForwardOptions& options,
                            Activation activation)
     : options_(options), activation_(activation) {
-  in = MakeLinear(*this, "in", options.d_model, options.d_hidden, 0.02);
-  out = MakeLinear(*this, "out", options.d_hidden, options.d_model,
+  in = MakeLinear(*this, "in", options.d_model, options.d_ffn, 0.02);
+  out = MakeLinear(*this, "out", options.d_ffn, options.d_model,
                    OutputStd(options));
   if (activation == Activation::kSolu) {
     solu_norm = register_module(
         "solu_norm",
-        torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_hidden})));
+        torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_ffn})));
   }
 }
 
@@ -67,15 +67,15 @@ torch::Tensor DenseMlpImpl::Forward(const torch::Tensor& x,
 }
 
 int64_t DenseMlpImpl::ForwardFlopsPerToken() const {
-  return 2 * 2 * options_.d_model * options_.d_hidden;
+  return 2 * 2 * options_.d_model * options_.d_ffn;
 }
 
 GatedMlpImpl::GatedMlpImpl(const FeedForwardOptions& options,
                            Activation gate_activation)
     : options_(options), gate_activation_(gate_activation) {
-  gate = MakeLinear(*this, "gate", options.d_model, options.d_hidden, 0.02);
-  up = MakeLinear(*this, "up", options.d_model, options.d_hidden, 0.02);
-  down = MakeLinear(*this, "down", options.d_hidden, options.d_model,
+  gate = MakeLinear(*this, "gate", options.d_model, options.d_ffn, 0.02);
+  up = MakeLinear(*this, "up", options.d_model, options.d_ffn, 0.02);
+  down = MakeLinear(*this, "down", options.d_ffn, options.d_model,
                     OutputStd(options));
 }
 
@@ -90,7 +90,7 @@ torch::Tensor GatedMlpImpl::Forward(const torch::Tensor& x,
 }
 
 int64_t GatedMlpImpl::ForwardFlopsPerToken() const {
-  return 3 * 2 * options_.d_model * options_.d_hidden;
+  return 3 * 2 * options_.d_model * options_.d_ffn;
 }
 
 }  // namespace sparse_layers::layers

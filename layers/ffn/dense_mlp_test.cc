@@ -10,7 +10,7 @@ namespace {
 FeedForwardOptions Options() {
   FeedForwardOptions options;
   options.d_model = 6;
-  options.d_hidden = 10;
+  options.d_ffn = 10;
   return options;
 }
 

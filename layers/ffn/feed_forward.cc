@@ -17,7 +17,7 @@ absl::StatusOr<std::shared_ptr<FeedForwardImpl>> FeedForwardRegistry::Create(
   absl::StatusOr<const FeedForwardFactory*> factory =
       Factories::Find("ffn", name);
   if (!factory.ok()) return factory.status();
-  if (options.d_model <= 0 || options.d_hidden <= 0) {
+  if (options.d_model <= 0 || options.d_ffn <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("ffn '", name, "' needs d_model > 0 and d_ffn > 0"));
   }

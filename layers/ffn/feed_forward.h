@@ -21,7 +21,7 @@ namespace sparse_layers::layers {
 struct FeedForwardOptions {
   int64_t d_model = 0;
   // Hidden width (dense) or per-expert width (mixtures).
-  int64_t d_hidden = 0;
+  int64_t d_ffn = 0;
   int64_t n_experts = 0;
   int64_t top_k = 0;
   // Query/key width of product-key routers; 0 means 128.
@@ -29,6 +29,8 @@ struct FeedForwardOptions {
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
   LayerVariants variants;
+  // Names of the layer's own hook points start with this ("blocks.<i>.ffn.").
+  std::string hook_prefix;
 };
 
 class FeedForwardImpl : public torch::nn::Module {
@@ -46,6 +48,8 @@ class FeedForwardImpl : public torch::nn::Module {
   // gradients).
   virtual void PrepareStep() {}
   virtual void AdjustGradients() {}
+  // Hook points inside the layer beyond `hidden` (e.g. a router's choices).
+  virtual std::vector<HookPoint*> HookPoints() { return {}; }
 };
 
 using FeedForwardFactory =

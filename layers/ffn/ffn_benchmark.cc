@@ -19,7 +19,7 @@ void BM_MixtureOfExperts(benchmark::State& state) {
   torch::manual_seed(0);
   MixtureOptions options;
   options.d_model = state.range(0);
-  options.d_expert = 4 * state.range(0);
+  options.d_ffn = 4 * state.range(0);
   options.n_experts = state.range(1);
   options.top_k = 2;
   options.activation = Activation::kRelu;
@@ -51,9 +51,9 @@ void BM_Sgatlin(benchmark::State& state) {
   torch::manual_seed(0);
   ProductKeyOptions options;
   options.d_model = state.range(0);
-  options.d_ffw = state.range(1);
+  options.d_ffn = state.range(1);
   options.channels = 8;
-  options.k = 8;
+  options.top_k = 8;
   options.d_key = 64;
   ProductKeyFfnImpl layer(options);
   const torch::Tensor z = torch::randn({kTokens, options.d_model});
@@ -70,9 +70,9 @@ void BM_Sgatlin(benchmark::State& state) {
       const torch::Tensor rows =
           routing.indices +
           torch::arange(8, routing.indices.options()).view({1, 8, 1}) *
-              options.d_ffw;
+              options.d_ffn;
       const torch::Tensor all =
-          torch::matmul(z, layer.experts_in.t());  // (N, C*d_ffw)
+          torch::matmul(z, layer.experts_in.t());  // (N, C*d_ffn)
       const torch::Tensor gated = torch::zeros_like(all).scatter(
           1, rows.view({kTokens, -1}),
           all.gather(1, rows.view({kTokens, -1})) *
@@ -98,7 +98,7 @@ MohdOptions MohdBenchmarkOptions(const benchmark::State& state) {
   MohdOptions options;
   options.d_model = state.range(0);
   options.sub_dims = state.range(1);
-  options.active = state.range(1) / 4;
+  options.top_k = state.range(1) / 4;
   options.shared = 1;
   return options;
 }
@@ -144,7 +144,7 @@ void BM_Lorsa(benchmark::State& state) {
   options.qk_heads = state.range(1);
   options.qk_dim = 32;
   options.ov_heads = 32 * state.range(1);
-  options.k = 32;
+  options.top_k = 32;
   options.context_length = 128;
   Lorsa lorsa(options);
   lorsa->dense_output = state.range(2) == 0;

@@ -33,7 +33,7 @@ torch::Tensor ClampedGlu(const torch::Tensor& x, const torch::Tensor& w1,
 }
 
 ClampedGluImpl::ClampedGluImpl(const FeedForwardOptions& o) : options_(o) {
-  const int64_t d = o.d_model, f = o.d_hidden;
+  const int64_t d = o.d_model, f = o.d_ffn;
   w1 = register_parameter("w1", Normal({2 * f, d}, 1 / std::sqrt(double(d))));
   b1 = register_parameter("b1", torch::zeros({2 * f}));
   w2 = register_parameter("w2", Normal({d, f}, 1 / std::sqrt(double(f))));
@@ -47,13 +47,13 @@ torch::Tensor ClampedGluImpl::Forward(const torch::Tensor& input,
 }
 
 int64_t ClampedGluImpl::ForwardFlopsPerToken() const {
-  return 3 * 2 * options_.d_model * options_.d_hidden;
+  return 3 * 2 * options_.d_model * options_.d_ffn;
 }
 
 GptOssMoeImpl::GptOssMoeImpl(const FeedForwardOptions& o) : options_(o) {
   TORCH_CHECK(o.n_experts > 0 && o.top_k > 0 && o.top_k <= o.n_experts,
               "gpt_oss_moe needs 0 < top_k <= n_experts");
-  const int64_t e = o.n_experts, d = o.d_model, f = o.d_hidden;
+  const int64_t e = o.n_experts, d = o.d_model, f = o.d_ffn;
   router =
       register_parameter("router", Normal({e, d}, 1 / std::sqrt(double(d))));
   w1 =
@@ -100,8 +100,7 @@ torch::Tensor GptOssMoeImpl::ForwardDense(const torch::Tensor& x) const {
 int64_t GptOssMoeImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
   return 2 * o.d_model * o.n_experts +
-         o.top_k *
-             (2 * o.d_model * 2 * o.d_hidden + 2 * o.d_hidden * o.d_model);
+         o.top_k * (2 * o.d_model * 2 * o.d_ffn + 2 * o.d_ffn * o.d_model);
 }
 
 }  // namespace sparse_layers::layers

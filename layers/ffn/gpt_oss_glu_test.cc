@@ -12,7 +12,7 @@ TEST(ClampedGluTest, MatchesTheGptOssFormulaIncludingTheClamps) {
   torch::manual_seed(0);
   FeedForwardOptions o;
   o.d_model = 6;
-  o.d_hidden = 5;
+  o.d_ffn = 5;
   ClampedGluImpl glu(o);
   {
     torch::NoGradGuard no_grad;
@@ -36,7 +36,7 @@ TEST(GptOssMoeTest, DispatchEqualsDenseAndCountsFollowTheCode) {
   torch::manual_seed(1);
   FeedForwardOptions o;
   o.d_model = 8;
-  o.d_hidden = 8;  // F = D, as in the paper's MoE.
+  o.d_ffn = 8;  // F = D, as in the paper's MoE.
   o.n_experts = 16;
   o.top_k = 2;
   GptOssMoeImpl moe(o);

@@ -11,7 +11,7 @@ MixtureOptions FromFeedForward(const FeedForwardOptions& o, Activation act,
                                MixtureOptions::Router router) {
   MixtureOptions options;
   options.d_model = o.d_model;
-  options.d_expert = o.d_hidden;
+  options.d_ffn = o.d_ffn;
   options.n_experts = o.n_experts;
   options.top_k = o.top_k;
   options.activation = act;
@@ -47,8 +47,7 @@ MixtureOfExpertsImpl::MixtureOfExpertsImpl(const MixtureOptions& options)
   TORCH_CHECK(options.n_experts > 0 && options.top_k > 0 &&
                   options.top_k <= options.n_experts,
               "a mixture needs 0 < top_k <= n_experts");
-  const int64_t m = options.n_experts, dh = options.d_expert,
-                d = options.d_model;
+  const int64_t m = options.n_experts, dh = options.d_ffn, d = options.d_model;
   // nanoGPT init: N(0, 0.02^2), output projections / sqrt(2L) (MoE-X,
   // arXiv:2503.07639 Sec. 3.1, trains GPT-2-like models and states no init).
   encoders = register_parameter("encoders", torch::randn({m, dh, d}) * 0.02);
@@ -151,13 +150,13 @@ torch::Tensor MixtureOfExpertsImpl::Forward(const torch::Tensor& input,
 
 int64_t MixtureOfExpertsImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
-  return o.top_k * 2 * 2 * o.d_model * o.d_expert + 2 * o.d_model * o.n_experts;
+  return o.top_k * 2 * 2 * o.d_model * o.d_ffn + 2 * o.d_model * o.n_experts;
 }
 
 void MixtureOfExpertsImpl::UpcycleFrom(const DenseMlpImpl& dense,
                                        double noise_rel) {
   torch::NoGradGuard no_grad;
-  TORCH_CHECK(dense.in->weight.size(0) == options_.d_expert,
+  TORCH_CHECK(dense.in->weight.size(0) == options_.d_ffn,
               "upcycling needs the dense width to equal the expert width");
   const torch::Tensor w_in = dense.in->weight;    // (D, d)
   const torch::Tensor w_out = dense.out->weight;  // (d, D)

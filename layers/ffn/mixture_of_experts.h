@@ -16,7 +16,7 @@ namespace sparse_layers::layers {
 
 struct MixtureOptions {
   int64_t d_model = 0;
-  int64_t d_expert = 0;   // D, hidden width of one expert.
+  int64_t d_ffn = 0;      // D, hidden width of one expert.
   int64_t n_experts = 0;  // M.
   int64_t top_k = 0;      // k.
   Activation activation = Activation::kGelu;

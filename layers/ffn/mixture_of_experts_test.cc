@@ -15,7 +15,7 @@ namespace {
 MixtureOptions Options(Activation activation, MixtureOptions::Router router) {
   MixtureOptions options;
   options.d_model = 12;
-  options.d_expert = 20;
+  options.d_ffn = 20;
   options.n_experts = 8;
   options.top_k = 2;
   options.activation = activation;
@@ -72,7 +72,7 @@ TEST(SparsityRouterTest, ScoresOrderExpertsByTheirTrueSparsity) {
   MixtureOptions options =
       Options(Activation::kRelu, MixtureOptions::Router::kSparsityAware);
   options.d_model = 64;
-  options.d_expert = 256;
+  options.d_ffn = 256;
   MixtureOfExpertsImpl moe(options);
   {
     // Experts whose weight columns have different means: different sparsity.
@@ -237,7 +237,7 @@ TEST(UpcyclingTest, NoiselessUpcycleEqualsTheDenseParent) {
   torch::manual_seed(3);
   FeedForwardOptions dense_options;
   dense_options.d_model = 12;
-  dense_options.d_hidden = 20;
+  dense_options.d_ffn = 20;
   DenseMlpImpl dense(dense_options, Activation::kRelu);
   for (auto router : {MixtureOptions::Router::kSparsityAware,
                       MixtureOptions::Router::kLearned}) {
@@ -295,7 +295,7 @@ TEST(MixtureTest, ParameterCountsMatchTheMoeXTable) {
   MixtureOptions options =
       Options(Activation::kRelu, MixtureOptions::Router::kSparsityAware);
   options.d_model = 512;
-  options.d_expert = 2048;
+  options.d_ffn = 2048;
   MixtureOfExpertsImpl moe_x(options);
   EXPECT_EQ(CountParameters(moe_x), 8 * 2 * 2048 * 512);
   options.router = MixtureOptions::Router::kLearned;

@@ -22,13 +22,14 @@ std::shared_ptr<FeedForwardImpl> Make(const FeedForwardOptions& o, Act act,
                                       Router router, bool peer) {
   ProductKeyOptions options;
   options.d_model = o.d_model;
-  options.d_ffw = o.d_hidden;
+  options.d_ffn = o.d_ffn;
   options.channels = o.n_experts > 0 ? o.n_experts : 16;
-  options.k = o.top_k > 0 ? o.top_k : 8;
+  options.top_k = o.top_k > 0 ? o.top_k : 8;
   options.d_key = o.d_key > 0 ? o.d_key : 128;
   options.activation = act;
   options.router = router;
   options.peer = peer;
+  options.hook_prefix = o.hook_prefix;
   return std::make_shared<ProductKeyFfnImpl>(options);
 }
 
@@ -84,10 +85,12 @@ ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
 }
 
 ProductKeyFfnImpl::ProductKeyFfnImpl(const ProductKeyOptions& options)
-    : options_(options) {
-  n_ = static_cast<int64_t>(std::llround(std::sqrt(double(options.d_ffw))));
-  TORCH_CHECK(n_ * n_ == options.d_ffw, "d_ffw must be a perfect square");
-  TORCH_CHECK(options.k < n_, "product-key top-k needs k < sqrt(d_ffw)");
+    : hook_router_scores(options.hook_prefix + "hook_router_scores"),
+      hook_router_indices(options.hook_prefix + "hook_router_indices"),
+      options_(options) {
+  n_ = static_cast<int64_t>(std::llround(std::sqrt(double(options.d_ffn))));
+  TORCH_CHECK(n_ * n_ == options.d_ffn, "d_ffn must be a perfect square");
+  TORCH_CHECK(options.top_k < n_, "product-key top-k needs k < sqrt(d_ffn)");
   const int64_t d = options.d_model, c = options.channels, dk = options.d_key;
   if (options.router == Router::kProductDense) {
     // LeCun normal: std 1/sqrt(fan_in) (arXiv:2606.07414 Listing 1 and the
@@ -103,9 +106,9 @@ ProductKeyFfnImpl::ProductKeyFfnImpl(const ProductKeyOptions& options)
     // the sgatlin authors' code).
     keys = register_parameter("keys", TruncatedNormal({2, c, n_, dk}, 1.0));
   }
-  const int64_t rows = options.peer ? options.d_ffw : c * options.d_ffw;
-  // fan_in = d_ffw for both expert matrices (the code's batch axes).
-  const double expert_std = 1 / std::sqrt(double(options.d_ffw));
+  const int64_t rows = options.peer ? options.d_ffn : c * options.d_ffn;
+  // fan_in = d_ffn for both expert matrices (the code's batch axes).
+  const double expert_std = 1 / std::sqrt(double(options.d_ffn));
   experts_in =
       register_parameter("experts_in", TruncatedNormal({rows, d}, expert_std));
   experts_out =
@@ -124,19 +127,24 @@ ProductTopK ProductKeyFfnImpl::Route(const torch::Tensor& z) const {
     s = torch::einsum("npce,pcje->npcj", {q, keys}) /
         std::sqrt(2.0 * options_.d_key);
   }
-  return ProductKeyTopK(s.select(1, 0), s.select(1, 1), options_.k);
+  return ProductKeyTopK(s.select(1, 0), s.select(1, 1), options_.top_k);
 }
 
 torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,
                                          const HookPoint& hidden) {
   const torch::Tensor z = input.reshape({-1, input.size(-1)});
-  const int64_t tokens = z.size(0), c = options_.channels, k = options_.k;
+  const int64_t tokens = z.size(0), c = options_.channels, k = options_.top_k;
   ProductTopK routing = Route(z);  // (N, C, k)
-  if (routing_hook) routing_hook(routing);
+  if (hook_router_scores.active()) {
+    routing.scores = hook_router_scores(routing.scores);
+  }
+  if (hook_router_indices.active()) {
+    routing.indices = hook_router_indices(routing.indices);
+  }
   torch::Tensor rows = routing.indices;
   if (!options_.peer) {
     rows = rows +
-           torch::arange(c, rows.options()).view({1, c, 1}) * options_.d_ffw;
+           torch::arange(c, rows.options()).view({1, c, 1}) * options_.d_ffn;
   }
   rows = rows.reshape({tokens, c * k});
   // Only the C*k selected neurons are read (the non-zero gates of
@@ -169,7 +177,7 @@ torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,
 int64_t ProductKeyFfnImpl::ForwardFlopsPerToken() const {
   const int64_t d = options_.d_model, c = options_.channels,
                 dk = options_.d_key;
-  const int64_t experts = 2 * 2 * options_.k * c * d;
+  const int64_t experts = 2 * 2 * options_.top_k * c * d;
   if (options_.router == Router::kProductDense) {
     return 2 * dk * d + 2 * 2 * c * n_ * dk + experts;
   }

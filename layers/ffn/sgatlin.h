@@ -17,10 +17,10 @@ namespace sparse_layers::layers {
 
 struct ProductKeyOptions {
   int64_t d_model = 0;
-  int64_t d_ffw =
+  int64_t d_ffn =
       0;  // Neurons per channel (sgatlin) or shared pool (PEER), n^2.
   int64_t channels = 0;  // C.
-  int64_t k = 8;
+  int64_t top_k = 8;
   int64_t d_key = 128;
   enum class Router {
     kProductDense,
@@ -36,6 +36,7 @@ struct ProductKeyOptions {
   } activation = Activation::kIdentity;
   // PEER: experts shared across channels, softmax over the k gates, gelu(u.z).
   bool peer = false;
+  std::string hook_prefix;  // FeedForwardOptions::hook_prefix.
 };
 
 // (scores, indices): the top-k of the n^2 sums s1_i + s2_j, indices i * n + j.
@@ -59,22 +60,26 @@ class ProductKeyFfnImpl : public FeedForwardImpl {
 
   // Gates and neuron indices per token and channel: (N, C, k) each.
   ProductTopK Route(const torch::Tensor& z) const;
+  std::vector<HookPoint*> HookPoints() override {
+    return {&hook_router_scores, &hook_router_indices};
+  }
 
-  // Sees (and may overwrite) each forward's routing, tokens flattened: records
-  // gates for analysis, or patches one prompt's scores and indices into
-  // another (arXiv:2606.07414 Sec. 4.3, Fig. 7). Empty: no cost.
-  std::function<void(ProductTopK&)> routing_hook;
+  // Each forward's routing, tokens flattened, (N, C, k): captured for
+  // analysis, or one prompt's patched into another (arXiv:2606.07414
+  // Sec. 4.3, Fig. 7). Named <hook_prefix>hook_router_{scores,indices}.
+  HookPoint hook_router_scores;
+  HookPoint hook_router_indices;
 
   const ProductKeyOptions& options() const { return options_; }
   torch::Tensor query;  // sgatlin: W_query (d_key, D); PEER: (2, C, D, d_key)
   torch::Tensor
       keys;  // sgatlin: W_key (2 * C * n, d_key); PEER: (2, C, n, d_key)
-  torch::Tensor experts_in;  // (C * d_ffw, D) or PEER's shared (d_ffw, D)
+  torch::Tensor experts_in;  // (C * d_ffn, D) or PEER's shared (d_ffn, D)
   torch::Tensor experts_out;
 
  private:
   ProductKeyOptions options_;
-  int64_t n_ = 0;  // sqrt(d_ffw)
+  int64_t n_ = 0;  // sqrt(d_ffn)
 };
 
 }  // namespace sparse_layers::layers

@@ -27,9 +27,9 @@ TEST(ProductKeyTopKTest, EqualsBruteForceTopKOverAllPairs) {
 ProductKeyOptions Tiny() {
   ProductKeyOptions options;
   options.d_model = 8;
-  options.d_ffw = 25;  // n = 5.
+  options.d_ffn = 25;  // n = 5.
   options.channels = 3;
-  options.k = 2;
+  options.top_k = 2;
   options.d_key = 6;
   return options;
 }
@@ -45,9 +45,9 @@ torch::Tensor Reference(ProductKeyFfnImpl& layer, const torch::Tensor& z) {
     for (int64_t c = 0; c < o.channels; ++c) {
       const torch::Tensor all =
           (s[t][0][c].unsqueeze(-1) + s[t][1][c].unsqueeze(0)).reshape({-1});
-      const auto [g, idx] = all.topk(o.k);
-      for (int64_t j = 0; j < o.k; ++j) {
-        const int64_t row = c * o.d_ffw + idx[j].item<int64_t>();
+      const auto [g, idx] = all.topk(o.top_k);
+      for (int64_t j = 0; j < o.top_k; ++j) {
+        const int64_t row = c * o.d_ffn + idx[j].item<int64_t>();
         y[t] += g[j] * layer.experts_out[row] *
                 torch::dot(layer.experts_in[row], z[t]);
       }
@@ -93,9 +93,9 @@ TEST(SgatlinTest, EveryParameterReceivesGradient) {
 TEST(SgatlinTest, ParameterAndFlopCountsMatchTheLadderTables) {
   ProductKeyOptions options;
   options.d_model = 256;
-  options.d_ffw = 1600;
+  options.d_ffn = 1600;
   options.channels = 16;
-  options.k = 8;
+  options.top_k = 8;
   options.d_key = 128;
   ProductKeyFfnImpl sgatlin(options);
   EXPECT_EQ(CountParameters(sgatlin), 13303808);
@@ -103,7 +103,7 @@ TEST(SgatlinTest, ParameterAndFlopCountsMatchTheLadderTables) {
   // equal).
   EXPECT_EQ(sgatlin.ForwardFlopsPerToken(), 524288);
 
-  options.d_ffw = 6400;  // PEER's shared pool, (32 + 24 * 2)^2.
+  options.d_ffn = 6400;  // PEER's shared pool, (32 + 24 * 2)^2.
   options.router = ProductKeyOptions::Router::kProductKeyValue;
   options.peer = true;
   ProductKeyFfnImpl peer(options);
@@ -160,27 +160,54 @@ TEST(SgatlinTest, GradientsMatchFiniteDifferences) {
 
 TEST(SgatlinTest, PatchingARoutingWithItselfChangesNothingAndOtherwiseDoes) {
   torch::manual_seed(5);
-  ProductKeyFfnImpl layer(Tiny());
+  ProductKeyOptions options = Tiny();
+  options.hook_prefix = "blocks.3.ffn.";
+  ProductKeyFfnImpl layer(options);
+  ASSERT_EQ(layer.HookPoints().size(), 2u);
+  EXPECT_EQ(layer.HookPoints()[0]->name(), "blocks.3.ffn.hook_router_scores");
+  EXPECT_EQ(layer.HookPoints()[1]->name(), "blocks.3.ffn.hook_router_indices");
   const torch::Tensor source = torch::randn({4, 8});
   const torch::Tensor target = torch::randn({4, 8});
   HookPoint none;
   torch::NoGradGuard no_grad;
-  ProductTopK recorded;
-  layer.routing_hook = [&](ProductTopK& routing) { recorded = routing; };
-  const torch::Tensor clean = layer.Forward(target, none);
-  // Own routing patched back in: identical output.
-  const ProductTopK own = recorded;
-  layer.routing_hook = [&](ProductTopK& routing) { routing = own; };
-  EXPECT_TRUE(torch::equal(layer.Forward(target, none), clean));
-  // Another prompt's routing at position 2 only: that position changes.
-  layer.routing_hook = [&](ProductTopK& routing) { recorded = routing; };
-  layer.Forward(source, none);
-  const ProductTopK other = recorded;
-  layer.routing_hook = [&](ProductTopK& routing) {
-    routing.scores[2] = other.scores[2];
-    routing.indices[2] = other.indices[2];
+  // Runs `input` with `scores` / `indices` hooks (none: unhooked) and returns
+  // the output; the routing it saw lands in `seen`.
+  auto run = [&](const torch::Tensor& input, HookFn scores, HookFn indices,
+                 ProductTopK* seen) {
+    std::vector<torch::Tensor> s, i;
+    layer.hook_router_scores.Add(CaptureHook(&s));
+    layer.hook_router_indices.Add(CaptureHook(&i));
+    if (scores) layer.hook_router_scores.Add(scores);
+    if (indices) layer.hook_router_indices.Add(indices);
+    const torch::Tensor out = layer.Forward(input, none);
+    layer.hook_router_scores.Clear();
+    layer.hook_router_indices.Clear();
+    if (seen != nullptr) *seen = {s.at(0), i.at(0)};
+    return out;
   };
-  const torch::Tensor patched = layer.Forward(target, none);
+  ProductTopK clean_routing, other;
+  const torch::Tensor clean = run(target, nullptr, nullptr, &clean_routing);
+  EXPECT_TRUE(torch::equal(layer.Forward(target, none), clean));
+  // Own routing patched back in: identical output.
+  EXPECT_TRUE(torch::equal(run(target, ReplaceHook([&](const torch::Tensor&) {
+                                 return clean_routing.scores;
+                               }),
+                               ReplaceHook([&](const torch::Tensor&) {
+                                 return clean_routing.indices;
+                               }),
+                               nullptr),
+                           clean));
+  // Another prompt's routing at position 2 only: that position changes.
+  run(source, nullptr, nullptr, &other);
+  auto at_two = [](const torch::Tensor& from) {
+    return ReplaceHook([from](const torch::Tensor& routing) {
+      torch::Tensor out = routing.clone();
+      out[2] = from[2];
+      return out;
+    });
+  };
+  const torch::Tensor patched =
+      run(target, at_two(other.scores), at_two(other.indices), nullptr);
   EXPECT_TRUE(torch::equal(patched[0], clean[0]));
   EXPECT_FALSE(torch::allclose(patched[2], clean[2]));
 }

@@ -47,12 +47,12 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
     variants.normalise_decoder = layer.normalise_decoder();
   }
   variants.random_k = layer.random_k();
-  variants.router_sigma_is_variance = layer.router_sigma() == "variance";
+  variants.router_sigma_is_variance =
+      layer.router_sigma() == config::LayerOptions::VARIANCE;
   if (layer.has_load_balance_weight()) {
     variants.load_balance_weight = layer.load_balance_weight();
   }
-  if (!layer.mohd_scaling().empty())
-    variants.mohd_scaling = layer.mohd_scaling();
+  variants.mohd_scaling = layer.mohd_scaling();
   variants.mohd_fusion = !layer.has_mohd_fusion() || layer.mohd_fusion();
   variants.mohd_random_routing = layer.mohd_random_routing();
   if (layer.has_mohd_shared()) variants.mohd_shared = layer.mohd_shared();
@@ -60,17 +60,22 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
     variants.mohd_balance_weight = layer.mohd_balance_weight();
   }
   variants.gather_sparse = layer.gather_sparse();
-  options.rotary = model.positions() == "rotary";
-  options.rms_norm = model.norm() == "rmsnorm";
+  options.rotary = model.positions() == config::ModelConfig::ROTARY;
+  options.rms_norm = model.norm() == config::ModelConfig::RMS_NORM;
   options.tie_embeddings = model.tie_embeddings();
   options.embedding_width = model.embedding_width();
   options.qk_norm = model.qk_norm();
   if (const config::FfnReplacement& r = model.replacement(); !r.ffn().empty()) {
     const config::ReplacementSizes sizes =
         config::EffectiveReplacementSizes(model);
-    options.replacement = {
-        r.ffn(),   r.layer(),     sizes.d_ffn,        sizes.n_experts,
-        r.top_k(), r.on_output(), r.site() == "attn", sizes.qk_heads};
+    options.replacement = {r.ffn(),
+                           r.layer(),
+                           sizes.d_ffn,
+                           sizes.n_experts,
+                           r.top_k(),
+                           r.on_output(),
+                           r.site() == config::FfnReplacement::ATTN,
+                           sizes.qk_heads};
   }
   return options;
 }
@@ -128,7 +133,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   std::shared_ptr<GptImpl> model(new GptImpl(options));
   FeedForwardOptions ffn_options;
   ffn_options.d_model = options.d_model;
-  ffn_options.d_hidden = options.d_ffn;
+  ffn_options.d_ffn = options.d_ffn;
   ffn_options.n_experts = options.n_experts;
   ffn_options.top_k = options.top_k;
   ffn_options.d_key = options.d_key;
@@ -136,7 +141,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   ffn_options.variants = options.variants;
   const GptOptions::Replacement& replacement = options.replacement;
   FeedForwardOptions replacement_options = ffn_options;
-  replacement_options.d_hidden = replacement.d_ffn;
+  replacement_options.d_ffn = replacement.d_ffn;
   replacement_options.n_experts = replacement.n_experts;
   replacement_options.top_k = replacement.top_k;
   AttentionOptions attention_options;
@@ -151,9 +156,11 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   attention_options.top_k = options.top_k;
   attention_options.inner = options.attention_inner;
   attention_options.ov_heads = options.lorsa_ov_heads;
-  attention_options.active_heads = options.lorsa_top_k;
+  attention_options.lorsa_top_k = options.lorsa_top_k;
   attention_options.relu = options.lorsa_relu;
   for (int i = 0; i < options.n_layers; ++i) {
+    ffn_options.hook_prefix = replacement_options.hook_prefix =
+        absl::StrCat("blocks.", i, ".ffn.");
     const bool replaced = i == replacement.layer;
     const bool ffn_replaced = replaced && !replacement.attention_site;
     // The FFN before the attention: the order of their random draws.
@@ -176,7 +183,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
       stand_in.n_heads = replacement.qk_heads;
       stand_in.qk_dim = options.d_model / options.n_heads;
       stand_in.ov_heads = replacement.d_ffn;
-      stand_in.active_heads = replacement.top_k;
+      stand_in.lorsa_top_k = replacement.top_k;
       absl::StatusOr<std::shared_ptr<AttentionImpl>> layer =
           AttentionRegistry::Create(replacement.ffn, stand_in);
       if (!layer.ok()) return layer.status();
@@ -224,6 +231,9 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
       model->hooks_[hook->name()] = hook;
     }
     for (HookPoint* hook : block->attention->HookPoints()) {
+      model->hooks_[hook->name()] = hook;
+    }
+    for (HookPoint* hook : block->ffn->HookPoints()) {
       model->hooks_[hook->name()] = hook;
     }
   }

@@ -280,7 +280,8 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
   ASSERT_TRUE(moe);
   EXPECT_FALSE(moe->options().router_sigma_is_variance);
   EXPECT_EQ(moe->options().load_balance_weight, 0.001);
-  model.mutable_layer_options()->set_router_sigma("variance");
+  model.mutable_layer_options()->set_router_sigma(
+      config::LayerOptions::VARIANCE);
   model.mutable_layer_options()->set_load_balance_weight(0.01);
   moe = FfnOf<MixtureOfExpertsImpl>(model);
   EXPECT_TRUE(moe->options().router_sigma_is_variance);
@@ -301,7 +302,7 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
   model.set_ffn("mohd_swiglu");
   model.set_attention("mohd");
   model.set_top_k(3);
-  model.mutable_layer_options()->set_mohd_scaling("none");
+  model.mutable_layer_options()->set_mohd_scaling(config::LayerOptions::NONE);
   model.mutable_layer_options()->set_mohd_fusion(false);
   model.mutable_layer_options()->set_mohd_shared(0);
   model.mutable_layer_options()->set_gather_sparse(true);
@@ -315,20 +316,25 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
        {attention->gate->options(),
         std::dynamic_pointer_cast<MohdFfnImpl>(gpt->blocks[0]->ffn)
             ->gate->options()}) {
-    EXPECT_EQ(mohd.alpha, MohdOptions::Alpha::kNone);
+    EXPECT_EQ(mohd.scaling, config::LayerOptions::NONE);
     EXPECT_FALSE(mohd.fusion);
     EXPECT_EQ(mohd.shared, 0);
-    EXPECT_EQ(mohd.active, 3);
+    EXPECT_EQ(mohd.top_k, 3);
   }
   EXPECT_TRUE(attention->gather_sparse);
 }
 
 TEST(GptTest, BadLayerOptionsAreRejected) {
   config::ModelConfig model = TinyModelConfig();
-  model.mutable_layer_options()->set_router_sigma("mad");
-  EXPECT_FALSE(GptOptionsFromConfig(model).ok());
+  // Numbers no enum value names (a config built in code) are refused.
+  model.mutable_layer_options()->set_router_sigma(
+      static_cast<config::LayerOptions::RouterSigma>(7));
+  EXPECT_EQ(GptOptionsFromConfig(model).status().message(),
+            "field 'model.layer_options.router_sigma': must be one of STD, "
+            "VARIANCE");
   model = TinyModelConfig();
-  model.mutable_layer_options()->set_mohd_scaling("sqrt");
+  model.mutable_layer_options()->set_mohd_scaling(
+      static_cast<config::LayerOptions::MohdScaling>(9));
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
   model = TinyModelConfig();
   model.set_attention("lorsa");
@@ -358,14 +364,14 @@ TEST(GptTest, ConfigErrorsAreClear) {
   model.set_n_heads(3);
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
   model.set_n_heads(2);
-  model.set_positions("alibi");
+  model.set_positions(static_cast<config::ModelConfig::Positions>(5));
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
   // Head dim 5: the rotary embedding's constructor would throw.
-  model.set_positions("rotary");
+  model.set_positions(config::ModelConfig::ROTARY);
   EXPECT_EQ(GptOptionsFromConfig(model).status().message(),
             "field 'model.positions': rotary needs an even head dim; d_model "
             "10 / n_heads 2 = 5");
-  model.set_positions("learned");
+  model.set_positions(config::ModelConfig::LEARNED);
   model.set_ffn("no_such_ffn");
   EXPECT_THAT(std::string(GptOptionsFromConfig(model).status().message()),
               ::testing::StartsWith(

@@ -13,8 +13,8 @@ namespace {
 FeedForwardRegistration kMohdFfn(
     "mohd_swiglu", [](const FeedForwardOptions& o) {
       auto ffn = std::make_shared<MohdFfnImpl>(
-          MohdOptionsFor(o.d_model, o.n_experts, o.top_k, o.variants),
-          o.d_hidden, o.n_layers);
+          MohdOptionsFor(o.d_model, o.n_experts, o.top_k, o.variants), o.d_ffn,
+          o.n_layers);
       ffn->gather_sparse = o.variants.gather_sparse;
       return ffn;
     });
@@ -94,7 +94,7 @@ torch::Tensor ProjectActiveColumns(
 MohdGateImpl::MohdGateImpl(const MohdOptions& o) : options_(o) {
   TORCH_CHECK(o.sub_dims > 0 && o.d_model % o.sub_dims == 0,
               "MoHD needs D divisible by N");
-  TORCH_CHECK(o.shared <= o.active && o.active <= o.sub_dims,
+  TORCH_CHECK(o.shared <= o.top_k && o.top_k <= o.sub_dims,
               "MoHD needs S <= K <= N");
   router = register_parameter("router",
                               torch::randn({o.d_model, o.sub_dims}) * 0.02);
@@ -104,7 +104,7 @@ MohdGateImpl::MohdGateImpl(const MohdOptions& o) : options_(o) {
 
 MohdRouting MohdGateImpl::Route(const torch::Tensor& x) {
   const auto& o = options_;
-  const int64_t tokens = x.size(0), routed = o.active - o.shared;
+  const int64_t tokens = x.size(0), routed = o.top_k - o.shared;
   const torch::Tensor logits = torch::matmul(x, router);  // (T, N)
   const torch::Tensor s =
       torch::softmax(logits, -1);  // Over all N, shared too.
@@ -123,14 +123,14 @@ MohdRouting MohdGateImpl::Route(const torch::Tensor& x) {
   }
   const torch::Tensor g = s * mask;
   torch::Tensor alpha;
-  switch (o.alpha) {
-    case MohdOptions::Alpha::kRenorm:
-      alpha = o.active / g.sum(-1, true);
+  switch (o.scaling) {
+    case config::LayerOptions::RENORM:
+      alpha = o.top_k / g.sum(-1, true);
       break;
-    case MohdOptions::Alpha::kConstN:
+    case config::LayerOptions::CONST_N:
       alpha = torch::full({tokens, 1}, double(o.sub_dims), x.options());
       break;
-    case MohdOptions::Alpha::kLiteral:
+    case config::LayerOptions::LITERAL:
       alpha = o.sub_dims * g.sum(-1, true);
       break;
     default:
@@ -202,7 +202,7 @@ torch::Tensor MohdFfnImpl::Forward(const torch::Tensor& input,
 
 int64_t MohdFfnImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
-  const int64_t active_width = o.active * (o.d_model / o.sub_dims);
+  const int64_t active_width = o.top_k * (o.d_model / o.sub_dims);
   return 6 * active_width * d_ff_ + 2 * o.d_model * o.sub_dims +
          (o.fusion ? 2 * o.sub_dims * active_width : 0);
 }
@@ -258,20 +258,10 @@ torch::Tensor MohdAttentionImpl::forward(const torch::Tensor& x) {
 
 int64_t MohdAttentionImpl::ForwardFlopsPerToken(int64_t sequence_length) const {
   const auto& o = options_;
-  const int64_t active_width = o.active * (o.d_model / o.sub_dims);
+  const int64_t active_width = o.top_k * (o.d_model / o.sub_dims);
   return 2 * active_width * 4 * inner_ + 4 * sequence_length * inner_ +
          2 * o.d_model * o.sub_dims +
          (o.fusion ? 2 * o.sub_dims * active_width : 0);
-}
-
-absl::StatusOr<MohdOptions::Alpha> MohdScalingFromName(
-    const std::string& name) {
-  if (name.empty() || name == "renorm") return MohdOptions::Alpha::kRenorm;
-  if (name == "const_n") return MohdOptions::Alpha::kConstN;
-  if (name == "literal") return MohdOptions::Alpha::kLiteral;
-  if (name == "none") return MohdOptions::Alpha::kNone;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "MoHD scaling '", name, "': use renorm, const_n, literal or none"));
 }
 
 MohdOptions MohdOptionsFor(int64_t d_model, int64_t sub_dims, int64_t active,
@@ -279,12 +269,10 @@ MohdOptions MohdOptionsFor(int64_t d_model, int64_t sub_dims, int64_t active,
   MohdOptions options;
   options.d_model = d_model;
   options.sub_dims = sub_dims;
-  options.active = active;
+  options.top_k = active;
   options.shared = variants.mohd_shared >= 0 ? variants.mohd_shared
                                              : std::max<int64_t>(0, active - 1);
-  const auto alpha = MohdScalingFromName(variants.mohd_scaling);
-  TORCH_CHECK(alpha.ok(), alpha.status().ToString());
-  options.alpha = *alpha;
+  options.scaling = variants.mohd_scaling;
   options.fusion = variants.mohd_fusion;
   options.random_routing = variants.mohd_random_routing;
   options.balance_weight = variants.mohd_balance_weight;

@@ -22,12 +22,12 @@ namespace sparse_layers::layers {
 struct MohdOptions {
   int64_t d_model = 0;   // D.
   int64_t sub_dims = 0;  // N; d_e = D / N.
-  int64_t active = 0;    // K, shared included.
+  int64_t top_k = 0;     // K, shared included.
   int64_t shared = 0;    // S, always active.
-  // Activation scaling (arXiv:2412.05644 Sec. 4.2, whose formula is garbled):
-  // renorm = K / sum_A s (default, our reading), const_n = N,
-  // literal = N sum_A s (as typed), none = 1 (the "w.o. scaling" ablation).
-  enum class Alpha { kRenorm, kConstN, kLiteral, kNone } alpha = Alpha::kRenorm;
+  // Activation scaling alpha (arXiv:2412.05644 Sec. 4.2, whose formula is
+  // garbled): RENORM = K / sum_A s (default, our reading), CONST_N = N,
+  // LITERAL = N sum_A s (as typed), NONE = 1 (the "w.o. scaling" ablation).
+  config::LayerOptions::MohdScaling scaling = config::LayerOptions::RENORM;
   // Group fusion: kron (m (x) I, m = I at init) or none (ablation).
   bool fusion = true;
   // Route randomly instead of by the router (the random-routing ablation).
@@ -114,9 +114,6 @@ class MohdAttentionImpl : public AttentionImpl {
 };
 TORCH_MODULE(MohdAttention);
 
-// "renorm" (or empty), "const_n", "literal", "none" (readings of MoHD's
-// alpha, arXiv:2412.05644 Sec. 4.2).
-absl::StatusOr<MohdOptions::Alpha> MohdScalingFromName(const std::string& name);
 // N sub-dims, K active, and the config's MoHD variants (S = K - 1 by default).
 MohdOptions MohdOptionsFor(int64_t d_model, int64_t sub_dims, int64_t active,
                            const LayerVariants& variants);

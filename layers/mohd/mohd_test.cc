@@ -60,7 +60,7 @@ MohdOptions Options(int64_t active, int64_t shared) {
   MohdOptions options;
   options.d_model = 16;
   options.sub_dims = 4;
-  options.active = active;
+  options.top_k = active;
   options.shared = shared;
   return options;
 }
@@ -161,21 +161,19 @@ TEST(MohdOptionsTest, VariantsSelectTheAblations) {
   LayerVariants variants;
   MohdOptions options = MohdOptionsFor(64, 8, 3, variants);
   EXPECT_EQ(options.shared, 2);  // K - 1 by default.
-  EXPECT_EQ(options.alpha, MohdOptions::Alpha::kRenorm);
+  EXPECT_EQ(options.scaling, config::LayerOptions::RENORM);
   EXPECT_TRUE(options.fusion);
   variants.mohd_shared = 0;
-  variants.mohd_scaling = "none";
+  variants.mohd_scaling = config::LayerOptions::NONE;
   variants.mohd_fusion = false;
   variants.mohd_random_routing = true;
   variants.mohd_balance_weight = 0.5;
   options = MohdOptionsFor(64, 8, 3, variants);
   EXPECT_EQ(options.shared, 0);
-  EXPECT_EQ(options.alpha, MohdOptions::Alpha::kNone);
+  EXPECT_EQ(options.scaling, config::LayerOptions::NONE);
   EXPECT_FALSE(options.fusion);
   EXPECT_TRUE(options.random_routing);
   EXPECT_EQ(options.balance_weight, 0.5);
-  EXPECT_EQ(*MohdScalingFromName("literal"), MohdOptions::Alpha::kLiteral);
-  EXPECT_FALSE(MohdScalingFromName("sqrt").ok());
 }
 
 TEST(MohdFusionTest, IdentityFusionEqualsNoFusion) {
@@ -202,7 +200,7 @@ TEST(MohdFusionTest, IdentityFusionEqualsNoFusion) {
 
 // Per-dimension weights w_D (T, D): s = softmax(x Phi) over all N sub-dims;
 // the S shared sub-dims plus the (K - S) largest s of the others are active;
-// alpha = K / sum_A s ("renorm"); each weight covers its d_e dimensions.
+// alpha = K / sum_A s (RENORM); each weight covers its d_e dimensions.
 torch::Tensor ReferenceWeights(const MohdOptions& o, const torch::Tensor& x,
                                const torch::Tensor& router) {
   const torch::Tensor s = torch::softmax(torch::matmul(x, router), -1);
@@ -214,11 +212,11 @@ torch::Tensor ReferenceWeights(const MohdOptions& o, const torch::Tensor& x,
       int64_t larger = 0;  // Routed sub-dims with a larger score than j.
       for (int64_t i = o.shared; i < o.sub_dims; ++i)
         larger += a[t][i] > a[t][j];
-      if (j < o.shared || larger < o.active - o.shared) mask[t][j] = 1.0;
+      if (j < o.shared || larger < o.top_k - o.shared) mask[t][j] = 1.0;
     }
   }
   const torch::Tensor g = s * mask;
-  const torch::Tensor w = g * (double(o.active) / g.sum(-1, true));
+  const torch::Tensor w = g * (double(o.top_k) / g.sum(-1, true));
   return torch::kron(w, torch::ones({1, o.d_model / o.sub_dims}, x.options()));
 }
 

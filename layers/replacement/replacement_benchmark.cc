@@ -17,9 +17,9 @@ constexpr int64_t kK = 32;
 ReplacementOptions Options(const benchmark::State& state, bool mxd) {
   ReplacementOptions options;
   options.d_in = options.d_out = state.range(0);
-  options.width = mxd ? 4 * state.range(0) : state.range(1);
+  options.d_ffn = mxd ? 4 * state.range(0) : state.range(1);
   options.n_experts = mxd ? state.range(1) : 0;
-  options.k = kK;
+  options.top_k = kK;
   return options;
 }
 

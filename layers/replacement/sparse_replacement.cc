@@ -20,8 +20,7 @@ torch::Tensor UnitRows(torch::Tensor rows) {
 // norm_dec default when the config leaves it unset.
 ReplacementOptions FromFeedForward(const FeedForwardOptions& o,
                                    int64_t n_experts, bool decoder_default) {
-  ReplacementOptions options{o.d_model, o.d_model, o.d_hidden, n_experts,
-                             o.top_k};
+  ReplacementOptions options{o.d_model, o.d_model, o.d_ffn, n_experts, o.top_k};
   options.normalise_decoder =
       o.variants.normalise_decoder.value_or(decoder_default);
   options.random_k = o.variants.random_k;
@@ -58,7 +57,7 @@ FeedForwardRegistration kMxdSwiGlu("mxd_swiglu",
 
 SparseReplacementImpl::SparseReplacementImpl(const ReplacementOptions& options)
     : options_(options), k_generator_(options.seed) {
-  TORCH_CHECK(options.d_in > 0 && options.d_out > 0 && options.width > 0,
+  TORCH_CHECK(options.d_in > 0 && options.d_out > 0 && options.d_ffn > 0,
               "replacement layer needs positive sizes");
   output_bias =
       register_parameter("output_bias", torch::zeros({options.d_out}));
@@ -104,7 +103,7 @@ void SparseReplacementImpl::ProjectDecoderGradients() {
 }
 
 int64_t SparseReplacementImpl::EffectiveK() {
-  const int64_t k = options_.k;
+  const int64_t k = options_.top_k;
   if (!is_training() || !options_.random_k) return k;
   std::uniform_int_distribution<int64_t> draw(k - k / 2, k + k / 2);
   return std::min<int64_t>(std::max<int64_t>(1, draw(k_generator_)), units());
@@ -113,19 +112,19 @@ int64_t SparseReplacementImpl::EffectiveK() {
 TranscoderImpl::TranscoderImpl(const ReplacementOptions& options, bool skip)
     : SparseReplacementImpl(options) {
   encoder = register_parameter(
-      "encoder", Uniform({options.d_in, options.width}, options.d_in));
+      "encoder", Uniform({options.d_in, options.d_ffn}, options.d_in));
   encoder_bias =
-      register_parameter("encoder_bias", torch::zeros({options.width}));
+      register_parameter("encoder_bias", torch::zeros({options.d_ffn}));
   if (skip) {
     // Skip Transcoder (Paulo et al. 2025): S = 0 and D = 0 at init.
     decoder = register_parameter("decoder",
-                                 torch::zeros({options.width, options.d_out}));
+                                 torch::zeros({options.d_ffn, options.d_out}));
     this->skip =
         register_parameter("skip", torch::zeros({options.d_in, options.d_out}));
   } else {
     decoder = register_parameter(
         "decoder",
-        UnitRows(Uniform({options.width, options.d_out}, options.width)));
+        UnitRows(Uniform({options.d_ffn, options.d_out}, options.d_ffn)));
   }
 }
 
@@ -147,7 +146,7 @@ torch::Tensor TranscoderImpl::DecodeDense(const torch::Tensor& x,
 
 int64_t TranscoderImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
-  return 2 * o.d_in * o.width + 2 * o.k * o.d_out +
+  return 2 * o.d_in * o.d_ffn + 2 * o.top_k * o.d_out +
          (skip.defined() ? 2 * o.d_in * o.d_out : 0);
 }
 
@@ -156,11 +155,11 @@ TopKSaeImpl::TopKSaeImpl(const ReplacementOptions& options)
   TORCH_CHECK(options.d_in == options.d_out, "an SAE reconstructs its input");
   decoder = register_parameter(
       "decoder",
-      UnitRows(Uniform({options.width, options.d_out}, options.width)));
+      UnitRows(Uniform({options.d_ffn, options.d_out}, options.d_ffn)));
   // Encoder initialised to the decoder's transpose (Gao et al. 2024).
   encoder = register_parameter("encoder", decoder.detach().t().contiguous());
   encoder_bias =
-      register_parameter("encoder_bias", torch::zeros({options.width}));
+      register_parameter("encoder_bias", torch::zeros({options.d_ffn}));
 }
 
 torch::Tensor TopKSaeImpl::PreCodes(const torch::Tensor& y) {
@@ -178,21 +177,22 @@ torch::Tensor TopKSaeImpl::DecodeDense(const torch::Tensor&,
 }
 
 int64_t TopKSaeImpl::ForwardFlopsPerToken() const {
-  return 2 * options_.d_in * options_.width + 2 * options_.k * options_.d_out;
+  return 2 * options_.d_in * options_.d_ffn +
+         2 * options_.top_k * options_.d_out;
 }
 
 MxdImpl::MxdImpl(const ReplacementOptions& options, Encoder encoder_kind)
     : SparseReplacementImpl(options), encoder_kind_(encoder_kind) {
   TORCH_CHECK(options.n_experts > 0, "MxD needs n_experts > 0");
   const auto& o = options;
-  encoder = register_parameter("encoder", Uniform({o.d_in, o.width}, o.d_in));
-  encoder_bias = register_parameter("encoder_bias", torch::zeros({o.width}));
+  encoder = register_parameter("encoder", Uniform({o.d_in, o.d_ffn}, o.d_in));
+  encoder_bias = register_parameter("encoder_bias", torch::zeros({o.d_ffn}));
   if (encoder_kind == Encoder::kSwiGlu) {
-    glu = register_parameter("glu", Uniform({o.d_in, o.width}, o.d_in));
-    glu_bias = register_parameter("glu_bias", Uniform({o.width}, o.d_in));
+    glu = register_parameter("glu", Uniform({o.d_in, o.d_ffn}, o.d_in));
+    glu_bias = register_parameter("glu_bias", Uniform({o.d_ffn}, o.d_in));
   }
   // D = 0 (MxD, arXiv:2505.21364 Sec. 3.1): the layer outputs b_out at init.
-  decoder = register_parameter("decoder", torch::zeros({o.width, o.d_out}));
+  decoder = register_parameter("decoder", torch::zeros({o.d_ffn, o.d_out}));
   // With norm_dec the c_n are drawn U(-1, 1) and normalised; otherwise
   // nn.Linear(N, O)'s init.
   experts = register_parameter(
@@ -230,21 +230,21 @@ torch::Tensor MxdImpl::DecodeDense(const torch::Tensor& x,
 int64_t MxdImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
   const int64_t encoder_flops =
-      (encoder_kind_ == Encoder::kSwiGlu ? 2 : 1) * 2 * o.d_in * o.width;
-  return encoder_flops + 2 * o.width * o.d_out + 2 * o.d_in * o.n_experts +
-         2 * o.k * o.d_out;
+      (encoder_kind_ == Encoder::kSwiGlu ? 2 : 1) * 2 * o.d_in * o.d_ffn;
+  return encoder_flops + 2 * o.d_ffn * o.d_out + 2 * o.d_in * o.n_experts +
+         2 * o.top_k * o.d_out;
 }
 
 CpMoeImpl::CpMoeImpl(const ReplacementOptions& options, int64_t rank)
     : SparseReplacementImpl(options), rank_(rank) {
   const auto& o = options;
-  encoder = register_parameter("encoder", Uniform({o.d_in, o.width}, o.d_in));
-  encoder_bias = register_parameter("encoder_bias", torch::zeros({o.width}));
+  encoder = register_parameter("encoder", Uniform({o.d_in, o.d_ffn}, o.d_in));
+  encoder_bias = register_parameter("encoder_bias", torch::zeros({o.d_ffn}));
   gate = register_parameter("gate", Uniform({o.n_experts, o.d_in}, o.d_in));
   gate_bias = register_parameter("gate_bias", torch::zeros({o.n_experts}));
   // Linear-layer init for U1, U2; U3 = 0 (the paper's "zero matrix").
   u1 = register_parameter("u1", Uniform({o.n_experts, rank}, o.n_experts));
-  u2 = register_parameter("u2", Uniform({o.width, rank}, o.width));
+  u2 = register_parameter("u2", Uniform({o.d_ffn, rank}, o.d_ffn));
   u3 = register_parameter("u3", torch::zeros({rank, o.d_out}));
 }
 
@@ -268,8 +268,8 @@ torch::Tensor CpMoeImpl::DecodeDense(const torch::Tensor& x,
 
 int64_t CpMoeImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
-  return 2 * o.d_in * o.width + 2 * o.d_in * o.n_experts + 2 * o.k * rank_ +
-         2 * o.width * rank_ + 2 * rank_ * o.d_out;
+  return 2 * o.d_in * o.d_ffn + 2 * o.d_in * o.n_experts + 2 * o.top_k * rank_ +
+         2 * o.d_ffn * rank_ + 2 * rank_ * o.d_out;
 }
 
 int64_t CpMoeExpertsForBudget(int64_t d_in, int64_t d_out, int64_t hidden,

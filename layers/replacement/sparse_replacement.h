@@ -19,10 +19,10 @@ struct ReplacementOptions {
   int64_t d_out = 0;
   // Code width: SAE / Transcoder units, or the MxD hidden width H (= the base
   // MLP's width; MxD, arXiv:2505.21364 Sec. 2.2).
-  int64_t width = 0;
+  int64_t d_ffn = 0;
   // MxD experts N (ignored by the others).
   int64_t n_experts = 0;
-  int64_t k = 0;
+  int64_t top_k = 0;  // K, active units per token.
   // Unit-norm decoder rows, re-applied before every step (released code's
   // norm_dec, default on; off for the Skip Transcoder's zero decoder).
   bool normalise_decoder = true;
@@ -93,7 +93,7 @@ class TranscoderImpl : public SparseReplacementImpl {
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& x,
                             const torch::Tensor& codes) override;
-  int64_t units() const override { return options_.width; }
+  int64_t units() const override { return options_.d_ffn; }
   int64_t ForwardFlopsPerToken() const override;
 
   torch::Tensor encoder;       // (d_in, width)
@@ -116,7 +116,7 @@ class TopKSaeImpl : public SparseReplacementImpl {
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& y,
                             const torch::Tensor& codes) override;
-  int64_t units() const override { return options_.width; }
+  int64_t units() const override { return options_.d_ffn; }
   int64_t ForwardFlopsPerToken() const override;
 
   torch::Tensor encoder;       // (d, width)

@@ -16,9 +16,9 @@ ReplacementOptions MxdOptions() {
   ReplacementOptions options;
   options.d_in = 16;
   options.d_out = 64;
-  options.width = 16;
+  options.d_ffn = 16;
   options.n_experts = 32;
-  options.k = 8;
+  options.top_k = 8;
   return options;
 }
 
@@ -78,7 +78,7 @@ TEST(MxdTest, OutputsTheBiasAtInitAndKeepsAtMostKCodes) {
   EXPECT_TRUE((dense >= 0).all().item<bool>());
 
   ReplacementOptions options = MxdOptions();
-  options.width = 24;
+  options.d_ffn = 24;
   options.normalise_decoder = false;
   TranscoderImpl skip(options, /*skip=*/true);
   skip.InitOutputBias(torch::ones({64}));
@@ -106,7 +106,7 @@ TEST(SteeringTest, AddingAlphaToOneCodeMovesTheOutputByItsDirection) {
   EXPECT_TRUE(torch::allclose(moved, expected, 1e-4, 1e-5));
 
   ReplacementOptions options = MxdOptions();
-  options.width = 40;
+  options.d_ffn = 40;
   TranscoderImpl transcoder(options, /*skip=*/false);
   HookPoint steer_tc("codes");
   torch::Tensor delta_tc = torch::zeros({40});
@@ -126,7 +126,7 @@ TEST(ParameterMatchingTest, ModulesHaveTheFormulasParameterCounts) {
             config::MxdParameters(16, 64, 16, 32, false));
   EXPECT_EQ(CountParameters(swiglu),
             config::MxdParameters(16, 64, 16, 32, true));
-  options.width = 48;
+  options.d_ffn = 48;
   TranscoderImpl transcoder(options, false);
   TranscoderImpl skip(options, true);
   EXPECT_EQ(CountParameters(transcoder),
@@ -162,7 +162,7 @@ TEST(RandomKTest, DrawsWithinHalfKInTrainingAndExactKInEval) {
 TEST(DecoderNormTest, RowsStayUnitAndGradientsLoseTheirRadialPart) {
   torch::manual_seed(4);
   ReplacementOptions options = MxdOptions();
-  options.width = 40;
+  options.d_ffn = 40;
   TranscoderImpl transcoder(options, false);
   {
     torch::NoGradGuard no_grad;
@@ -234,7 +234,7 @@ TEST(GradientTest, MxdMatchesFiniteDifferences) {
 
 TEST(GradientTest, TranscodersAndSaeMatchFiniteDifferences) {
   ReplacementOptions options = MxdOptions();
-  options.width = 40;
+  options.d_ffn = 40;
   torch::manual_seed(7);
   TranscoderImpl transcoder(options, false);
   CheckGradients(transcoder, {transcoder.encoder, transcoder.encoder_bias,
@@ -260,7 +260,7 @@ TEST(GradientTest, TranscodersAndSaeMatchFiniteDifferences) {
 TEST(RegistryTest, ReplacementLayersAreNamedFeedForwards) {
   FeedForwardOptions options;
   options.d_model = 16;
-  options.d_hidden = 32;
+  options.d_ffn = 32;
   options.n_experts = 24;
   options.top_k = 4;
   for (const char* name : {"transcoder", "skip_transcoder", "topk_sae",

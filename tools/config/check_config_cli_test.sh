@@ -21,7 +21,7 @@ tmp="${TEST_TMPDIR:-$(mktemp -d)}/cli"
 mkdir -p "$tmp"
 : >"$tmp/empty.textproto"
 printf 'model { ffn: "switch" n_experts: 4 top_k: 0 }\n' >"$tmp/switch_k0.textproto"
-printf 'model { d_model: 36 positions: "rotary" }\n' >"$tmp/odd_rotary.textproto"
+printf 'model { d_model: 36 positions: ROTARY }\n' >"$tmp/odd_rotary.textproto"
 printf 'optimizer { learning_rate: nan }\n' >"$tmp/lr_nan.textproto"
 expect_error() {  # expected-message-suffix config files...
   local want="$1"; shift

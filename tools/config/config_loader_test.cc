@@ -31,7 +31,7 @@ TEST(ConfigLoaderTest, LoadsACompleteConfig) {
   EXPECT_EQ(config->name(), "tiny_gpt");
   EXPECT_EQ(config->runtime().seed(), 1234u);
   EXPECT_EQ(config->model().d_model(), 128);
-  EXPECT_EQ(config->model().positions(), "rotary");
+  EXPECT_EQ(config->model().positions(), ModelConfig::ROTARY);
   EXPECT_DOUBLE_EQ(config->optimizer().learning_rate(), 3e-4);
   EXPECT_EQ(config->schedule().decay(), ScheduleConfig::COSINE);
   EXPECT_EQ(config->budget().max_steps(), 1000);
@@ -111,8 +111,10 @@ TEST(ConfigLoaderTest, UnsetRequiredFieldPointsAtItsMessage) {
 TEST(ConfigLoaderTest, RangeChecks) {
   EXPECT_THAT(ErrorOf("runtime { threads: -1 }"),
               HasSubstr("field 'runtime.threads': must be in [0, 1024]"));
-  EXPECT_THAT(ErrorOf("runtime { device: \"tpu\" }"),
-              HasSubstr("field 'runtime.device'"));
+  // A closed set is a proto enum: the parser names file, line and column.
+  EXPECT_EQ(ErrorOf("runtime { device: TPU }"),
+            "cfg.textproto:1:19: field 'device': Unknown enumeration value of "
+            "\"TPU\" for field \"device\".");
   EXPECT_THAT(ErrorOf("optimizer { learning_rate: 1e-3 beta2: 1.0 }"),
               HasSubstr("field 'optimizer.beta2': must be in [0, 1)"));
   EXPECT_THAT(ErrorOf("schedule { decay: COSINE min_lr_ratio: 2 }"),
@@ -201,26 +203,32 @@ TEST_F(ConstraintTest, ModelSizes) {
             "field 'model.embedding_width': needs tie_embeddings: false");
 }
 
-TEST_F(ConstraintTest, EnumLikeStrings) {
+TEST_F(ConstraintTest, RegistryNamesAndEnums) {
   EXPECT_EQ(Reject("model { architecture: \"llama\" }"),
             "field 'model.architecture': must be \"gpt\"");
-  EXPECT_EQ(Reject("model { positions: \"alibi\" }"),
-            "field 'model.positions': must be \"learned\", \"rotary\"");
-  EXPECT_EQ(Reject("model { norm: \"batchnorm\" }"),
-            "field 'model.norm': must be \"layernorm\", \"rmsnorm\"");
   EXPECT_EQ(Reject("model { attention: \"linear\" }"),
             "field 'model.attention': must be \"mha\", \"mohd\", \"lorsa\"");
   EXPECT_THAT(Reject("model { ffn: \"gelu\" }"),
               StartsWith("field 'model.ffn': unknown ffn 'gelu'; known: "
                          "geglu, gelu_mlp, "));
-  EXPECT_EQ(Reject("model { layer_options { router_sigma: \"mad\" } }"),
-            "field 'model.layer_options.router_sigma': must be \"std\", "
-            "\"variance\"");
-  EXPECT_EQ(Reject("model { layer_options { mohd_scaling: \"sqrt\" } }"),
-            "field 'model.layer_options.mohd_scaling': must be \"renorm\", "
-            "\"const_n\", \"literal\", \"none\"");
-  EXPECT_EQ(Reject("runtime { device: \"tpu\" }"),
-            "field 'runtime.device': must be \"cpu\", \"cuda\"");
+  // Closed sets are proto enums, rejected by the parser (file:line:column
+  // before the field), a string where an enum value belongs included.
+  EXPECT_EQ(Reject("model { positions: ALIBI }"),
+            "field 'positions': Unknown enumeration value of \"ALIBI\" for "
+            "field \"positions\".");
+  EXPECT_EQ(Reject("model { norm: \"rmsnorm\" }"),
+            "field 'model': Expected integer or identifier, got: "
+            "\"rmsnorm\"");
+  EXPECT_EQ(Reject("model { layer_options { router_sigma: MAD } }"),
+            "field 'router_sigma': Unknown enumeration value of \"MAD\" for "
+            "field \"router_sigma\".");
+  EXPECT_EQ(Reject("model { layer_options { mohd_scaling: SQRT } }"),
+            "field 'mohd_scaling': Unknown enumeration value of \"SQRT\" for "
+            "field \"mohd_scaling\".");
+  EXPECT_EQ(Reject("model { positions: ROTARY norm: RMS_NORM layer_options { "
+                   "router_sigma: VARIANCE mohd_scaling: NONE } }"),
+            "accepted: model { positions: ROTARY norm: RMS_NORM "
+            "layer_options { router_sigma: VARIANCE mohd_scaling: NONE } }");
 }
 
 TEST_F(ConstraintTest, LayerConstructorChecks) {
@@ -232,7 +240,7 @@ TEST_F(ConstraintTest, LayerConstructorChecks) {
             "field 'model.n_experts': gpt_oss_moe needs n_experts > 0");
   EXPECT_EQ(Reject("model { ffn: \"moe_x\" n_experts: 2 top_k: 3 }"),
             "field 'model.top_k': top_k 3 exceeds n_experts 2");
-  EXPECT_EQ(Reject("model { d_model: 18 positions: \"rotary\" }"),
+  EXPECT_EQ(Reject("model { d_model: 18 positions: ROTARY }"),
             "field 'model.positions': rotary needs an even head dim; d_model "
             "18 / n_heads 2 = 9");
   EXPECT_EQ(Reject("model { ffn: \"sgatlin\" d_ffn: 30 }"),
@@ -306,24 +314,25 @@ TEST_F(ConstraintTest, ReplacementOptions) {
             "field 'model.replacement.n_experts': mxd_gelu needs n_experts > "
             "0, or an expansion whose Transcoder is larger than the MxD's MLP");
   EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 "
-                   "expansion: 2 site: \"mlp\" } }"),
-            "field 'model.replacement.site': must be \"ffn\", \"attn\"");
+                   "expansion: 2 site: MLP } }"),
+            "field 'site': Unknown enumeration value of \"MLP\" for field "
+            "\"site\".");
   EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" top_k: 4 d_ffn: 8 "
                    "} }"),
-            "field 'model.replacement.ffn': at site attn use 'lorsa' or an "
+            "field 'model.replacement.ffn': at site ATTN use 'lorsa' or an "
             "on_output SAE; 'lorsa' only there");
-  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: \"attn\" "
+  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: ATTN "
                    "top_k: 4 d_ffn: 15 } }"),
             "field 'model.replacement.d_ffn': lorsa's 15 OV heads are not a "
             "multiple of qk_heads 2");
-  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: \"attn\" "
+  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: ATTN "
                    "top_k: 9 d_ffn: 8 } }"),
             "field 'model.replacement.top_k': lorsa needs top_k in [1, OV "
             "heads 8], got 9");
   EXPECT_EQ(Reject("model { attention: \"mohd\" n_experts: 4 top_k: 2 "
-                   "replacement { ffn: \"lorsa\" site: \"attn\" top_k: 2 "
+                   "replacement { ffn: \"lorsa\" site: ATTN top_k: 2 "
                    "d_ffn: 8 } }"),
-            "field 'model.replacement.site': site attn needs model.attention "
+            "field 'model.replacement.site': site ATTN needs model.attention "
             "'mha'");
   EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 "
                    "expansion: -1 } }"),

@@ -9,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/generated_enum_reflection.h"
 #include "tools/config/parameter_matching.h"
 
 namespace sparse_layers::config {
@@ -73,6 +75,24 @@ std::string OneOf(std::initializer_list<absl::string_view> choices) {
                                     [](std::string* out, absl::string_view c) {
                                       absl::StrAppend(out, "\"", c, "\"");
                                     }));
+}
+
+// An enum field holding a number its enum does not name (a config written in
+// code, or binary input): "must be one of A, B".
+template <typename Enum>
+bool IsNamed(Enum value) {
+  return google::protobuf::GetEnumDescriptor<Enum>()->FindValueByNumber(
+             value) != nullptr;
+}
+
+template <typename Enum>
+std::string OneOfEnum() {
+  const google::protobuf::EnumDescriptor* e =
+      google::protobuf::GetEnumDescriptor<Enum>();
+  std::vector<std::string> names;
+  for (int i = 0; i < e->value_count(); ++i)
+    names.push_back(e->value(i)->name());
+  return absl::StrCat("must be one of ", absl::StrJoin(names, ", "));
 }
 
 bool IsOneOf(const std::string& value,
@@ -194,18 +214,16 @@ absl::Status CheckReplacement(const ModelConfig& model,
       return at(name, absl::StrFormat("must be in [0, %d]", kMaxWidth));
     }
   }
-  if (!r.site().empty() && !IsOneOf(r.site(), {"ffn", "attn"})) {
-    return at("site", OneOf({"ffn", "attn"}));
-  }
-  const bool attention_site = r.site() == "attn";
+  if (!IsNamed(r.site())) return at("site", OneOfEnum<FfnReplacement::Site>());
+  const bool attention_site = r.site() == FfnReplacement::ATTN;
   if ((r.ffn() == "lorsa") != (attention_site && !r.on_output())) {
     return at("ffn",
-              "at site attn use 'lorsa' or an on_output SAE; 'lorsa' only "
-              "there");
+              "at site ATTN use 'lorsa' or an on_output SAE; 'lorsa' "
+              "only there");
   }
   if (attention_site && !model.attention().empty() &&
       model.attention() != "mha") {
-    return at("site", "site attn needs model.attention 'mha'");
+    return at("site", "site ATTN needs model.attention 'mha'");
   }
   if (r.layer() < 0 || r.layer() >= model.n_layers()) {
     return at("layer", absl::StrFormat("block %d is not in [0, n_layers %d)",
@@ -250,14 +268,11 @@ absl::Status CheckLayerOptions(const ModelConfig& model,
   auto at = [&](absl::string_view leaf, absl::string_view text) {
     return error({"model", "layer_options", leaf}, text);
   };
-  if (!layer.router_sigma().empty() &&
-      !IsOneOf(layer.router_sigma(), {"std", "variance"})) {
-    return at("router_sigma", OneOf({"std", "variance"}));
+  if (!IsNamed(layer.router_sigma())) {
+    return at("router_sigma", OneOfEnum<LayerOptions::RouterSigma>());
   }
-  if (!layer.mohd_scaling().empty() &&
-      !IsOneOf(layer.mohd_scaling(),
-               {"renorm", "const_n", "literal", "none"})) {
-    return at("mohd_scaling", OneOf({"renorm", "const_n", "literal", "none"}));
+  if (!IsNamed(layer.mohd_scaling())) {
+    return at("mohd_scaling", OneOfEnum<LayerOptions::MohdScaling>());
   }
   if (layer.has_load_balance_weight() &&
       !InRange(layer.load_balance_weight(), 0, 1e3)) {
@@ -324,21 +339,17 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
     return at("top_k", absl::StrFormat("top_k %d exceeds n_experts %d",
                                        model.top_k(), model.n_experts()));
   }
-  if (!model.positions().empty() &&
-      !IsOneOf(model.positions(), {"learned", "rotary"})) {
-    return at("positions", OneOf({"learned", "rotary"}));
+  if (!IsNamed(model.positions())) {
+    return at("positions", OneOfEnum<ModelConfig::Positions>());
   }
-  if (!model.norm().empty() &&
-      !IsOneOf(model.norm(), {"layernorm", "rmsnorm"})) {
-    return at("norm", OneOf({"layernorm", "rmsnorm"}));
-  }
+  if (!IsNamed(model.norm())) return at("norm", OneOfEnum<ModelConfig::Norm>());
   const std::string attention =
       model.attention().empty() ? "mha" : model.attention();
   if (!IsOneOf(attention, {"mha", "mohd", "lorsa"})) {
     return at("attention", OneOf({"mha", "mohd", "lorsa"}));
   }
   const int64_t head_dim = model.d_model() / model.n_heads();
-  if (model.positions() == "rotary" && attention != "mohd" &&
+  if (model.positions() == ModelConfig::ROTARY && attention != "mohd" &&
       head_dim % 2 != 0) {
     return at("positions",
               absl::StrFormat("rotary needs an even head dim; d_model %d / "
@@ -452,9 +463,8 @@ absl::Status ValidateExperimentConfig(const ExperimentConfig& config,
   if (runtime.checkpoint_every_steps() < 0) {
     return error({"runtime", "checkpoint_every_steps"}, "must be >= 0");
   }
-  if (!runtime.device().empty() &&
-      !IsOneOf(runtime.device(), {"cpu", "cuda"})) {
-    return error({"runtime", "device"}, OneOf({"cpu", "cuda"}));
+  if (!IsNamed(runtime.device())) {
+    return error({"runtime", "device"}, OneOfEnum<RuntimeConfig::Device>());
   }
   if (config.has_model()) {
     if (absl::Status s = CheckModel(config.model(), error); !s.ok()) return s;

@@ -1,5 +1,5 @@
 // Every constraint an ExperimentConfig must meet before any work starts: value
-// ranges (NaN and infinities rejected), enum-like strings, and each check a
+// ranges (NaN and infinities rejected), enum values, and each check a
 // layer constructor in layers/ would make, evaluated on the values the model
 // builder derives (layers/models/gpt.cc calls the same helpers), so
 // check_config, train and every binary that loads a config agree.

@@ -64,7 +64,7 @@ ActivationFit EvaluateOnActivations(layers::SparseReplacementImpl& layer,
     const int64_t end = std::min(rows, begin + chunk);
     auto [x, y] = data.Range(begin, end);
     const torch::Tensor input = on_output ? y : x;
-    const layers::TopKCodes codes = layer.Encode(input, layer.options().k);
+    const layers::TopKCodes codes = layer.Encode(input, layer.options().top_k);
     firing.Add(codes);
     const torch::Tensor prediction = layer.DecodeSparse(input, codes);
     weighted +=
@@ -93,7 +93,7 @@ ActivationFit EvaluateLorsaOnActivations(layers::LorsaImpl& lorsa,
     const int64_t end = std::min(windows, begin + chunk);
     auto [x, y] = data.Range(begin * length, end * length);
     const layers::LorsaOutput out = lorsa.Run(
-        x.view({end - begin, length, d}) * input_scale, lorsa.options().k);
+        x.view({end - begin, length, d}) * input_scale, lorsa.options().top_k);
     const torch::Tensor prediction = out.output.reshape({-1, d}) / output_scale;
     const torch::Tensor nonzero = out.activations.ne(0).reshape({-1, heads});
     fired += nonzero.sum(0);

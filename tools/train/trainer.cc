@@ -66,7 +66,7 @@ absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
     auto dense = std::dynamic_pointer_cast<layers::DenseMlpImpl>(
         parent->model->blocks[i]->ffn);
     if (mixture && dense) {
-      const std::vector<int64_t> expert = {mixture->options().d_expert,
+      const std::vector<int64_t> expert = {mixture->options().d_ffn,
                                            mixture->options().d_model};
       if (dense->in->weight.sizes() != c10::IntArrayRef(expert)) {
         return absl::FailedPreconditionError(absl::StrCat(

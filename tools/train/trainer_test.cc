@@ -158,7 +158,7 @@ TEST(TrainerTest, MohdModelTrainsFromAConfig) {
 TEST(TrainerTest, LorsaModelTrainsFromAConfig) {
   config::ExperimentConfig config = TinyConfig();
   config.mutable_model()->set_attention("lorsa");
-  config.mutable_model()->set_positions("rotary");
+  config.mutable_model()->set_positions(config::ModelConfig::ROTARY);
   config.mutable_model()->mutable_layer_options()->set_lorsa_ov_heads(64);
   config.mutable_model()->mutable_layer_options()->set_lorsa_top_k(8);
   config.mutable_budget()->set_max_steps(4);
