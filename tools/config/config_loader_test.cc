@@ -113,7 +113,7 @@ TEST(ConfigLoaderTest, RangeChecks) {
               HasSubstr("field 'runtime.threads': must be in [0, 1024]"));
   // A closed set is a proto enum: the parser names file, line and column.
   EXPECT_EQ(ErrorOf("runtime { device: TPU }"),
-            "cfg.textproto:1:19: field 'device': Unknown enumeration value of "
+            "cfg.textproto:1:11: field 'device': Unknown enumeration value of "
             "\"TPU\" for field \"device\".");
   EXPECT_THAT(ErrorOf("optimizer { learning_rate: 1e-3 beta2: 1.0 }"),
               HasSubstr("field 'optimizer.beta2': must be in [0, 1)"));
