@@ -1,0 +1,102 @@
+#include "analysis/replacement/replacement_frontier.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/common/status_macros.h"
+#include "tools/train/replacement_metrics.h"
+
+namespace sparse_layers::analysis {
+
+double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = mxd.experts.size(0);
+  samples = std::min<int64_t>(samples, n);
+  double total = 0;
+  for (int i = 0; i < samples; ++i) {
+    const int64_t expert = i * n / samples;
+    total +=
+        train::NormalisedRank(mxd.decoder * mxd.experts[expert].unsqueeze(0));
+  }
+  return total / samples;
+}
+
+absl::StatusOr<std::string> EvaluateReplacements(
+    layers::LoadedModel& base, const std::string& base_path,
+    const datasets::TokenShardSet& tokens,
+    const datasets::ActivationSet& activations,
+    const std::vector<std::string>& replacement_paths,
+    const ReplacementFrontierOptions& options) {
+  RETURN_IF_ERROR(activations.CheckMadeFrom(base_path));
+  if (options.rows <= 0) {  // 0 rows would average to NaN.
+    return absl::InvalidArgumentError("--rows must be > 0");
+  }
+  const int length = base.config.data().sequence_length() > 0
+                         ? base.config.data().sequence_length()
+                         : base.model->options().context_length;
+  ASSIGN_OR_RETURN(
+      const datasets::BatchSampler sampler,
+      datasets::BatchSampler::Create(&tokens, options.batch_size, length,
+                                     base.config.runtime().seed()));
+  const int batches = options.batches;
+  const int layer = activations.manifest().layer();
+
+  const double ce_base = train::MeanCrossEntropy(*base.model, sampler, batches);
+  base.model->ReplaceFfn(
+      layer, [](const torch::Tensor& x) { return torch::zeros_like(x); });
+  const double ce_zero = train::MeanCrossEntropy(*base.model, sampler, batches);
+  std::fprintf(stderr,
+               "evaluate_replacements: base CE %.4f, block %d FFN "
+               "zero-ablated %.4f\n",
+               ce_base, layer, ce_zero);
+
+  std::string csv =
+      "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
+      "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
+      "mean_expert_rank,seed\n";
+  for (const std::string& path : replacement_paths) {
+    ASSIGN_OR_RETURN(const layers::LoadedReplacement replacement,
+                     layers::LoadReplacement(path));
+    const layers::LoadedModel& fitted = replacement.loaded;
+    const config::FfnReplacement& spec = replacement.spec;
+    layers::SparseReplacementImpl& sparse = *replacement.layer;
+    RETURN_IF_ERROR(layers::CheckFittedOn(replacement, path, base, base_path));
+    if (spec.layer() != layer) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " replaces block ", spec.layer(),
+                       ", the cache is of block ", layer));
+    }
+    const double ce = train::MeanCrossEntropy(*fitted.model, sampler, batches);
+    const train::ActivationFit codes = train::EvaluateOnActivations(
+        sparse, activations, spec.on_output(), options.rows, /*chunk=*/4096);
+    const auto* mxd = dynamic_cast<const layers::MxdImpl*>(&sparse);
+    const std::string rank =
+        mxd ? absl::StrFormat("%.4f",
+                              MeanExpertRank(*mxd, options.rank_experts))
+            : "";
+    int64_t parameters = 0;
+    for (const torch::Tensor& p : sparse.parameters()) parameters += p.numel();
+    absl::StrAppendFormat(&csv,
+                          "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
+                          "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d\n",
+                          options.base_name, fitted.config.name(), spec.ffn(),
+                          sparse.options().top_k, spec.expansion(),
+                          sparse.units(), parameters, ce, ce_base, ce_zero,
+                          ce_zero - ce_base,
+                          train::CeRecovered(ce_base, ce_zero, ce), codes.nmse,
+                          codes.relative_mse, codes.l0, codes.dead_fraction,
+                          rank, fitted.config.runtime().seed());
+    std::fprintf(stderr,
+                 "evaluate_replacements: %s: CE %.4f, NMSE %.4f, l0 %.1f\n",
+                 fitted.config.name().c_str(), ce, codes.nmse, codes.l0);
+  }
+  return csv;
+}
+
+}  // namespace sparse_layers::analysis
