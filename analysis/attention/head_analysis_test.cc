@@ -69,13 +69,14 @@ TEST(HeadAnalysisTest, LorsaZPatternScoresFollowThePlantedPatterns) {
 }
 
 TEST(HeadAnalysisTest, HeadOutputsSumToTheLayerOutput) {
-  layers::CausalAttentionOptions options;
+  layers::AttentionOptions options;
   options.d_model = 16;
   options.n_heads = 4;
   options.context_length = 8;
   options.rotary = true;
   torch::manual_seed(2);
-  layers::CausalSelfAttentionImpl attention(options, "blocks.0.attn.");
+  options.hook_prefix = "blocks.0.attn.";
+  layers::CausalSelfAttentionImpl attention(options);
   const torch::Tensor x = torch::randn({2, 8, 16});
   torch::NoGradGuard no_grad;
   const HeadOutputs heads = MhsaHeadOutputs(attention, x);

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "layers/core/layer_variants.h"
 #include "layers/hooks/hook_point.h"
+#include "tools/config/layer_shapes.h"
 
 namespace sparse_layers::layers {
 
@@ -71,10 +72,13 @@ class AttentionRegistry {
   static std::vector<std::string> Names();
 };
 
-// `static AttentionRegistration kRegistration("name", factory);` in a .cc
-// linked with alwayslink = True.
+// `static AttentionRegistration kRegistration("name", shape, factory);` in a
+// .cc linked with alwayslink = True: the factory, and the size constraints
+// the config validator checks before the factory ever runs.
 struct AttentionRegistration {
-  AttentionRegistration(const std::string& name, AttentionFactory factory) {
+  AttentionRegistration(const std::string& name, config::AttentionShape shape,
+                        AttentionFactory factory) {
+    config::RegisterAttentionShape(name, shape);
     AttentionRegistry::Register(name, std::move(factory));
   }
 };

@@ -5,22 +5,17 @@
 namespace sparse_layers::layers {
 namespace {
 
-const AttentionRegistration kMha("mha", [](const AttentionOptions& options) {
-  CausalAttentionOptions mha;
-  mha.d_model = options.d_model;
-  mha.n_heads = options.n_heads;
-  mha.context_length = options.context_length;
-  mha.rotary = options.rotary;
-  mha.qk_norm = options.qk_norm;
-  mha.n_layers = options.n_layers;
-  return std::make_shared<CausalSelfAttentionImpl>(mha, options.hook_prefix);
-});
+const AttentionRegistration kMha(
+    "mha", config::AttentionShape::kMultiHead,
+    [](const AttentionOptions& options) {
+      return std::make_shared<CausalSelfAttentionImpl>(options);
+    });
 
 }  // namespace
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(
-    const CausalAttentionOptions& options, const std::string& hook_prefix)
-    : hook_pattern(hook_prefix + "hook_pattern"), options_(options) {
+    const AttentionOptions& options)
+    : hook_pattern(options.hook_prefix + "hook_pattern"), options_(options) {
   TORCH_CHECK(options.d_model % options.n_heads == 0,
               "d_model must be divisible by n_heads");
   qkv = register_module(

@@ -16,24 +16,13 @@
 
 namespace sparse_layers::layers {
 
-struct CausalAttentionOptions {
-  int64_t d_model = 0;
-  int64_t n_heads = 0;
-  int64_t context_length = 0;
-  bool rotary = false;
-  // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
-  int64_t n_layers = 1;
-  // RMSNorm of q and k over the head dimension, one gain shared by all heads,
-  // before the rotary positions (the backbone of the sgatlin authors' code;
-  // not in the paper).
-  bool qk_norm = false;
-};
-
-// Registered as attention "mha".
+// Registered as attention "mha"; reads d_model, n_heads, context_length,
+// rotary, qk_norm (RMSNorm of q and k over the head dimension, one gain shared
+// by all heads, before the rotary positions: the backbone of the sgatlin
+// authors' code, not in the paper), n_layers and hook_prefix.
 class CausalSelfAttentionImpl : public AttentionImpl {
  public:
-  CausalSelfAttentionImpl(const CausalAttentionOptions& options,
-                          const std::string& hook_prefix);
+  explicit CausalSelfAttentionImpl(const AttentionOptions& options);
 
   // x: (B, T, d_model) -> (B, T, d_model).
   torch::Tensor forward(const torch::Tensor& x) override;
@@ -43,7 +32,7 @@ class CausalSelfAttentionImpl : public AttentionImpl {
   int64_t ForwardFlopsPerToken(int64_t sequence_length) const override;
   std::vector<HookPoint*> HookPoints() override { return {&hook_pattern}; }
 
-  const CausalAttentionOptions& options() const { return options_; }
+  const AttentionOptions& options() const { return options_; }
   torch::nn::Linear qkv{nullptr};
   torch::nn::Linear out{nullptr};
   RmsNorm query_norm{nullptr};  // qk_norm only.
@@ -52,7 +41,7 @@ class CausalSelfAttentionImpl : public AttentionImpl {
   HookPoint hook_pattern;
 
  private:
-  CausalAttentionOptions options_;
+  AttentionOptions options_;
   RotaryEmbedding rotary_;
   CausalMask causal_mask_;
 };

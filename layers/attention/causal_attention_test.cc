@@ -10,11 +10,11 @@ namespace {
 
 TEST(CausalAttentionTest, MatchesPerHeadReferenceAndIsCausal) {
   torch::manual_seed(2);
-  CausalAttentionOptions options;
+  AttentionOptions options;
   options.d_model = 12;
   options.n_heads = 3;
   options.context_length = 8;
-  CausalSelfAttention attention(options, "");
+  CausalSelfAttention attention(options);
   const torch::Tensor x = torch::randn({2, 5, 12});
   const torch::Tensor y = attention(x);
 
@@ -48,11 +48,11 @@ TEST(CausalAttentionTest, MatchesPerHeadReferenceAndIsCausal) {
 }
 
 TEST(CausalAttentionTest, FlopCountFollowsKaplan) {
-  CausalAttentionOptions options;
+  AttentionOptions options;
   options.d_model = 128;
   options.n_heads = 4;
   options.context_length = 256;
-  CausalSelfAttention attention(options, "");
+  CausalSelfAttention attention(options);
   // 2 * 4 d^2 (projections) + 2 * 2 T d (scores and mixing).
   EXPECT_EQ(attention->ForwardFlopsPerToken(256),
             2 * 4 * 128 * 128 + 2 * 2 * 256 * 128);

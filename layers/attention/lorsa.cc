@@ -7,20 +7,23 @@
 namespace sparse_layers::layers {
 namespace {
 
-const AttentionRegistration kLorsa(
-    "lorsa", [](const AttentionOptions& options) {
-      LorsaOptions lorsa;
-      lorsa.d_model = options.d_model;
-      lorsa.qk_heads = options.n_heads;
-      lorsa.qk_dim = options.qk_dim > 0 ? options.qk_dim
-                                        : options.d_model / options.n_heads;
-      lorsa.ov_heads = options.ov_heads;
-      lorsa.top_k = options.lorsa_top_k;
-      lorsa.context_length = options.context_length;
-      lorsa.rotary = options.rotary;
-      lorsa.relu = options.relu;
-      return std::make_shared<LorsaImpl>(lorsa);
-    });
+const AttentionRegistration kLorsa("lorsa", config::AttentionShape::kLorsa,
+                                   [](const AttentionOptions& options) {
+                                     LorsaOptions lorsa;
+                                     lorsa.d_model = options.d_model;
+                                     lorsa.qk_heads = options.n_heads;
+                                     lorsa.qk_dim = options.qk_dim > 0
+                                                        ? options.qk_dim
+                                                        : options.d_model /
+                                                              options.n_heads;
+                                     lorsa.ov_heads = options.ov_heads;
+                                     lorsa.top_k = options.lorsa_top_k;
+                                     lorsa.context_length =
+                                         options.context_length;
+                                     lorsa.rotary = options.rotary;
+                                     lorsa.relu = options.relu;
+                                     return std::make_shared<LorsaImpl>(lorsa);
+                                   });
 
 }  // namespace
 

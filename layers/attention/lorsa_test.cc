@@ -61,12 +61,12 @@ TEST(LorsaTest, KeepsExactlyKHeadsAndIsCausal) {
 
 TEST(LorsaTest, EqualsTheAttentionLayerItCopiesAtKEqualsH) {
   torch::manual_seed(2);
-  CausalAttentionOptions attention_options;
+  AttentionOptions attention_options;
   attention_options.d_model = 16;
   attention_options.n_heads = 4;
   attention_options.context_length = 12;
   attention_options.rotary = true;
-  CausalSelfAttention attention(attention_options, "");
+  CausalSelfAttention attention(attention_options);
   LorsaOptions options = Small();
   options.relu = false;
   options.top_k = 16;

@@ -18,21 +18,31 @@ double OutputStd(const FeedForwardOptions& options) {
   return 0.02 / std::sqrt(2.0 * options.n_layers);
 }
 
-FeedForwardRegistration kGelu("gelu_mlp", [](const FeedForwardOptions& o) {
-  return std::make_shared<DenseMlpImpl>(o, Activation::kGelu);
-});
-FeedForwardRegistration kRelu("relu_mlp", [](const FeedForwardOptions& o) {
-  return std::make_shared<DenseMlpImpl>(o, Activation::kRelu);
-});
-FeedForwardRegistration kSolu("solu_mlp", [](const FeedForwardOptions& o) {
-  return std::make_shared<DenseMlpImpl>(o, Activation::kSolu);
-});
-FeedForwardRegistration kSwiGlu("swiglu", [](const FeedForwardOptions& o) {
-  return std::make_shared<GatedMlpImpl>(o, Activation::kSilu);
-});
-FeedForwardRegistration kGeGlu("geglu", [](const FeedForwardOptions& o) {
-  return std::make_shared<GatedMlpImpl>(o, Activation::kGelu);
-});
+FeedForwardRegistration kGelu("gelu_mlp", config::FfnShape::kDense,
+                              [](const FeedForwardOptions& o) {
+                                return std::make_shared<DenseMlpImpl>(
+                                    o, Activation::kGelu);
+                              });
+FeedForwardRegistration kRelu("relu_mlp", config::FfnShape::kDense,
+                              [](const FeedForwardOptions& o) {
+                                return std::make_shared<DenseMlpImpl>(
+                                    o, Activation::kRelu);
+                              });
+FeedForwardRegistration kSolu("solu_mlp", config::FfnShape::kDense,
+                              [](const FeedForwardOptions& o) {
+                                return std::make_shared<DenseMlpImpl>(
+                                    o, Activation::kSolu);
+                              });
+FeedForwardRegistration kSwiGlu("swiglu", config::FfnShape::kDense,
+                                [](const FeedForwardOptions& o) {
+                                  return std::make_shared<GatedMlpImpl>(
+                                      o, Activation::kSilu);
+                                });
+FeedForwardRegistration kGeGlu("geglu", config::FfnShape::kDense,
+                               [](const FeedForwardOptions& o) {
+                                 return std::make_shared<GatedMlpImpl>(
+                                     o, Activation::kGelu);
+                               });
 
 }  // namespace
 

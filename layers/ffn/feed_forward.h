@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "layers/core/layer_variants.h"
 #include "layers/hooks/hook_point.h"
+#include "tools/config/layer_shapes.h"
 
 namespace sparse_layers::layers {
 
@@ -64,10 +65,13 @@ class FeedForwardRegistry {
   static std::vector<std::string> Names();
 };
 
-// `static FeedForwardRegistration kRegistration("name", factory);` in a .cc
-// linked with alwayslink = True.
+// `static FeedForwardRegistration kRegistration("name", shape, factory);` in
+// a .cc linked with alwayslink = True: the factory, and the size constraints
+// the config validator checks before the factory ever runs.
 struct FeedForwardRegistration {
-  FeedForwardRegistration(const std::string& name, FeedForwardFactory factory) {
+  FeedForwardRegistration(const std::string& name, config::FfnShape shape,
+                          FeedForwardFactory factory) {
+    config::RegisterFfnShape(name, shape);
     FeedForwardRegistry::Register(name, std::move(factory));
   }
 };

@@ -7,12 +7,14 @@
 namespace sparse_layers::layers {
 namespace {
 
-FeedForwardRegistration kGlu("gpt_oss_glu", [](const FeedForwardOptions& o) {
-  return std::make_shared<ClampedGluImpl>(o);
-});
-FeedForwardRegistration kMoe("gpt_oss_moe", [](const FeedForwardOptions& o) {
-  return std::make_shared<GptOssMoeImpl>(o);
-});
+FeedForwardRegistration kGlu("gpt_oss_glu", config::FfnShape::kDense,
+                             [](const FeedForwardOptions& o) {
+                               return std::make_shared<ClampedGluImpl>(o);
+                             });
+FeedForwardRegistration kMoe("gpt_oss_moe", config::FfnShape::kMixture,
+                             [](const FeedForwardOptions& o) {
+                               return std::make_shared<GptOssMoeImpl>(o);
+                             });
 
 torch::Tensor Normal(std::vector<int64_t> shape, double std) {
   return torch::randn(shape) * std;

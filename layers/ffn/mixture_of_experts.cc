@@ -30,14 +30,15 @@ std::shared_ptr<FeedForwardImpl> Make(const FeedForwardOptions& o) {
 
 using Router = MixtureOptions::Router;
 // MoE-X (arXiv:2503.07639) Table 1 / Table 3 variants.
-FeedForwardRegistration kSwitch("switch",
+FeedForwardRegistration kSwitch("switch", config::FfnShape::kMixture,
                                 Make<Activation::kGelu, Router::kLearned>);
-FeedForwardRegistration kMoeX("moe_x",
+FeedForwardRegistration kMoeX("moe_x", config::FfnShape::kMixture,
                               Make<Activation::kRelu, Router::kSparsityAware>);
 FeedForwardRegistration kGeluSparsity(
-    "moe_gelu_sparsity_router",
+    "moe_gelu_sparsity_router", config::FfnShape::kMixture,
     Make<Activation::kGelu, Router::kSparsityAware>);
 FeedForwardRegistration kReluLearned("moe_relu_topk_router",
+                                     config::FfnShape::kMixture,
                                      Make<Activation::kRelu, Router::kLearned>);
 
 }  // namespace

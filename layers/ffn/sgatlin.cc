@@ -34,29 +34,38 @@ std::shared_ptr<FeedForwardImpl> Make(const FeedForwardOptions& o, Act act,
 }
 
 // model.n_experts is the channel count C, model.d_ffn the neurons per channel.
-FeedForwardRegistration kSgatlin("sgatlin", [](const FeedForwardOptions& o) {
-  return Make(o, Act::kIdentity, Router::kProductDense, false);
-});
-FeedForwardRegistration kRelu("sgatlin_relu", [](const FeedForwardOptions& o) {
-  return Make(o, Act::kRelu, Router::kProductDense, false);
-});
-FeedForwardRegistration kGelu("sgatlin_gelu", [](const FeedForwardOptions& o) {
-  return Make(o, Act::kGelu, Router::kProductDense, false);
-});
-FeedForwardRegistration kSwish("sgatlin_swish",
+FeedForwardRegistration kSgatlin("sgatlin", config::FfnShape::kProductKey,
+                                 [](const FeedForwardOptions& o) {
+                                   return Make(o, Act::kIdentity,
+                                               Router::kProductDense, false);
+                                 });
+FeedForwardRegistration kRelu("sgatlin_relu", config::FfnShape::kProductKey,
+                              [](const FeedForwardOptions& o) {
+                                return Make(o, Act::kRelu,
+                                            Router::kProductDense, false);
+                              });
+FeedForwardRegistration kGelu("sgatlin_gelu", config::FfnShape::kProductKey,
+                              [](const FeedForwardOptions& o) {
+                                return Make(o, Act::kGelu,
+                                            Router::kProductDense, false);
+                              });
+FeedForwardRegistration kSwish("sgatlin_swish", config::FfnShape::kProductKey,
                                [](const FeedForwardOptions& o) {
                                  return Make(o, Act::kSwish,
                                              Router::kProductDense, false);
                                });
 FeedForwardRegistration kPeerRouter("sgatlin_peer_router",
+                                    config::FfnShape::kProductKey,
                                     [](const FeedForwardOptions& o) {
                                       return Make(o, Act::kIdentity,
                                                   Router::kProductKeyValue,
                                                   false);
                                     });
-FeedForwardRegistration kPeer("peer", [](const FeedForwardOptions& o) {
-  return Make(o, Act::kGelu, Router::kProductKeyValue, true);
-});
+FeedForwardRegistration kPeer("peer", config::FfnShape::kProductKey,
+                              [](const FeedForwardOptions& o) {
+                                return Make(o, Act::kGelu,
+                                            Router::kProductKeyValue, true);
+                              });
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "layers/mohd/mohd.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/config/config_validator.h"
+#include "tools/config/layer_shapes.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -384,10 +385,27 @@ TEST(GptTest, ConfigErrorsAreClear) {
   EXPECT_EQ(GptOptionsFromConfig(model)->d_ffn, 53);
 }
 
-// The validator checks each layer's constraints by name, so a layer added to
-// the registry without a validator entry would skip them.
-TEST(GptTest, TheValidatorKnowsEveryRegisteredFfn) {
-  EXPECT_EQ(config::KnownFfnNames(), FeedForwardRegistry::Names());
+// Each layer declares its shape where it registers, so the validator knows
+// every linked layer, and a config naming an unlinked one fails there.
+TEST(GptTest, EveryRegisteredLayerDeclaresItsShape) {
+  EXPECT_EQ(config::FfnNames(), FeedForwardRegistry::Names());
+  EXPECT_EQ(config::AttentionNames(), AttentionRegistry::Names());
+  EXPECT_EQ(config::FindFfnShape("peer"), config::FfnShape::kProductKey);
+  EXPECT_EQ(config::FindFfnShape("mxd_swiglu"), config::FfnShape::kMxd);
+  EXPECT_EQ(config::FindFfnShape("mohd_swiglu"), config::FfnShape::kMohd);
+  EXPECT_EQ(config::FindAttentionShape("lorsa"),
+            config::AttentionShape::kLorsa);
+  config::ModelConfig model;
+  model.set_vocab_size(16);
+  model.set_context_length(8);
+  model.set_d_model(8);
+  model.set_n_layers(1);
+  model.set_n_heads(2);
+  model.set_ffn("sgatlin");
+  model.set_d_ffn(30);
+  EXPECT_EQ(GptOptionsFromConfig(model).status().message(),
+            "field 'model.d_ffn': sgatlin needs a perfect-square d_ffn (n^2 "
+            "product-key experts), got 30");
 }
 
 }  // namespace

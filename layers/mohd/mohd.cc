@@ -11,7 +11,7 @@ namespace {
 // layer_options say otherwise (the paper's 3-shared-of-4 default shape,
 // arXiv:2412.05644 Table 3).
 FeedForwardRegistration kMohdFfn(
-    "mohd_swiglu", [](const FeedForwardOptions& o) {
+    "mohd_swiglu", config::FfnShape::kMohd, [](const FeedForwardOptions& o) {
       auto ffn = std::make_shared<MohdFfnImpl>(
           MohdOptionsFor(o.d_model, o.n_experts, o.top_k, o.variants), o.d_ffn,
           o.n_layers);
@@ -20,14 +20,15 @@ FeedForwardRegistration kMohdFfn(
     });
 
 // The same N and K (model.n_experts, model.top_k) on the attention side.
-AttentionRegistration kMohdAttention("mohd", [](const AttentionOptions& o) {
-  auto attention = std::make_shared<MohdAttentionImpl>(
-      MohdOptionsFor(o.d_model, o.n_experts, o.top_k, o.variants),
-      o.inner > 0 ? o.inner : o.d_model, o.n_heads, o.context_length,
-      o.n_layers);
-  attention->gather_sparse = o.variants.gather_sparse;
-  return attention;
-});
+AttentionRegistration kMohdAttention(
+    "mohd", config::AttentionShape::kMohd, [](const AttentionOptions& o) {
+      auto attention = std::make_shared<MohdAttentionImpl>(
+          MohdOptionsFor(o.d_model, o.n_experts, o.top_k, o.variants),
+          o.inner > 0 ? o.inner : o.d_model, o.n_heads, o.context_length,
+          o.n_layers);
+      attention->gather_sparse = o.variants.gather_sparse;
+      return attention;
+    });
 
 // The tokens that selected each routed sub-dim (undefined for shared ones).
 std::vector<torch::Tensor> TokensPerSubDim(const MohdOptions& o,

@@ -87,12 +87,12 @@ TEST(MohdAttentionTest, AllSubDimsActiveWithAZeroRouterIsDenseAttention) {
     torch::NoGradGuard no_grad;
     mohd->gate->router.zero_();
   }
-  CausalAttentionOptions options;
+  AttentionOptions options;
   options.d_model = 16;
   options.n_heads = 4;
   options.context_length = 12;
   options.rotary = true;
-  CausalSelfAttention dense(options, "");
+  CausalSelfAttention dense(options);
   {
     torch::NoGradGuard no_grad;
     dense->qkv->weight.copy_(

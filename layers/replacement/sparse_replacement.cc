@@ -27,7 +27,7 @@ ReplacementOptions FromFeedForward(const FeedForwardOptions& o,
   return options;
 }
 
-FeedForwardRegistration kTranscoder("transcoder",
+FeedForwardRegistration kTranscoder("transcoder", config::FfnShape::kTopK,
                                     [](const FeedForwardOptions& o) {
                                       return std::make_shared<TranscoderImpl>(
                                           FromFeedForward(o, 0, true),
@@ -35,18 +35,23 @@ FeedForwardRegistration kTranscoder("transcoder",
                                     });
 // D starts at zero, so unit-norm rows are off unless asked for.
 FeedForwardRegistration kSkipTranscoder(
-    "skip_transcoder", [](const FeedForwardOptions& o) {
+    "skip_transcoder", config::FfnShape::kTopK,
+    [](const FeedForwardOptions& o) {
       return std::make_shared<TranscoderImpl>(FromFeedForward(o, 0, false),
                                               /*skip=*/true);
     });
-FeedForwardRegistration kTopKSae("topk_sae", [](const FeedForwardOptions& o) {
-  return std::make_shared<TopKSaeImpl>(FromFeedForward(o, 0, true));
-});
-FeedForwardRegistration kMxdGelu("mxd_gelu", [](const FeedForwardOptions& o) {
-  return std::make_shared<MxdImpl>(FromFeedForward(o, o.n_experts, true),
-                                   MxdImpl::Encoder::kGelu);
-});
-FeedForwardRegistration kMxdSwiGlu("mxd_swiglu",
+FeedForwardRegistration kTopKSae("topk_sae", config::FfnShape::kTopK,
+                                 [](const FeedForwardOptions& o) {
+                                   return std::make_shared<TopKSaeImpl>(
+                                       FromFeedForward(o, 0, true));
+                                 });
+FeedForwardRegistration kMxdGelu("mxd_gelu", config::FfnShape::kMxd,
+                                 [](const FeedForwardOptions& o) {
+                                   return std::make_shared<MxdImpl>(
+                                       FromFeedForward(o, o.n_experts, true),
+                                       MxdImpl::Encoder::kGelu);
+                                 });
+FeedForwardRegistration kMxdSwiGlu("mxd_swiglu", config::FfnShape::kMxd,
                                    [](const FeedForwardOptions& o) {
                                      return std::make_shared<MxdImpl>(
                                          FromFeedForward(o, o.n_experts, true),

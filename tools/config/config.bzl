@@ -17,8 +17,8 @@ def experiment_config(name, base, scales, overlays = [], visibility = None, tags
         name = name,
         srcs = [base] + by_scale({scale: [overlay] for scale, overlay in scales.items()}) + overlays,
         outs = [name + ".textproto"],
-        exec_tools = ["//tools/config:check_config"],
-        cmd = "$(location //tools/config:check_config) --out=$@ $(SRCS) >/dev/null",
+        exec_tools = ["//layers/models:check_config"],
+        cmd = "$(location //layers/models:check_config) --out=$@ $(SRCS) >/dev/null",
         visibility = visibility,
         tags = tags,
     )

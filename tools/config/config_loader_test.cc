@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tools/config/layer_shapes.h"
 
 namespace sparse_layers::config {
 namespace {
@@ -16,6 +17,34 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 const char kData[] = "tools/config/testdata/";
+
+// The catalog the layers would register (layers/ffn, layers/mohd,
+// layers/replacement, layers/attention): the validator is tested against the
+// shapes, apart from which layers a binary links.
+[[maybe_unused]] const bool kShapes = [] {
+  using config::AttentionShape;
+  using config::FfnShape;
+  for (const char* name : {"gelu_mlp", "geglu", "gpt_oss_glu"}) {
+    RegisterFfnShape(name, FfnShape::kDense);
+  }
+  for (const char* name : {"switch", "moe_x", "gpt_oss_moe"}) {
+    RegisterFfnShape(name, FfnShape::kMixture);
+  }
+  for (const char* name : {"sgatlin", "peer"}) {
+    RegisterFfnShape(name, FfnShape::kProductKey);
+  }
+  RegisterFfnShape("mohd_swiglu", FfnShape::kMohd);
+  for (const char* name : {"transcoder", "skip_transcoder", "topk_sae"}) {
+    RegisterFfnShape(name, FfnShape::kTopK);
+  }
+  for (const char* name : {"mxd_gelu", "mxd_swiglu"}) {
+    RegisterFfnShape(name, FfnShape::kMxd);
+  }
+  RegisterAttentionShape("mha", AttentionShape::kMultiHead);
+  RegisterAttentionShape("mohd", AttentionShape::kMohd);
+  RegisterAttentionShape("lorsa", AttentionShape::kLorsa);
+  return true;
+}();
 
 std::string ErrorOf(absl::string_view text) {
   absl::StatusOr<ExperimentConfig> config =
@@ -207,7 +236,8 @@ TEST_F(ConstraintTest, RegistryNamesAndEnums) {
   EXPECT_EQ(Reject("model { architecture: \"llama\" }"),
             "field 'model.architecture': must be \"gpt\"");
   EXPECT_EQ(Reject("model { attention: \"linear\" }"),
-            "field 'model.attention': must be \"mha\", \"mohd\", \"lorsa\"");
+            "field 'model.attention': unknown attention 'linear'; known: "
+            "lorsa, mha, mohd");
   EXPECT_THAT(Reject("model { ffn: \"gelu\" }"),
               StartsWith("field 'model.ffn': unknown ffn 'gelu'; known: "
                          "geglu, gelu_mlp, "));
@@ -304,8 +334,8 @@ TEST_F(ConstraintTest, ReplacementOptions) {
   EXPECT_EQ(Reject("model { replacement { ffn: \"gelu_mlp\" top_k: 4 "
                    "expansion: 2 } }"),
             "field 'model.replacement.ffn': 'gelu_mlp' is not a replacement "
-            "layer (transcoder, skip_transcoder, topk_sae, mxd_gelu, "
-            "mxd_swiglu or lorsa)");
+            "layer (skip_transcoder, topk_sae, transcoder, mxd_gelu, "
+            "mxd_swiglu, lorsa)");
   EXPECT_THAT(Reject("model { replacement { ffn: \"tc\" top_k: 4 "
                      "expansion: 2 } }"),
               StartsWith("field 'model.replacement.ffn': unknown ffn 'tc'"));

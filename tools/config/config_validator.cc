@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
+#include "tools/config/layer_shapes.h"
 #include "tools/config/parameter_matching.h"
 
 namespace sparse_layers::config {
@@ -23,46 +24,6 @@ constexpr int64_t kMaxWidth = int64_t{1} << 20;
 constexpr int64_t kMaxVocabulary = int64_t{1} << 16;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxThreads = 1024;
-
-// How an FFN family reads model.{d_ffn, n_experts, top_k}: the constraints of
-// its constructor (layers/ffn, layers/mohd, layers/replacement).
-enum class Family {
-  kDense,
-  kMixture,     // 0 < top_k <= n_experts (mixture_of_experts, gpt_oss_glu).
-  kProductKey,  // d_ffn = n^2, top_k < n (sgatlin.cc; n_experts = channels).
-  kMohd,        // N | d_model, S <= K <= N (mohd.cc).
-  kTopK,        // 0 < top_k <= d_ffn (topk.cc).
-  kMxd,         // kTopK and n_experts > 0.
-};
-
-const std::map<std::string, Family>& Families() {
-  static const auto* families = new std::map<std::string, Family>{
-      {"gelu_mlp", Family::kDense},
-      {"relu_mlp", Family::kDense},
-      {"solu_mlp", Family::kDense},
-      {"swiglu", Family::kDense},
-      {"geglu", Family::kDense},
-      {"gpt_oss_glu", Family::kDense},
-      {"switch", Family::kMixture},
-      {"moe_x", Family::kMixture},
-      {"moe_gelu_sparsity_router", Family::kMixture},
-      {"moe_relu_topk_router", Family::kMixture},
-      {"gpt_oss_moe", Family::kMixture},
-      {"sgatlin", Family::kProductKey},
-      {"sgatlin_relu", Family::kProductKey},
-      {"sgatlin_gelu", Family::kProductKey},
-      {"sgatlin_swish", Family::kProductKey},
-      {"sgatlin_peer_router", Family::kProductKey},
-      {"peer", Family::kProductKey},
-      {"mohd_swiglu", Family::kMohd},
-      {"transcoder", Family::kTopK},
-      {"skip_transcoder", Family::kTopK},
-      {"topk_sae", Family::kTopK},
-      {"mxd_gelu", Family::kMxd},
-      {"mxd_swiglu", Family::kMxd},
-  };
-  return *families;
-}
 
 // NaN fails every comparison, so ranges are written as what is accepted.
 bool InRange(double value, double low, double high) {
@@ -93,11 +54,6 @@ std::string OneOfEnum() {
   for (int i = 0; i < e->value_count(); ++i)
     names.push_back(e->value(i)->name());
   return absl::StrCat("must be one of ", absl::StrJoin(names, ", "));
-}
-
-bool IsOneOf(const std::string& value,
-             std::initializer_list<absl::string_view> choices) {
-  return std::find(choices.begin(), choices.end(), value) != choices.end();
 }
 
 // MoHD (attention or FFN): N sub-dims of width d_model / N, K active, S shared.
@@ -138,19 +94,19 @@ absl::Status CheckFfn(const ModelConfig& model, const std::string& name,
     return replacement ? error({"model", "replacement", leaf}, text)
                        : error({"model", leaf}, text);
   };
-  const auto family = Families().find(name);
-  if (family == Families().end()) {
+  const std::optional<FfnShape> shape = FindFfnShape(name);
+  if (!shape.has_value()) {
     return at("ffn", absl::StrCat("unknown ffn '", name, "'; known: ",
-                                  absl::StrJoin(KnownFfnNames(), ", ")));
+                                  absl::StrJoin(FfnNames(), ", ")));
   }
   if (d_ffn <= 0 || d_ffn > kMaxWidth) {
     return at("d_ffn", absl::StrFormat("the %s width %d must be in [1, %d]",
                                        name, d_ffn, kMaxWidth));
   }
-  switch (family->second) {
-    case Family::kDense:
+  switch (*shape) {
+    case FfnShape::kDense:
       return absl::OkStatus();
-    case Family::kMixture:
+    case FfnShape::kMixture:
       if (n_experts <= 0) {
         return at("n_experts", absl::StrCat(name, " needs n_experts > 0"));
       }
@@ -160,7 +116,7 @@ absl::Status CheckFfn(const ModelConfig& model, const std::string& name,
                                   name, n_experts, top_k));
       }
       return absl::OkStatus();
-    case Family::kProductKey: {
+    case FfnShape::kProductKey: {
       const int64_t n = std::llround(std::sqrt(static_cast<double>(d_ffn)));
       if (n * n != d_ffn) {
         return at("d_ffn",
@@ -176,9 +132,9 @@ absl::Status CheckFfn(const ModelConfig& model, const std::string& name,
       }
       return absl::OkStatus();
     }
-    case Family::kMohd:
+    case FfnShape::kMohd:
       return CheckMohd(model, name, error);
-    case Family::kMxd:
+    case FfnShape::kMxd:
       if (n_experts <= 0) {
         return at("n_experts",
                   replacement ? absl::StrCat(name,
@@ -188,7 +144,7 @@ absl::Status CheckFfn(const ModelConfig& model, const std::string& name,
                               : absl::StrCat(name, " needs n_experts > 0"));
       }
       [[fallthrough]];
-    case Family::kTopK:
+    case FfnShape::kTopK:
       if (top_k < 1 || top_k > d_ffn) {
         return at("top_k",
                   absl::StrFormat("%s needs top_k in [1, d_ffn %d], got %d",
@@ -216,13 +172,14 @@ absl::Status CheckReplacement(const ModelConfig& model,
   }
   if (!IsNamed(r.site())) return at("site", OneOfEnum<FfnReplacement::Site>());
   const bool attention_site = r.site() == FfnReplacement::ATTN;
-  if ((r.ffn() == "lorsa") != (attention_site && !r.on_output())) {
+  const bool lorsa = FindAttentionShape(r.ffn()) == AttentionShape::kLorsa;
+  if (lorsa != (attention_site && !r.on_output())) {
     return at("ffn",
               "at site ATTN use 'lorsa' or an on_output SAE; 'lorsa' "
               "only there");
   }
-  if (attention_site && !model.attention().empty() &&
-      model.attention() != "mha") {
+  if (attention_site &&
+      FindAttentionShape(AttentionName(model)) != AttentionShape::kMultiHead) {
     return at("site", "site ATTN needs model.attention 'mha'");
   }
   if (r.layer() < 0 || r.layer() >= model.n_layers()) {
@@ -230,7 +187,7 @@ absl::Status CheckReplacement(const ModelConfig& model,
                                        r.layer(), model.n_layers()));
   }
   const ReplacementSizes sizes = EffectiveReplacementSizes(model);
-  if (r.ffn() == "lorsa") {
+  if (lorsa) {
     if (sizes.d_ffn <= 0) {
       return at("d_ffn", "lorsa needs d_ffn (OV heads) or an expansion");
     }
@@ -247,15 +204,21 @@ absl::Status CheckReplacement(const ModelConfig& model,
     }
     return absl::OkStatus();
   }
-  const auto family = Families().find(r.ffn());
-  if (family != Families().end() && family->second != Family::kTopK &&
-      family->second != Family::kMxd) {
-    return at("ffn", absl::StrCat("'", r.ffn(),
-                                  "' is not a replacement layer (transcoder, "
-                                  "skip_transcoder, topk_sae, mxd_gelu, "
-                                  "mxd_swiglu or lorsa)"));
+  const std::optional<FfnShape> shape = FindFfnShape(r.ffn());
+  if (shape.has_value() && shape != FfnShape::kTopK &&
+      shape != FfnShape::kMxd) {
+    std::vector<std::string> names = FfnNames(FfnShape::kTopK);
+    for (const std::string& name : FfnNames(FfnShape::kMxd)) {
+      names.push_back(name);
+    }
+    for (const std::string& name : AttentionNames(AttentionShape::kLorsa)) {
+      names.push_back(name);
+    }
+    return at("ffn",
+              absl::StrCat("'", r.ffn(), "' is not a replacement layer (",
+                           absl::StrJoin(names, ", "), ")"));
   }
-  if (family != Families().end() && sizes.d_ffn <= 0) {
+  if (shape.has_value() && sizes.d_ffn <= 0) {
     return at("d_ffn", "set d_ffn or an expansion");
   }
   return CheckFfn(model, r.ffn(), sizes.d_ffn, sizes.n_experts, r.top_k(),
@@ -333,7 +296,7 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
   // Product-key layers (sgatlin, PEER) read n_experts as the channel count
   // C and top_k as the neurons per channel (arXiv:2606.07414 App. A.1).
   const bool product_key =
-      absl::StartsWith(model.ffn(), "sgatlin") || model.ffn() == "peer";
+      FindFfnShape(FfnName(model)) == FfnShape::kProductKey;
   if (!product_key && model.n_experts() > 0 &&
       model.top_k() > model.n_experts()) {
     return at("top_k", absl::StrFormat("top_k %d exceeds n_experts %d",
@@ -343,21 +306,23 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
     return at("positions", OneOfEnum<ModelConfig::Positions>());
   }
   if (!IsNamed(model.norm())) return at("norm", OneOfEnum<ModelConfig::Norm>());
-  const std::string attention =
-      model.attention().empty() ? "mha" : model.attention();
-  if (!IsOneOf(attention, {"mha", "mohd", "lorsa"})) {
-    return at("attention", OneOf({"mha", "mohd", "lorsa"}));
+  const std::optional<AttentionShape> attention =
+      FindAttentionShape(AttentionName(model));
+  if (!attention.has_value()) {
+    return at("attention", absl::StrCat("unknown attention '",
+                                        AttentionName(model), "'; known: ",
+                                        absl::StrJoin(AttentionNames(), ", ")));
   }
   const int64_t head_dim = model.d_model() / model.n_heads();
-  if (model.positions() == ModelConfig::ROTARY && attention != "mohd" &&
-      head_dim % 2 != 0) {
+  if (model.positions() == ModelConfig::ROTARY &&
+      attention != AttentionShape::kMohd && head_dim % 2 != 0) {
     return at("positions",
               absl::StrFormat("rotary needs an even head dim; d_model %d / "
                               "n_heads %d = %d",
                               model.d_model(), model.n_heads(), head_dim));
   }
   if (absl::Status s = CheckLayerOptions(model, error); !s.ok()) return s;
-  if (attention == "mohd") {
+  if (attention == AttentionShape::kMohd) {
     if (absl::Status s = CheckMohd(model, "attention 'mohd'", error); !s.ok()) {
       return s;
     }
@@ -371,7 +336,7 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
                                 inner, model.n_heads()));
     }
   }
-  if (attention == "lorsa") {
+  if (attention == AttentionShape::kLorsa) {
     const LayerOptions& layer = model.layer_options();
     const int64_t ov_heads =
         layer.lorsa_ov_heads() > 0 ? layer.lorsa_ov_heads() : model.d_model();
@@ -388,7 +353,7 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
                    absl::StrFormat("%d exceeds the %d OV heads", k, ov_heads));
     }
   }
-  if (model.qk_norm() && attention != "mha") {
+  if (model.qk_norm() && attention != AttentionShape::kMultiHead) {
     return at("qk_norm", "needs attention 'mha'");
   }
   if (model.embedding_width() != 0) {
@@ -401,10 +366,9 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
       return at("embedding_width", "needs tie_embeddings: false");
     }
   }
-  const std::string ffn = model.ffn().empty() ? "gelu_mlp" : model.ffn();
-  if (absl::Status s =
-          CheckFfn(model, ffn, EffectiveFfnWidth(model), model.n_experts(),
-                   model.top_k(), /*replacement=*/false, error);
+  if (absl::Status s = CheckFfn(model, FfnName(model), EffectiveFfnWidth(model),
+                                model.n_experts(), model.top_k(),
+                                /*replacement=*/false, error);
       !s.ok()) {
     return s;
   }
@@ -414,10 +378,12 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
 
 }  // namespace
 
-std::vector<std::string> KnownFfnNames() {
-  std::vector<std::string> names;
-  for (const auto& [name, family] : Families()) names.push_back(name);
-  return names;
+std::string FfnName(const ModelConfig& model) {
+  return model.ffn().empty() ? "gelu_mlp" : model.ffn();
+}
+
+std::string AttentionName(const ModelConfig& model) {
+  return model.attention().empty() ? "mha" : model.attention();
 }
 
 int64_t EffectiveFfnWidth(const ModelConfig& model) {
@@ -428,7 +394,7 @@ int64_t EffectiveFfnWidth(const ModelConfig& model) {
 
 ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model) {
   const FfnReplacement& r = model.replacement();
-  const bool mxd = absl::StartsWith(r.ffn(), "mxd");
+  const bool mxd = FindFfnShape(r.ffn()) == FfnShape::kMxd;
   const int64_t width = int64_t{r.expansion()} * model.d_model();
   ReplacementSizes sizes;
   sizes.d_ffn = r.d_ffn() > 0 ? r.d_ffn()

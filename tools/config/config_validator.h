@@ -2,7 +2,8 @@
 // ranges (NaN and infinities rejected), enum values, and each check a
 // layer constructor in layers/ would make, evaluated on the values the model
 // builder derives (layers/models/gpt.cc calls the same helpers), so
-// check_config, train and every binary that loads a config agree.
+// check_config, train and every binary that loads a config agree. Layer names
+// resolve through the shapes the linked layers registered (layer_shapes.h).
 #ifndef SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_VALIDATOR_H_
 #define SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_VALIDATOR_H_
 
@@ -30,9 +31,9 @@ absl::Status ValidateExperimentConfig(const ExperimentConfig& config,
 // built from configs assembled in code (GptOptionsFromConfig).
 absl::Status ValidateModelConfig(const ModelConfig& model);
 
-// The FFN names the validator knows; gpt_test keeps them equal to the layer
-// registry's, so a new layer cannot skip validation.
-std::vector<std::string> KnownFfnNames();
+// model.ffn and model.attention with their defaults ("gelu_mlp", "mha").
+std::string FfnName(const ModelConfig& model);
+std::string AttentionName(const ModelConfig& model);
 
 // model.d_ffn, or floor(ffn_alpha * d_model) with alpha 4 by default.
 int64_t EffectiveFfnWidth(const ModelConfig& model);

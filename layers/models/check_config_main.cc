@@ -26,7 +26,7 @@ absl::Status WriteCanonical(const ExperimentConfig& config,
     return absl::InternalError("cannot print the merged config");
   }
   return WriteFileAtomically(
-      path, "# Merged and validated by //tools/config:check_config.\n" + text);
+      path, "# Merged and validated by //layers/models:check_config.\n" + text);
 }
 
 absl::Status Run(const std::vector<std::string>& paths) {
