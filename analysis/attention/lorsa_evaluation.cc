@@ -150,10 +150,11 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     const datasets::ActivationSet& cache = *caches.at(block);
     const int64_t window = cache.manifest().sequence_length();
     if (!ce_zero.count(block)) {
-      model.ReplaceAttention(
-          block, [](const torch::Tensor& x) { return torch::zeros_like(x); });
+      layers::HookPoint* attention_out =
+          model.FindHook(absl::StrCat("blocks.", block, ".attn.hook_out"));
+      attention_out->Add(layers::ZeroAblationHook());
       ce_zero[block] = train::MeanCrossEntropy(model, sampler, batches);
-      model.ReplaceAttention(block, nullptr);
+      attention_out->Clear();
     }
     layers::GptImpl& spliced = *fit.loaded.model;
     train::ActivationFit metrics;

@@ -2,6 +2,9 @@
 
 #include <torch/torch.h>
 
+#include "absl/strings/str_cat.h"
+#include "layers/hooks/hook_point.h"
+
 namespace sparse_layers::analysis {
 
 FfnAblation FfnAblationCosts(layers::GptImpl& model,
@@ -9,10 +12,11 @@ FfnAblation FfnAblationCosts(layers::GptImpl& model,
   FfnAblation ablation;
   ablation.intact_cross_entropy = cross_entropy();
   for (int block = 0; block < static_cast<int>(model.blocks.size()); ++block) {
-    model.ReplaceFfn(
-        block, [](const torch::Tensor& x) { return torch::zeros_like(x); });
+    layers::HookPoint* ffn_out =
+        model.FindHook(absl::StrCat("blocks.", block, ".ffn.hook_out"));
+    ffn_out->Add(layers::ZeroAblationHook());
     ablation.costs.push_back(cross_entropy() - ablation.intact_cross_entropy);
-    model.ReplaceFfn(block, nullptr);
+    ffn_out->Clear();
   }
   return ablation;
 }

@@ -15,6 +15,10 @@ HookFn AddDirectionHook(torch::Tensor direction, double alpha) {
   };
 }
 
+HookFn ZeroAblationHook() {
+  return [](const torch::Tensor& x) { return torch::zeros_like(x); };
+}
+
 HookFn ReplaceHook(
     std::function<torch::Tensor(const torch::Tensor&)> replacement) {
   return [replacement = std::move(replacement)](const torch::Tensor& x) {

@@ -42,6 +42,10 @@ HookFn CaptureHook(std::vector<torch::Tensor>* sink);
 // Adds alpha * direction (broadcast over leading dimensions): steering.
 HookFn AddDirectionHook(torch::Tensor direction, double alpha);
 
+// Replaces the activation with zeros: zero-ablation of the layer whose output
+// the hook point is (e.g. blocks.<i>.ffn.hook_out).
+HookFn ZeroAblationHook();
+
 // Replaces the activation with replacement(activation).
 HookFn ReplaceHook(
     std::function<torch::Tensor(const torch::Tensor&)> replacement);

@@ -106,10 +106,9 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
   if (hook_resid_pre.active()) residual = hook_resid_pre(residual);
   torch::Tensor attention_in = attention_norm.forward(residual);
   if (hook_attn_in.active()) attention_in = hook_attn_in(attention_in);
-  torch::Tensor attention_out =
-      attention_replacement ? attention_replacement(attention_in)
-      : attention_stand_in  ? attention_stand_in->forward(attention_in)
-                            : attention->forward(attention_in);
+  torch::Tensor attention_out = attention_stand_in
+                                    ? attention_stand_in->forward(attention_in)
+                                    : attention->forward(attention_in);
   if (attention_sae) {
     attention_out = attention_sae->Forward(attention_out, hook_sae_codes);
   }
@@ -118,9 +117,7 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
   if (hook_resid_mid.active()) residual = hook_resid_mid(residual);
   torch::Tensor ffn_in = ffn_norm.forward(residual);
   if (hook_ffn_in.active()) ffn_in = hook_ffn_in(ffn_in);
-  torch::Tensor ffn_out = ffn_replacement
-                              ? ffn_replacement(ffn_in)
-                              : ffn->Forward(ffn_in, hook_ffn_hidden);
+  torch::Tensor ffn_out = ffn->Forward(ffn_in, hook_ffn_hidden);
   if (output_sae) ffn_out = output_sae->Forward(ffn_out, hook_sae_codes);
   if (hook_ffn_out.active()) ffn_out = hook_ffn_out(ffn_out);
   residual = residual + ffn_out;
@@ -322,14 +319,6 @@ std::vector<std::string> GptImpl::HookNames() const {
 
 void GptImpl::ClearHooks() {
   for (auto& [name, hook] : hooks_) hook->Clear();
-}
-
-void GptImpl::ReplaceFfn(int layer, LayerFn replacement) {
-  blocks.at(layer)->ffn_replacement = std::move(replacement);
-}
-
-void GptImpl::ReplaceAttention(int layer, LayerFn replacement) {
-  blocks.at(layer)->attention_replacement = std::move(replacement);
 }
 
 void GptImpl::PrepareStep() {

@@ -7,7 +7,6 @@
 
 #include <torch/torch.h>
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -70,9 +69,6 @@ struct GptOptions {
 absl::StatusOr<GptOptions> GptOptionsFromConfig(
     const config::ModelConfig& model);
 
-// A replacement for a whole sub-layer: normalised input -> output.
-using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
-
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const GptOptions& options, int index,
@@ -101,10 +97,6 @@ class BlockImpl : public torch::nn::Module {
   HookPoint hook_ffn_out;
   HookPoint hook_sae_codes;  // The output (or attention) SAE's codes.
   HookPoint hook_resid_post;
-
-  // When set, used instead of the block's own attention / FFN.
-  LayerFn attention_replacement;
-  LayerFn ffn_replacement;
 };
 TORCH_MODULE(Block);
 
@@ -137,10 +129,6 @@ class GptImpl : public torch::nn::Module {
   HookPoint* FindHook(const std::string& name);
   std::vector<std::string> HookNames() const;
   void ClearHooks();
-  // Splices `replacement` in place of block `layer`'s FFN / attention; an
-  // empty function restores the original.
-  void ReplaceFfn(int layer, LayerFn replacement);
-  void ReplaceAttention(int layer, LayerFn replacement);
 
   // The FFNs' training-step hooks (FeedForwardImpl::PrepareStep and
   // AdjustGradients), called by the trainer around every step.

@@ -87,23 +87,13 @@ TEST_P(GptVariantsTest, IdentityReplacementChangesNothing) {
     model->FindHook(name)->Add(
         ReplaceHook([](const torch::Tensor& x) { return x; }));
   }
-  // The FFN and attention of every block replaced by themselves.
-  for (int layer = 0; layer < 2; ++layer) {
-    auto ffn_module = model->blocks[layer]->ffn;
-    model->ReplaceFfn(layer, [ffn_module](const torch::Tensor& x) {
-      HookPoint none;
-      return ffn_module->Forward(x, none);
-    });
-    auto attention = model->blocks[layer]->attention;
-    model->ReplaceAttention(layer, [attention](const torch::Tensor& x) mutable {
-      return attention->forward(x);
-    });
-  }
   EXPECT_TRUE(torch::equal(model->forward(Tokens()), logits));
-  // A zero-ablated FFN does change the output.
-  model->ReplaceFfn(
-      1, [](const torch::Tensor& x) { return torch::zeros_like(x); });
+  // A zero-ablated FFN does change the output, and clearing restores it.
+  HookPoint* ffn_out = model->FindHook("blocks.1.ffn.hook_out");
+  ffn_out->Add(ZeroAblationHook());
   EXPECT_FALSE(torch::allclose(model->forward(Tokens()), logits));
+  model->ClearHooks();
+  EXPECT_TRUE(torch::equal(model->forward(Tokens()), logits));
 }
 
 INSTANTIATE_TEST_SUITE_P(
