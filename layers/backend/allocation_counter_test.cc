@@ -1,0 +1,31 @@
+#include "layers/backend/allocation_counter.h"
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+
+namespace sparse_layers::backend {
+namespace {
+
+TEST(ScopedAllocationCounterTest, CountsLiveAndPeakBytesOfCpuTensors) {
+  const torch::Tensor before = torch::zeros({1000});  // Not counted.
+  ScopedAllocationCounter counter;
+  counter.ResetPeak();
+  {
+    const torch::Tensor a = torch::empty({1024, 256});  // 1 MiB of float.
+    EXPECT_EQ(counter.LiveBytes(), 1 << 20);
+    const torch::Tensor b = torch::empty({256}, torch::kDouble);  // 2 KiB.
+    EXPECT_EQ(counter.LiveBytes(), (1 << 20) + 2048);
+  }
+  EXPECT_EQ(counter.LiveBytes(), 0);
+  EXPECT_EQ(counter.PeakExtraBytes(), (1 << 20) + 2048);
+  // A new window forgets the old peak; freeing uncounted memory changes
+  // nothing.
+  counter.ResetPeak();
+  { const torch::Tensor c = torch::empty({100}); }
+  EXPECT_EQ(counter.PeakExtraBytes(), 400);
+  EXPECT_EQ(before.size(0), 1000);
+}
+
+}  // namespace
+}  // namespace sparse_layers::backend
