@@ -9,20 +9,15 @@
 #include "absl/strings/str_split.h"
 #include "datasets/text/test_token_split.h"
 #include "gtest/gtest.h"
+#include "layers/models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {
 
 std::shared_ptr<layers::GptImpl> TinyModel() {
   torch::manual_seed(0);
-  layers::GptOptions options;
-  options.vocab_size = 50;
-  options.context_length = 16;
-  options.d_model = 16;
-  options.n_layers = 2;
-  options.n_heads = 2;
-  options.d_ffn = 32;
-  auto model = layers::GptImpl::Create(options);
+  auto model =
+      layers::GptImpl::Create(layers::testing::TinyGptOptions(50, 16, 2));
   EXPECT_TRUE(model.ok()) << model.status();
   (*model)->eval();
   return *model;

@@ -76,19 +76,16 @@ absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
 
 absl::StatusOr<std::vector<LorsaFit>> LoadLorsaFits(
     const std::vector<std::string>& paths) {
+  ASSIGN_OR_RETURN(
+      std::vector<layers::LoadedReplacement> loaded,
+      layers::LoadReplacements(paths, layers::FitKind::kAttentionSite));
   std::vector<LorsaFit> fits;
-  for (const std::string& path : paths) {
-    auto loaded = layers::LoadModel(path);
-    if (!loaded.ok()) return loaded.status();
+  for (layers::LoadedReplacement& replacement : loaded) {
     LorsaFit fit;
-    fit.spec = loaded->config.model().replacement();
-    if (fit.spec.site() != config::FfnReplacement::ATTN) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, " is not an attention-site fit"));
-    }
-    fit.name = loaded->config.name();
+    fit.spec = replacement.spec;
+    fit.name = replacement.loaded.config.name();
     fit.method = fit.spec.ffn() == "lorsa" ? "lorsa" : "sae";
-    fit.loaded = *std::move(loaded);
+    fit.loaded = std::move(replacement.loaded);
     fits.push_back(std::move(fit));
   }
   // Rows by method, block and K, the order the section's tables show them.

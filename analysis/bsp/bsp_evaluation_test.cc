@@ -16,6 +16,7 @@
 #include "datasets/chess/chess_games.h"
 #include "gtest/gtest.h"
 #include "layers/models/gpt.h"
+#include "layers/models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {
@@ -89,15 +90,10 @@ ChessGame RandomGame(int plies, unsigned seed) {
 
 std::shared_ptr<layers::GptImpl> ChessModel(const std::string& ffn) {
   torch::manual_seed(0);
-  layers::GptOptions options;
-  options.vocab_size =
-      static_cast<int64_t>(datasets::chess::kVocabulary.size());
+  layers::GptOptions options = layers::testing::TinyGptOptions(
+      static_cast<int64_t>(datasets::chess::kVocabulary.size()), 16, 4);
   options.context_length = 256;
-  options.d_model = 16;
-  options.n_layers = 4;
-  options.n_heads = 2;
   options.ffn = ffn;
-  options.d_ffn = 32;
   if (ffn != "gelu_mlp") {
     options.n_experts = 4;
     options.top_k = 2;

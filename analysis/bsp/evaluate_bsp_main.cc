@@ -16,7 +16,6 @@
 #include "datasets/chess/chess_games.h"
 #include "layers/backend/torch_init.h"
 #include "layers/backend/torch_runtime.h"
-#include "layers/models/gpt.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
@@ -54,10 +53,7 @@ absl::StatusOr<layers::LoadedModel> TrainedOrControl() {
   layers::LoadedModel control;
   ASSIGN_OR_RETURN(control.config,
                    config::LoadExperimentConfig({absl::GetFlag(FLAGS_config)}));
-  torch::manual_seed(control.config.runtime().seed());
-  ASSIGN_OR_RETURN(const layers::GptOptions options,
-                   layers::GptOptionsFromConfig(control.config.model()));
-  ASSIGN_OR_RETURN(control.model, layers::GptImpl::Create(options));
+  ASSIGN_OR_RETURN(control.model, layers::InitializeModel(control.config));
   control.model->eval();
   return control;
 }

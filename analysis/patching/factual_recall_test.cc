@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
+#include "layers/models/tiny_gpt.h"
 #include "tools/common/file_io.h"
 
 namespace sparse_layers::analysis {
@@ -83,12 +84,9 @@ TEST(ParseFactsTest, PromptsShareThePrefixAndAnswerTheFirstToken) {
 // moves the logit difference.
 TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   auto tok = datasets::LoadTestBpe();
-  config::ModelConfig config;
-  config.set_vocab_size(tok->vocab_size());
+  config::ModelConfig config =
+      layers::testing::TinyModelConfig(tok->vocab_size(), 16, 2);
   config.set_context_length(32);
-  config.set_d_model(16);
-  config.set_n_layers(2);
-  config.set_n_heads(2);
   config.set_ffn("sgatlin");
   config.set_d_ffn(64);
   config.set_n_experts(2);

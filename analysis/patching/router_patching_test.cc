@@ -5,21 +5,19 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
+#include "layers/models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {
 
 std::shared_ptr<layers::GptImpl> TinyModel(const std::string& ffn) {
-  config::ModelConfig model;
-  model.set_vocab_size(50);
-  model.set_context_length(16);
-  model.set_d_model(16);
-  model.set_n_layers(2);
-  model.set_n_heads(2);
+  config::ModelConfig model = layers::testing::TinyModelConfig(50, 16, 2);
   model.set_ffn(ffn);
-  model.set_d_ffn(ffn == "sgatlin" ? 64 : 32);
-  model.set_n_experts(ffn == "sgatlin" ? 2 : 0);
-  model.set_top_k(ffn == "sgatlin" ? 4 : 0);
+  if (ffn == "sgatlin") {
+    model.set_d_ffn(64);
+    model.set_n_experts(2);
+    model.set_top_k(4);
+  }
   model.set_d_key(8);
   model.set_positions(config::ModelConfig::ROTARY);
   torch::manual_seed(7);

@@ -29,12 +29,12 @@ const char kUnitProbingHeader[] =
 
 absl::StatusOr<std::vector<ProbedFit>> LoadProbedFits(
     const std::vector<std::string>& paths) {
+  ASSIGN_OR_RETURN(const std::vector<layers::LoadedReplacement> loaded,
+                   layers::LoadReplacements(paths));
   std::vector<ProbedFit> fits;
-  for (const std::string& path : paths) {
-    ASSIGN_OR_RETURN(layers::LoadedReplacement fitted,
-                     layers::LoadReplacement(path));
+  for (const layers::LoadedReplacement& fitted : loaded) {
     fits.push_back(
-        {path, fitted.loaded.config.name(), fitted.spec, fitted.layer});
+        {fitted.path, fitted.loaded.config.name(), fitted.spec, fitted.layer});
   }
   return fits;
 }

@@ -14,6 +14,7 @@
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
 #include "layers/hooks/hook_point.h"
+#include "layers/models/tiny_gpt.h"
 #include "tools/common/file_io.h"
 
 namespace sparse_layers::analysis {
@@ -21,13 +22,8 @@ namespace {
 
 // A random 3-block GELU model (d_model 16, FFN width 64 = 4 d_model).
 std::shared_ptr<layers::GptImpl> TinyModel(int64_t vocab_size) {
-  layers::GptOptions options;
-  options.vocab_size = vocab_size;
-  options.context_length = 16;
-  options.d_model = 16;
-  options.n_layers = 3;
-  options.n_heads = 2;
-  options.ffn = "gelu_mlp";
+  layers::GptOptions options =
+      layers::testing::TinyGptOptions(vocab_size, 16, 3);
   options.d_ffn = 64;
   torch::manual_seed(0);
   auto model = layers::GptImpl::Create(options);

@@ -7,17 +7,14 @@
 
 #include "layers/ffn/dense_mlp.h"
 #include "layers/models/gpt.h"
+#include "layers/models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {
 
 TEST(FfnAblationCostsTest, IsTheZeroAblatedMinusIntactCrossEntropyPerBlock) {
-  layers::GptOptions options;
-  options.vocab_size = 40;
+  layers::GptOptions options = layers::testing::TinyGptOptions(40, 16, 3);
   options.context_length = 12;
-  options.d_model = 16;
-  options.n_layers = 3;
-  options.n_heads = 2;
   options.ffn = "relu_mlp";
   options.d_ffn = 24;
   torch::manual_seed(0);

@@ -69,7 +69,7 @@ absl::StatusOr<std::string> EvaluateReplacements(
     const layers::LoadedModel& fitted = replacement.loaded;
     const config::FfnReplacement& spec = replacement.spec;
     layers::SparseReplacementImpl& sparse = *replacement.layer;
-    RETURN_IF_ERROR(layers::CheckFittedOn(replacement, path, base, base_path));
+    RETURN_IF_ERROR(layers::CheckFittedOn(replacement, base, base_path));
     if (spec.layer() != layer) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, " replaces block ", spec.layer(),

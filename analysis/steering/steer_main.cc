@@ -76,8 +76,8 @@ absl::Status Run(const std::vector<std::string>& fit_paths) {
   if (!tokenizer) return absl::InvalidArgumentError(error);
   ASSIGN_OR_RETURN(auto tokens,
                    datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
-  ASSIGN_OR_RETURN(const std::vector<SteeringFit> fits,
-                   LoadSteeringFits(fit_paths));
+  ASSIGN_OR_RETURN(const std::vector<layers::LoadedReplacement> fits,
+                   layers::LoadReplacements(fit_paths));
   options.base_name = absl::GetFlag(FLAGS_base_name);
   options.prompt = absl::GetFlag(FLAGS_prompt);
   options.reference_batches = absl::GetFlag(FLAGS_reference_batches);

@@ -237,23 +237,11 @@ absl::StatusOr<std::vector<double>> ParseAlphaGrid(absl::string_view text) {
   return grid;
 }
 
-absl::StatusOr<std::vector<SteeringFit>> LoadSteeringFits(
-    const std::vector<std::string>& paths) {
-  std::vector<SteeringFit> fits;
-  for (const std::string& path : paths) {
-    ASSIGN_OR_RETURN(layers::LoadedReplacement replacement,
-                     layers::LoadReplacement(path));
-    fits.push_back({path, std::move(replacement)});
-  }
-  return fits;
-}
-
-absl::StatusOr<SteeringTables> Steer(const std::string& base_path,
-                                     const layers::LoadedModel& base,
-                                     const datasets::Tokenizer& tokenizer,
-                                     const datasets::TokenShardSet& tokens,
-                                     const std::vector<SteeringFit>& fits,
-                                     const SteeringOptions& options) {
+absl::StatusOr<SteeringTables> Steer(
+    const std::string& base_path, const layers::LoadedModel& base,
+    const datasets::Tokenizer& tokenizer, const datasets::TokenShardSet& tokens,
+    const std::vector<layers::LoadedReplacement>& fits,
+    const SteeringOptions& options) {
   if (fits.empty()) {
     return absl::InvalidArgumentError(
         "no fits given: steering needs at least one fitted layer");
@@ -276,7 +264,7 @@ absl::StatusOr<SteeringTables> Steer(const std::string& base_path,
       Text(tokenizer, Generate(*run.base, run.prompt, options)[0]), "\n");
 
   // The dense baseline: the base model's own FFN neurons at the fits' block.
-  const int block = fits.front().replacement.spec.layer();
+  const int block = fits.front().spec.layer();
   layers::HookPoint* neurons =
       run.base->FindHook(absl::StrCat("blocks.", block, ".ffn.hook_hidden"));
   if (neurons == nullptr) {
@@ -287,9 +275,9 @@ absl::StatusOr<SteeringTables> Steer(const std::string& base_path,
       SteerLayer({run.base, neurons, absl::StrCat(options.base_name, "_mlp"),
                   "mlp_neurons"},
                  run));
-  for (const SteeringFit& fit : fits) {
-    const config::FfnReplacement& spec = fit.replacement.spec;
-    layers::GptImpl& model = *fit.replacement.loaded.model;
+  for (const layers::LoadedReplacement& fit : fits) {
+    const config::FfnReplacement& spec = fit.spec;
+    layers::GptImpl& model = *fit.loaded.model;
     layers::HookPoint* codes_hook = model.FindHook(absl::StrCat(
         "blocks.", spec.layer(),
         spec.on_output() ? ".ffn.sae.hook_codes" : ".ffn.hook_hidden"));
@@ -298,8 +286,7 @@ absl::StatusOr<SteeringTables> Steer(const std::string& base_path,
           fit.path, ": its model has no code hook at block ", spec.layer()));
     }
     RETURN_IF_ERROR(SteerLayer(
-        {&model, codes_hook, fit.replacement.loaded.config.name(), spec.ffn()},
-        run));
+        {&model, codes_hook, fit.loaded.config.name(), spec.ffn()}, run));
   }
   return std::move(run.tables);
 }

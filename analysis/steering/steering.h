@@ -52,15 +52,6 @@ struct SteeringOptions {
   uint64_t seed = 42;              // Sample s of a unit draws from seed + s.
 };
 
-// A fitted layer to steer; `path` names it in errors.
-struct SteeringFit {
-  std::string path;
-  layers::LoadedReplacement replacement;
-};
-
-absl::StatusOr<std::vector<SteeringFit>> LoadSteeringFits(
-    const std::vector<std::string>& paths);
-
 // The steering CSV (one row per layer and steered unit, with its header) and
 // the example generations with each layer's alpha sweep (text).
 struct SteeringTables {
@@ -68,14 +59,13 @@ struct SteeringTables {
 };
 
 // Steers the base model's FFN neurons at the first fit's block, then every
-// fit in order, on reference and held-out windows of `tokens`. `base_path`
-// names the base model in errors.
-absl::StatusOr<SteeringTables> Steer(const std::string& base_path,
-                                     const layers::LoadedModel& base,
-                                     const datasets::Tokenizer& tokenizer,
-                                     const datasets::TokenShardSet& tokens,
-                                     const std::vector<SteeringFit>& fits,
-                                     const SteeringOptions& options);
+// fit in order (layers::LoadReplacements), on reference and held-out windows
+// of `tokens`. `base_path` and each fit's path name them in errors.
+absl::StatusOr<SteeringTables> Steer(
+    const std::string& base_path, const layers::LoadedModel& base,
+    const datasets::Tokenizer& tokenizer, const datasets::TokenShardSet& tokens,
+    const std::vector<layers::LoadedReplacement>& fits,
+    const SteeringOptions& options);
 
 }  // namespace sparse_layers::analysis
 

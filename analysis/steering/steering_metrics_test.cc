@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "layers/models/tiny_gpt.h"
+
 namespace sparse_layers::analysis {
 namespace {
 
@@ -22,15 +24,9 @@ TEST(SteeringMetricsTest, ConceptShareCountsGeneratedTokensInTheSet) {
 }
 
 std::shared_ptr<layers::GptImpl> TinyModel() {
-  layers::GptOptions options;
-  options.vocab_size = 12;
-  options.context_length = 16;
-  options.d_model = 8;
-  options.n_layers = 1;
-  options.n_heads = 2;
-  options.d_ffn = 16;
   torch::manual_seed(0);
-  auto model = *layers::GptImpl::Create(options);
+  auto model =
+      *layers::GptImpl::Create(layers::testing::TinyGptOptions(12, 8, 1));
   model->eval();
   return model;
 }

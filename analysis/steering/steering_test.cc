@@ -13,6 +13,7 @@
 #include "datasets/text/test_bpe.h"
 #include "datasets/text/test_token_split.h"
 #include "gtest/gtest.h"
+#include "layers/models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {
@@ -23,13 +24,7 @@ namespace {
 // FFN, as a fit does.
 layers::LoadedModel TinyModel(int64_t vocab, bool transcoder,
                               uint64_t init_seed) {
-  layers::GptOptions options;
-  options.vocab_size = vocab;
-  options.context_length = 16;
-  options.d_model = 8;
-  options.n_layers = 1;
-  options.n_heads = 2;
-  options.d_ffn = 16;
+  layers::GptOptions options = layers::testing::TinyGptOptions(vocab, 8, 1);
   if (transcoder) options.replacement = {"transcoder", 0, 32, 0, 4};
   torch::manual_seed(init_seed);
   layers::LoadedModel loaded;
@@ -40,13 +35,13 @@ layers::LoadedModel TinyModel(int64_t vocab, bool transcoder,
   return loaded;
 }
 
-SteeringFit Transcoder(int64_t vocab) {
-  SteeringFit fit;
+layers::LoadedReplacement Transcoder(int64_t vocab) {
+  layers::LoadedReplacement fit;
   fit.path = "tc.pt";
-  fit.replacement.loaded = TinyModel(vocab, true, 1);
-  fit.replacement.loaded.config.set_name("tc_k4");
-  fit.replacement.spec.set_ffn("transcoder");
-  fit.replacement.spec.set_layer(0);
+  fit.loaded = TinyModel(vocab, true, 1);
+  fit.loaded.config.set_name("tc_k4");
+  fit.spec.set_ffn("transcoder");
+  fit.spec.set_layer(0);
   return fit;
 }
 
@@ -110,7 +105,7 @@ class SteerTest : public ::testing::Test {
   std::unique_ptr<datasets::Tokenizer> tok_;
   layers::LoadedModel base_;
   std::unique_ptr<datasets::TokenShardSet> tokens_;
-  std::vector<SteeringFit> fits_;
+  std::vector<layers::LoadedReplacement> fits_;
   SteeringOptions options_;
 };
 
@@ -189,16 +184,16 @@ TEST_F(SteerTest, ChosenAlphaScaleStaysWithinTheCeBudget) {
 }
 
 TEST_F(SteerTest, HooksMissingOrSilentAreErrorsNamingTheLayer) {
-  fits_[0].replacement.spec.set_layer(3);
+  fits_[0].spec.set_layer(3);
   auto steered = Run();
   ASSERT_FALSE(steered.ok());
   EXPECT_EQ(steered.status().message(),
             "base.pt: the base model has no block 3");
 
-  fits_[0].replacement.spec.set_layer(0);
+  fits_[0].spec.set_layer(0);
   fits_.push_back(Transcoder(tok_->vocab_size()));
   fits_[1].path = "other.pt";
-  fits_[1].replacement.spec.set_layer(3);
+  fits_[1].spec.set_layer(3);
   steered = Run();
   ASSERT_FALSE(steered.ok());
   EXPECT_EQ(steered.status().message(),
@@ -206,7 +201,7 @@ TEST_F(SteerTest, HooksMissingOrSilentAreErrorsNamingTheLayer) {
 
   // Every block has an SAE hook, but only an SAE fit calls it.
   fits_.pop_back();
-  fits_[0].replacement.spec.set_on_output(true);
+  fits_[0].spec.set_on_output(true);
   steered = Run();
   ASSERT_FALSE(steered.ok());
   EXPECT_EQ(steered.status().message(),

@@ -9,8 +9,6 @@
 
 #include <torch/torch.h>
 
-#include <functional>
-
 #include "layers/ffn/feed_forward.h"
 
 namespace sparse_layers::layers {

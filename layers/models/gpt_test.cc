@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "layers/attention/lorsa.h"
 #include "layers/ffn/mixture_of_experts.h"
+#include "layers/models/tiny_gpt.h"
 #include "layers/mohd/mohd.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/config/config_validator.h"
@@ -17,14 +18,9 @@ namespace sparse_layers::layers {
 namespace {
 
 GptOptions SmallOptions(bool rotary, bool rms_norm, const std::string& ffn) {
-  GptOptions options;
-  options.vocab_size = 50;
-  options.context_length = 16;
-  options.d_model = 16;
-  options.n_layers = 2;
+  GptOptions options = testing::TinyGptOptions(50, 16, 2);
   options.n_heads = 4;
   options.ffn = ffn;
-  options.d_ffn = 32;
   options.rotary = rotary;
   options.rms_norm = rms_norm;
   return options;
@@ -243,14 +239,10 @@ TEST(GptTest, LorsaAttentionModelIsCausalWithKActiveHeads) {
                  dense->blocks[0]->attention->ForwardFlopsPerToken(12)));
 }
 
-config::ModelConfig TinyModelConfig() {
-  config::ModelConfig model;
-  model.set_vocab_size(20);
+// One block of 4 experts, 2 active.
+config::ModelConfig MixtureConfig() {
+  config::ModelConfig model = testing::TinyModelConfig(20, 16, 1);
   model.set_context_length(8);
-  model.set_d_model(16);
-  model.set_n_layers(1);
-  model.set_n_heads(2);
-  model.set_d_ffn(32);
   model.set_n_experts(4);
   model.set_top_k(2);
   return model;
@@ -265,7 +257,7 @@ std::shared_ptr<Layer> FfnOf(const config::ModelConfig& model) {
 }
 
 TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
-  config::ModelConfig model = TinyModelConfig();
+  config::ModelConfig model = MixtureConfig();
   model.set_ffn("moe_x");
   auto moe = FfnOf<MixtureOfExpertsImpl>(model);
   ASSERT_TRUE(moe);
@@ -289,7 +281,7 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
   EXPECT_FALSE(FfnOf<MxdImpl>(model)->options().normalise_decoder);
   EXPECT_TRUE(FfnOf<MxdImpl>(model)->options().random_k);
 
-  model = TinyModelConfig();
+  model = MixtureConfig();
   model.set_ffn("mohd_swiglu");
   model.set_attention("mohd");
   model.set_top_k(3);
@@ -316,18 +308,18 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
 }
 
 TEST(GptTest, BadLayerOptionsAreRejected) {
-  config::ModelConfig model = TinyModelConfig();
+  config::ModelConfig model = MixtureConfig();
   // Numbers no enum value names (a config built in code) are refused.
   model.mutable_layer_options()->set_router_sigma(
       static_cast<config::LayerOptions::RouterSigma>(7));
   EXPECT_EQ(GptOptionsFromConfig(model).status().message(),
             "field 'model.layer_options.router_sigma': must be one of STD, "
             "VARIANCE");
-  model = TinyModelConfig();
+  model = MixtureConfig();
   model.mutable_layer_options()->set_mohd_scaling(
       static_cast<config::LayerOptions::MohdScaling>(9));
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
-  model = TinyModelConfig();
+  model = MixtureConfig();
   model.set_attention("lorsa");
   model.mutable_layer_options()->set_lorsa_ov_heads(15);  // Not 2 x G.
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
@@ -336,7 +328,7 @@ TEST(GptTest, BadLayerOptionsAreRejected) {
   model.set_attention("linear");
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());
   // A wide embedding must be wider than d_model and untied.
-  model = TinyModelConfig();
+  model = MixtureConfig();
   model.set_tie_embeddings(false);
   model.set_embedding_width(model.d_model());
   EXPECT_FALSE(GptOptionsFromConfig(model).ok());

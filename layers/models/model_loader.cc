@@ -1,10 +1,20 @@
 #include "layers/models/model_loader.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "layers/models/checkpoint.h"
 
 namespace sparse_layers::layers {
+
+absl::StatusOr<std::shared_ptr<GptImpl>> InitializeModel(
+    const config::ExperimentConfig& config) {
+  torch::manual_seed(config.runtime().seed());
+  auto options = layers::GptOptionsFromConfig(config.model());
+  if (!options.ok()) return options.status();
+  return layers::GptImpl::Create(*options);
+}
 
 absl::StatusOr<LoadedModel> LoadModel(const std::string& checkpoint_path) {
   absl::StatusOr<std::string> text = ReadCheckpointConfig(checkpoint_path);
@@ -28,24 +38,40 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& checkpoint_path) {
 }
 
 absl::StatusOr<LoadedReplacement> LoadReplacement(
-    const std::string& checkpoint_path) {
+    const std::string& checkpoint_path, FitKind kind) {
   absl::StatusOr<LoadedModel> loaded = LoadModel(checkpoint_path);
   if (!loaded.ok()) return loaded.status();
-  auto layer = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
+  LoadedReplacement result;
+  result.path = checkpoint_path;
+  result.spec = loaded->config.model().replacement();
+  result.layer = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
       loaded->model->ReplacementLayer());
-  if (!layer) {
+  if (kind == FitKind::kAttentionSite) {
+    if (result.spec.site() != config::FfnReplacement::ATTN) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(checkpoint_path, " is not an attention-site fit"));
+    }
+  } else if (!result.layer) {
     return absl::InvalidArgumentError(
         absl::StrCat(checkpoint_path, " has no sparse replacement layer"));
   }
-  LoadedReplacement result;
-  result.spec = loaded->config.model().replacement();
   result.loaded = *std::move(loaded);
-  result.layer = std::move(layer);
   return result;
 }
 
+absl::StatusOr<std::vector<LoadedReplacement>> LoadReplacements(
+    const std::vector<std::string>& paths, FitKind kind) {
+  std::vector<LoadedReplacement> fits;
+  for (const std::string& path : paths) {
+    absl::StatusOr<LoadedReplacement> fit = LoadReplacement(path, kind);
+    if (!fit.ok()) return fit.status();
+    fits.push_back(*std::move(fit));
+  }
+  return fits;
+}
+
 absl::Status CheckFittedOn(const LoadedReplacement& fit,
-                           const std::string& fit_path, const LoadedModel& base,
+                           const LoadedModel& base,
                            const std::string& base_path) {
   const auto base_parameters = base.model->named_parameters();
   for (const auto& item : fit.loaded.model->named_parameters()) {
@@ -53,13 +79,13 @@ absl::Status CheckFittedOn(const LoadedReplacement& fit,
     if (source == nullptr) continue;  // The replacement's own tensors.
     if (source->sizes() != item.value().sizes()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          fit_path, " was fitted on another base model: its ", item.key(),
+          fit.path, " was fitted on another base model: its ", item.key(),
           " has shape ", c10::str(item.value().sizes()), ", ", base_path, "'s ",
           c10::str(source->sizes())));
     }
     if (!torch::equal(*source, item.value())) {
       return absl::FailedPreconditionError(
-          absl::StrCat(fit_path, " was fitted on another base model: its ",
+          absl::StrCat(fit.path, " was fitted on another base model: its ",
                        item.key(), " differs from ", base_path, "'s"));
     }
   }

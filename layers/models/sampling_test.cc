@@ -6,6 +6,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "layers/models/tiny_gpt.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -36,13 +37,8 @@ TEST(NucleusTest, TemperatureSharpensAndZeroIsGreedy) {
 }
 
 TEST(SampleTest, IsSeededAndRespectsTheContextWindow) {
-  GptOptions options;
-  options.vocab_size = 20;
+  GptOptions options = testing::TinyGptOptions(20, 16, 1);
   options.context_length = 8;
-  options.d_model = 16;
-  options.n_layers = 1;
-  options.n_heads = 2;
-  options.d_ffn = 32;
   torch::manual_seed(0);
   auto model = *GptImpl::Create(options);
   SamplingOptions sampling;
@@ -61,13 +57,8 @@ TEST(SampleTest, IsSeededAndRespectsTheContextWindow) {
 // A huge frequency penalty forbids repeats: greedy decoding then never emits
 // a token already in the sequence (20 ids, 3 in the prompt, 12 new).
 TEST(SampleTest, FrequencyPenaltyDiscouragesRepeatedTokens) {
-  GptOptions options;
-  options.vocab_size = 20;
+  GptOptions options = testing::TinyGptOptions(20, 16, 1);
   options.context_length = 32;
-  options.d_model = 16;
-  options.n_layers = 1;
-  options.n_heads = 2;
-  options.d_ffn = 32;
   torch::manual_seed(0);
   auto model = *GptImpl::Create(options);
   SamplingOptions sampling;

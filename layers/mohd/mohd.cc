@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
-
 namespace sparse_layers::layers {
 namespace {
 

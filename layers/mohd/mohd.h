@@ -11,7 +11,6 @@
 
 #include <string>
 
-#include "absl/status/statusor.h"
 #include "layers/attention/attention.h"
 #include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"

@@ -5,6 +5,7 @@
 
 #include "layers/ffn/dense_mlp.h"
 #include "layers/models/gpt.h"
+#include "layers/models/tiny_gpt.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
 
@@ -50,12 +51,8 @@ TEST(NormalisedRankTest, MatchesHandBuiltRanks) {
 // (a check of the splice behind MxD's CE frontier, arXiv:2505.21364
 // Sec. 3.1.1), and its normalised MSE is zero.
 TEST(ReplacementSpliceTest, ExactMlpReplacementGivesTheBaseCrossEntropy) {
-  layers::GptOptions options;
-  options.vocab_size = 40;
+  layers::GptOptions options = layers::testing::TinyGptOptions(40, 16, 2);
   options.context_length = 12;
-  options.d_model = 16;
-  options.n_layers = 2;
-  options.n_heads = 2;
   options.ffn = "relu_mlp";
   options.d_ffn = 24;
   torch::manual_seed(0);

@@ -23,11 +23,8 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
   if (config.runtime().threads() > 0) {
     RETURN_IF_ERROR(backend::SetTorchThreads(config.runtime().threads()));
   }
-  torch::manual_seed(config.runtime().seed());
-  ASSIGN_OR_RETURN(const layers::GptOptions model_options,
-                   layers::GptOptionsFromConfig(config.model()));
   ASSIGN_OR_RETURN(std::shared_ptr<layers::GptImpl> model,
-                   layers::GptImpl::Create(model_options));
+                   layers::InitializeModel(config));
   ASSIGN_OR_RETURN(std::unique_ptr<TrainingObjective> objective,
                    options.train_activations.empty()
                        ? MakeNextTokenObjective(config, options, *model)
