@@ -7,16 +7,18 @@
 // [0, V). For a chunk of C rows [s, s + C):
 //   z   = h_c W^T                   (C, V) logits, transient
 //   m_i = max_v z_iv                (C) subtracted so exp never overflows
-//   s_i = log sum_v exp(z_iv - m_i) (C) m and s kept for the backward
-//   l_i = s_i - (z_{i,t_i} - m_i)   (C) per-token loss, = lse_i - z_{i,t_i}
+//   S_i = sum_v exp(z_iv - m_i)     (C)
+//   l_i = log S_i - (z_{i,t_i} - m_i)   (C) per-token loss, = lse_i - z_{i,t_i}
 // L = (1/N) sum_i l_i, one sum over an (N) buffer at the end, so its value
 // does not depend on the chunking order of a running total.
-// Backward, with g = dL_out / N, recomputing z for each chunk:
-//   dz   = g (softmax(z) - onehot(t)) = g (exp(z - m - s) - onehot(t))
+// When a backward can follow, the same chunk's logits also give the gradients
+// (for dL_out = 1; the backward only scales them), as Liger's fused linear
+// cross-entropy does:
+//   dz   = (exp(z - m) / S - onehot(t)) / N
 //   dh_c = dz W    (C, d), written to its rows of dh
 //   dW  += dz^T h_c (V, d), accumulated chunk after chunk
-// So the backward costs one more (C, d) x (d, V) matmul per chunk than the
-// unfused form (the recomputed logits) and its peak extra memory is C x V.
+// So forward and backward together cost the unfused form's three matmuls,
+// and the peak extra memory is C x V beside the gradients themselves.
 //
 // Deterministic: chunks run in a fixed order, dW is accumulated by addmm in
 // that order (no atomics, no cross-thread scatter), and every reduction is a
