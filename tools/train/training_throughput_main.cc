@@ -11,9 +11,12 @@
 #include "absl/flags/flag.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/gpt.h"
+#include "tools/train/op_profile.h"
 
 ABSL_FLAG(int, steps, 10, "Timed steps per size (after 3 warm-up steps)");
 ABSL_FLAG(int, batch_size, 16, "Sequences per step");
+ABSL_FLAG(bool, profile, false,
+          "Also print one step's self time per ATen operator");
 
 namespace sparse_layers::train {
 namespace {
@@ -72,6 +75,9 @@ void Measure(int64_t d_model, int64_t n_layers, double peak) {
       "MFU %.1f%% of %.0f GFLOP/s\n",
       static_cast<long long>(d_model), static_cast<long long>(n_layers), batch,
       tokens_per_second, gflops, 100 * gflops / peak, peak);
+  if (absl::GetFlag(FLAGS_profile)) {
+    std::printf("%s", FormatOpProfile(ProfileOps(step), 15).c_str());
+  }
 }
 
 }  // namespace
