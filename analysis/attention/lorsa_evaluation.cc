@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "analysis/attention/head_analysis.h"
+#include "analysis/replacement/ffn_ablation.h"
 #include "layers/attention/causal_attention.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/replacement/sparse_replacement.h"
@@ -147,11 +148,12 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     const datasets::ActivationSet& cache = *caches.at(block);
     const int64_t window = cache.manifest().sequence_length();
     if (!ce_zero.count(block)) {
-      layers::HookPoint* attention_out =
-          model.FindHook(absl::StrCat("blocks.", block, ".attn.hook_out"));
-      attention_out->Add(layers::ZeroAblationHook());
-      ce_zero[block] = train::MeanCrossEntropy(model, sampler, batches);
-      attention_out->Clear();
+      ASSIGN_OR_RETURN(
+          ce_zero[block],
+          ZeroAblated(model, absl::StrCat("blocks.", block, ".attn.hook_out"),
+                      [&] {
+                        return train::MeanCrossEntropy(model, sampler, batches);
+                      }));
     }
     layers::GptImpl& spliced = *fit.loaded.model;
     train::ActivationFit metrics;

@@ -7,16 +7,31 @@
 
 namespace sparse_layers::analysis {
 
+absl::StatusOr<double> ZeroAblated(layers::GptImpl& model,
+                                   const std::string& hook,
+                                   const std::function<double()>& measure) {
+  layers::HookPoint* point = model.FindHook(hook);
+  if (point == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has no hook point ", hook));
+  }
+  point->Add(layers::ZeroAblationHook());
+  const double value = measure();
+  point->Clear();
+  return value;
+}
+
 FfnAblation FfnAblationCosts(layers::GptImpl& model,
                              const std::function<double()>& cross_entropy) {
   FfnAblation ablation;
   ablation.intact_cross_entropy = cross_entropy();
   for (int block = 0; block < static_cast<int>(model.blocks.size()); ++block) {
-    layers::HookPoint* ffn_out =
-        model.FindHook(absl::StrCat("blocks.", block, ".ffn.hook_out"));
-    ffn_out->Add(layers::ZeroAblationHook());
-    ablation.costs.push_back(cross_entropy() - ablation.intact_cross_entropy);
-    ffn_out->Clear();
+    // Every block has its hook point, so value() cannot throw here.
+    const double ablated =
+        ZeroAblated(model, absl::StrCat("blocks.", block, ".ffn.hook_out"),
+                    cross_entropy)
+            .value();
+    ablation.costs.push_back(ablated - ablation.intact_cross_entropy);
   }
   return ablation;
 }

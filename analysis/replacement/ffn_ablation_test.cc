@@ -50,5 +50,20 @@ TEST(FfnAblationCostsTest, IsTheZeroAblatedMinusIntactCrossEntropyPerBlock) {
   EXPECT_EQ(ce(), intact);
 }
 
+TEST(ZeroAblatedTest, NamesAHookPointTheModelLacks) {
+  torch::manual_seed(0);
+  auto model =
+      *layers::GptImpl::Create(layers::testing::TinyGptOptions(40, 16, 2));
+  const auto measure = [] { return 1.0; };
+  const absl::StatusOr<double> missing =
+      ZeroAblated(*model, "blocks.7.ffn.hook_out", measure);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(),
+            "the model has no hook point blocks.7.ffn.hook_out");
+  EXPECT_EQ(ZeroAblated(*model, "blocks.1.attn.hook_out", measure).value(),
+            1.0);
+  EXPECT_FALSE(model->FindHook("blocks.1.attn.hook_out")->active());
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "layers/hooks/hook_point.h"
+#include "analysis/replacement/ffn_ablation.h"
 #include "tools/common/status_macros.h"
 #include "tools/train/replacement_metrics.h"
 
@@ -49,11 +49,12 @@ absl::StatusOr<std::string> EvaluateReplacements(
   const int layer = activations.manifest().layer();
 
   const double ce_base = train::MeanCrossEntropy(*base.model, sampler, batches);
-  layers::HookPoint* ffn_out =
-      base.model->FindHook(absl::StrCat("blocks.", layer, ".ffn.hook_out"));
-  ffn_out->Add(layers::ZeroAblationHook());
-  const double ce_zero = train::MeanCrossEntropy(*base.model, sampler, batches);
-  ffn_out->Clear();
+  ASSIGN_OR_RETURN(
+      const double ce_zero,
+      ZeroAblated(
+          *base.model, absl::StrCat("blocks.", layer, ".ffn.hook_out"), [&] {
+            return train::MeanCrossEntropy(*base.model, sampler, batches);
+          }));
   std::fprintf(stderr,
                "evaluate_replacements: base CE %.4f, block %d FFN "
                "zero-ablated %.4f\n",
