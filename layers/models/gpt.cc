@@ -29,12 +29,12 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   options.d_model = model.d_model();
   options.n_layers = model.n_layers();
   options.n_heads = model.n_heads();
-  options.ffn = model.ffn().empty() ? "gelu_mlp" : model.ffn();
+  options.ffn = config::FfnName(model);
   options.d_ffn = config::EffectiveFfnWidth(model);
   options.n_experts = model.n_experts();
   options.top_k = model.top_k();
   options.d_key = model.d_key();
-  options.attention = model.attention().empty() ? "mha" : model.attention();
+  options.attention = config::AttentionName(model);
   options.attention_inner = model.attention_inner();
   const config::LayerOptions& layer = model.layer_options();
   options.lorsa_ov_heads =
