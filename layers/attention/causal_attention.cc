@@ -2,8 +2,14 @@
 
 #include <cmath>
 
+#include "layers/core/block_causal_attention.h"
+
 namespace sparse_layers::layers {
 namespace {
+
+// Query rows per block of the causal kernel: at T = 256, 10 of the 16 score
+// tiles are computed (//layers/core:block_causal_attention_benchmark).
+constexpr int64_t kAttentionBlockTokens = 64;
 
 const AttentionRegistration kMha(
     "mha", config::AttentionShape::kMultiHead,
@@ -63,13 +69,17 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     q = rotary_.Apply(q);
     k = rotary_.Apply(k);
   }
-  const torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) *
-                               (1.0 / std::sqrt(double(head_dim)));
-  torch::Tensor pattern = causal_mask_.Softmax(scores);
-  if (hook_pattern.active()) pattern = hook_pattern(pattern);
-  const torch::Tensor mixed = torch::matmul(pattern, v)
-                                  .transpose(1, 2)
-                                  .reshape({batch, length, options_.d_model});
+  torch::Tensor heads_out;
+  if (hook_pattern.active()) {
+    // A pattern hook reads or edits the full (B, H, T, T) pattern.
+    const torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) *
+                                 (1.0 / std::sqrt(double(head_dim)));
+    heads_out = torch::matmul(hook_pattern(causal_mask_.Softmax(scores)), v);
+  } else {
+    heads_out = BlockCausalAttention(q, k, v, kAttentionBlockTokens);
+  }
+  const torch::Tensor mixed =
+      heads_out.transpose(1, 2).reshape({batch, length, options_.d_model});
   return out->forward(mixed);
 }
 

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <tuple>
+
 #include "gtest/gtest.h"
 #include "layers/attention/attention.h"
 
@@ -45,6 +47,33 @@ TEST(CausalAttentionTest, MatchesPerHeadReferenceAndIsCausal) {
   const torch::Tensor y_changed = attention(changed);
   EXPECT_TRUE(torch::equal(y_changed.slice(1, 0, 4), y.slice(1, 0, 4)));
   EXPECT_FALSE(torch::allclose(y_changed.select(1, 4), y.select(1, 4)));
+}
+
+// Longer than a kernel block (64 rows): the block kernel (no pattern hook)
+// and the dense pattern path (an identity pattern hook) agree on values and
+// on every parameter's gradient.
+TEST(CausalAttentionTest, BlockKernelMatchesTheDensePatternPath) {
+  torch::manual_seed(3);
+  AttentionOptions options;
+  options.d_model = 16;
+  options.n_heads = 2;
+  options.context_length = 150;
+  CausalSelfAttention attention(options);
+  const torch::Tensor x = torch::randn({2, 150, 16});
+  const torch::Tensor weights = torch::randn({2, 150, 16});
+  const auto output_and_gradients = [&] {
+    attention->zero_grad();
+    const torch::Tensor y = attention(x);
+    (y * weights).sum().backward();
+    return std::make_tuple(y.detach(), attention->qkv->weight.grad().clone(),
+                           attention->out->weight.grad().clone());
+  };
+  const auto [blocked, blocked_dqkv, blocked_dout] = output_and_gradients();
+  attention->hook_pattern.Add([](const torch::Tensor& p) { return p; });
+  const auto [dense, dense_dqkv, dense_dout] = output_and_gradients();
+  EXPECT_TRUE(torch::allclose(blocked, dense, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(blocked_dqkv, dense_dqkv, 1e-4, 1e-6));
+  EXPECT_TRUE(torch::allclose(blocked_dout, dense_dout, 1e-4, 1e-6));
 }
 
 TEST(CausalAttentionTest, FlopCountFollowsKaplan) {

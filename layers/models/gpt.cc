@@ -1,12 +1,17 @@
 #include "layers/models/gpt.h"
 
 #include "absl/strings/str_cat.h"
+#include "layers/core/fused_cross_entropy.h"
 #include "layers/core/parameter_count.h"
 #include "layers/core/rms_norm.h"
 #include "tools/config/config_validator.h"
 
 namespace sparse_layers::layers {
 namespace {
+
+// Tokens per chunk of the fused loss: a (256, V) block stays in cache-sized
+// memory; //layers/core:fused_cross_entropy_benchmark measured 256 fastest.
+constexpr int64_t kCrossEntropyChunkTokens = 256;
 
 torch::nn::AnyModule MakeNorm(const GptOptions& options) {
   if (options.rms_norm) return torch::nn::AnyModule(RmsNorm(options.d_model));
@@ -289,9 +294,10 @@ torch::Tensor GptImpl::forward(const torch::Tensor& tokens) {
 
 torch::Tensor GptImpl::CrossEntropy(const torch::Tensor& tokens,
                                     const torch::Tensor& targets) {
-  const torch::Tensor logits = forward(tokens);
-  return torch::nn::functional::cross_entropy(
-      logits.view({-1, logits.size(-1)}), targets.reshape({-1}));
+  // Chunked unembedding + loss: the (B*T, vocab) logits and their gradient
+  // never exist, and the backward reuses the forward's logits.
+  return FusedCrossEntropy(Hidden(tokens), UnembeddingWeight(), targets,
+                           kCrossEntropyChunkTokens);
 }
 
 torch::Tensor GptImpl::Loss(const torch::Tensor& tokens,

@@ -1,0 +1,111 @@
+#include "layers/core/block_causal_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "layers/core/causal_mask.h"
+
+namespace sparse_layers::layers {
+namespace {
+
+class BlockCausalAttentionFunction
+    : public torch::autograd::Function<BlockCausalAttentionFunction> {
+ public:
+  // q, k, v (N, T, Dh), contiguous.
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, int64_t block_tokens) {
+    const int64_t length = q.size(1);
+    const int64_t block = std::min(block_tokens, length);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+    // -inf strictly above the diagonal of a (block, block) tile.
+    const torch::Tensor tile_mask =
+        torch::full({block, block}, -std::numeric_limits<float>::infinity(),
+                    q.options())
+            .triu(1);
+    torch::Tensor output = torch::empty_like(q);
+    torch::autograd::variable_list saved = {q, k, v};
+    for (int64_t start = 0; start < length; start += block) {
+      const int64_t rows = std::min(block, length - start);
+      const int64_t end = start + rows;
+      const torch::Tensor keys = k.narrow(1, 0, end);
+      torch::Tensor scores =
+          torch::bmm(q.narrow(1, start, rows), keys.transpose(1, 2));
+      scores.mul_(scale);
+      // Only the last rows x rows tile reaches past the diagonal.
+      scores.narrow(2, start, rows)
+          .add_(tile_mask.narrow(0, 0, rows).narrow(1, 0, rows));
+      torch::Tensor pattern = torch::softmax(scores, -1);
+      output.narrow(1, start, rows)
+          .copy_(torch::bmm(pattern, v.narrow(1, 0, end)));
+      saved.push_back(pattern);
+    }
+    ctx->save_for_backward(saved);
+    ctx->saved_data["block"] = block;
+    return output;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& q = saved[0];
+    const torch::Tensor& k = saved[1];
+    const torch::Tensor& v = saved[2];
+    const int64_t block = ctx->saved_data["block"].toInt();
+    const int64_t length = q.size(1);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+    const torch::Tensor grad_output = grad_outputs[0].contiguous();
+    torch::Tensor grad_q = torch::empty_like(q);
+    torch::Tensor grad_k = torch::zeros_like(k);
+    torch::Tensor grad_v = torch::zeros_like(v);
+    for (int64_t start = 0, b = 0; start < length; start += block, ++b) {
+      const int64_t rows = std::min(block, length - start);
+      const int64_t end = start + rows;
+      const torch::Tensor& pattern = saved[3 + b];
+      const torch::Tensor d_out = grad_output.narrow(1, start, rows);
+      grad_v.narrow(1, 0, end).baddbmm_(pattern.transpose(1, 2), d_out);
+      torch::Tensor d_scores =
+          torch::bmm(d_out, v.narrow(1, 0, end).transpose(1, 2));
+      // Softmax backward: P * (dP - rowsum(P * dP)), then the 1/sqrt(Dh).
+      const torch::Tensor row_dot = (pattern * d_scores).sum(-1, true);
+      d_scores.sub_(row_dot).mul_(pattern).mul_(scale);
+      grad_q.narrow(1, start, rows)
+          .copy_(torch::bmm(d_scores, k.narrow(1, 0, end)));
+      grad_k.narrow(1, 0, end).baddbmm_(d_scores.transpose(1, 2),
+                                        q.narrow(1, start, rows));
+    }
+    return {grad_q, grad_k, grad_v, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor BlockCausalAttention(const torch::Tensor& q,
+                                   const torch::Tensor& k,
+                                   const torch::Tensor& v,
+                                   int64_t block_tokens) {
+  TORCH_CHECK(q.dim() >= 2 && q.sizes() == k.sizes() && q.sizes() == v.sizes(),
+              "BlockCausalAttention: q, k, v of one shape (..., T, Dh)");
+  TORCH_CHECK(block_tokens >= 1, "BlockCausalAttention: block_tokens >= 1");
+  const int64_t length = q.size(-2), head_dim = q.size(-1);
+  // Leading dimensions flattened outside the Function: autograd reshapes back.
+  const auto flat = [&](const torch::Tensor& x) {
+    return x.reshape({-1, length, head_dim}).contiguous();
+  };
+  return BlockCausalAttentionFunction::apply(flat(q), flat(k), flat(v),
+                                             block_tokens)
+      .view(q.sizes());
+}
+
+torch::Tensor DenseCausalAttention(const torch::Tensor& q,
+                                   const torch::Tensor& k,
+                                   const torch::Tensor& v) {
+  const torch::Tensor scores =
+      torch::matmul(q, k.transpose(-2, -1)) *
+      (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  return torch::matmul(CausalMask(q.size(-2)).Softmax(scores), v);
+}
+
+}  // namespace sparse_layers::layers

@@ -1,0 +1,45 @@
+// Causal softmax attention a block of queries at a time, skipping the masked
+// half of the T x T scores (Vaswani et al. 2017, arXiv:1706.03762, eq. 1, with
+// the decoder's causal mask).
+//
+// Shapes: q, k, v (..., T, Dh); the output has q's shape. For a block of R
+// query rows [s, s + R), only keys [0, s + R) can be attended to, so
+//   S_b = q_b k_{<s+R}^T / sqrt(Dh)      (..., R, s + R)
+//   P_b = softmax(S_b + M_b)             M_b: -inf above the diagonal of the
+//                                        last R x R sub-block, 0 elsewhere
+//   o_b = P_b v_{<s+R}
+// which is exactly softmax(q k^T / sqrt(Dh) + causal mask) v, row for row. The
+// blocks hold sum_b R (s + R) scores instead of T^2: at T = 256 and R = 64,
+// 10/16 of them. The forward keeps each P_b for the backward (the only copy of
+// the pattern; no masked or unnormalised copy is kept), and the backward is
+// the softmax gradient block by block:
+//   dv_{<s+R} += P_b^T do_b
+//   dP_b = do_b v_{<s+R}^T
+//   dS_b = P_b * (dP_b - rowsum(P_b * dP_b)) / sqrt(Dh)
+//   dq_b = dS_b k_{<s+R},   dk_{<s+R} += dS_b^T q_b
+// Deterministic: blocks run in a fixed order and dk, dv are accumulated by one
+// baddbmm per block in that order, so repeated runs at a given thread count
+// give bit-identical values and gradients. Differentiable once.
+#ifndef SPARSE_LAYERS_LAYERS_CORE_BLOCK_CAUSAL_ATTENTION_H_
+#define SPARSE_LAYERS_LAYERS_CORE_BLOCK_CAUSAL_ATTENTION_H_
+
+#include <torch/torch.h>
+
+namespace sparse_layers::layers {
+
+// softmax(q k^T / sqrt(Dh) + causal mask) v without the masked half; q, k, v
+// (..., T, Dh) of one shape; block_tokens >= 1 (>= T: one block, the full
+// square).
+torch::Tensor BlockCausalAttention(const torch::Tensor& q,
+                                   const torch::Tensor& k,
+                                   const torch::Tensor& v,
+                                   int64_t block_tokens = 64);
+
+// The reference: the full (..., T, T) scores, the additive mask, softmax, v.
+torch::Tensor DenseCausalAttention(const torch::Tensor& q,
+                                   const torch::Tensor& k,
+                                   const torch::Tensor& v);
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_CORE_BLOCK_CAUSAL_ATTENTION_H_
