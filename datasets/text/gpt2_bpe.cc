@@ -62,7 +62,8 @@ void AppendUtf8(int code_point, std::string& out) {
   }
 }
 
-// The length of the valid UTF-8 sequence at text[i], or 0 when it is not one
+// The length of the valid UTF-8 sequence at text[i]; else 0 when text[i]
+// cannot begin one, or -k when its first k bytes are a maximal invalid subpart
 // (bounds of the second byte as in the Unicode Standard, Table 3-7).
 int ValidSequenceLength(absl::string_view text, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
@@ -85,7 +86,7 @@ int ValidSequenceLength(absl::string_view text, size_t i) {
   }
   for (int k = 1; k < length; ++k) {
     if (i + k >= text.size() || byte(i + k) < low || byte(i + k) > high) {
-      return -k;  // The first k bytes are a maximal invalid subpart.
+      return -k;
     }
     low = 0x80;
     high = 0xBF;
