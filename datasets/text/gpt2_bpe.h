@@ -79,7 +79,7 @@ class Gpt2Bpe : public Tokenizer {
 };
 
 // `text` with each maximal invalid UTF-8 subpart replaced by U+FFFD, as the
-// WHATWG UTF-8 decoder (TextDecoder in Node and browsers) does.
+// WHATWG UTF-8 decoder does (Node's TextDecoder and Buffer.toString).
 std::string ReplaceInvalidUtf8(absl::string_view text);
 
 }  // namespace sparse_layers::datasets
