@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "datasets/text/gpt2_bpe.h"
+
 namespace sparse_layers::datasets {
 namespace {
 
@@ -116,6 +118,14 @@ std::unique_ptr<Tokenizer> Tokenizer::Load(const std::string& model_path,
         delimiter.empty() ? std::string::npos : vocabulary.find(delimiter[0]);
     return std::make_unique<CharacterTokenizer>(
         vocabulary, eos == std::string::npos ? -1 : static_cast<int>(eos));
+  }
+  if (Gpt2Bpe::IsGpt2BpePath(model_path)) {
+    absl::StatusOr<std::unique_ptr<Gpt2Bpe>> bpe = Gpt2Bpe::Load(model_path);
+    if (!bpe.ok()) {
+      *error = std::string(bpe.status().message());
+      return nullptr;
+    }
+    return *std::move(bpe);
   }
   auto load = PluginFunction<LoadFunction>("SparseLayersLoadTokenizer", error);
   if (load == nullptr) return nullptr;
