@@ -186,6 +186,18 @@ absl::StatusOr<int64_t> ReadSizes(const ConfigFields& config, const char* vocab,
   return positions;
 }
 
+// The sizes under the names GPT-NeoX and Llama configs share.
+absl::Status ReadSharedSizes(const ConfigFields& config,
+                             int64_t max_context_length, GptOptions& options) {
+  RETURN_IF_ERROR(ReadSizes(config, "vocab_size", "hidden_size",
+                            "num_hidden_layers", "num_attention_heads",
+                            "max_position_embeddings", max_context_length,
+                            options)
+                      .status());
+  ASSIGN_OR_RETURN(options.d_ffn, config.PositiveInt("intermediate_size"));
+  return absl::OkStatus();
+}
+
 // GPT-2 (Radford et al. 2019): learned positions, LayerNorm and biases
 // everywhere, a 4x GELU (tanh) MLP, tied unembedding.
 absl::StatusOr<GptOptions> Gpt2Options(const ConfigFields& config,
@@ -215,12 +227,7 @@ absl::StatusOr<GptOptions> Gpt2Options(const ConfigFields& config,
 absl::StatusOr<GptOptions> NeoXOptions(const ConfigFields& config,
                                        int64_t max_context_length) {
   GptOptions options;
-  RETURN_IF_ERROR(ReadSizes(config, "vocab_size", "hidden_size",
-                            "num_hidden_layers", "num_attention_heads",
-                            "max_position_embeddings", max_context_length,
-                            options)
-                      .status());
-  ASSIGN_OR_RETURN(options.d_ffn, config.PositiveInt("intermediate_size"));
+  RETURN_IF_ERROR(ReadSharedSizes(config, max_context_length, options));
   ASSIGN_OR_RETURN(options.gelu_tanh, GeluTanh(config, "hidden_act", "gelu"));
   ASSIGN_OR_RETURN(options.norm_eps,
                    config.PositiveNumber("layer_norm_eps", 1e-5));
@@ -262,12 +269,7 @@ absl::StatusOr<GptOptions> NeoXOptions(const ConfigFields& config,
 absl::StatusOr<GptOptions> LlamaOptions(const ConfigFields& config,
                                         int64_t max_context_length) {
   GptOptions options;
-  RETURN_IF_ERROR(ReadSizes(config, "vocab_size", "hidden_size",
-                            "num_hidden_layers", "num_attention_heads",
-                            "max_position_embeddings", max_context_length,
-                            options)
-                      .status());
-  ASSIGN_OR_RETURN(options.d_ffn, config.PositiveInt("intermediate_size"));
+  RETURN_IF_ERROR(ReadSharedSizes(config, max_context_length, options));
   ASSIGN_OR_RETURN(const int64_t kv_heads,
                    config.PositiveInt("num_key_value_heads", options.n_heads));
   if (options.n_heads % kv_heads != 0) {
