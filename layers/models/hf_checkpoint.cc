@@ -1,5 +1,7 @@
 #include "layers/models/hf_checkpoint.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -334,20 +336,107 @@ absl::StatusOr<GptOptions> LlamaOptions(const ConfigFields& config,
   return options;
 }
 
-// The tensors of one file, read by name (the architecture's prefix added,
+// A checkpoint's tensors: one model.safetensors, or the shards that
+// model.safetensors.index.json's weight_map assigns each name to.
+class CheckpointFiles {
+ public:
+  static absl::StatusOr<CheckpointFiles> Open(const std::string& dir) {
+    CheckpointFiles files;
+    const std::string single = dir + "/model.safetensors";
+    const std::string index = single + ".index.json";
+    if (access(single.c_str(), F_OK) == 0 || access(index.c_str(), F_OK) != 0) {
+      files.path_ = single;
+      ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
+                       SafetensorsFile::Open(single));
+      for (const std::string& name : file->Names()) {
+        files.owner_[name] = file.get();
+      }
+      files.shards_.push_back(std::move(file));
+      return files;
+    }
+    files.path_ = index;
+    ASSIGN_OR_RETURN(const std::string text, ReadFileToString(index));
+    Struct root;
+    if (!google::protobuf::util::JsonStringToMessage(text, &root).ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(index, ": not valid JSON"));
+    }
+    auto map = root.fields().find("weight_map");
+    if (map == root.fields().end() ||
+        map->second.kind_case() != Value::kStructValue) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(index, ": no weight_map object"));
+    }
+    std::map<std::string, SafetensorsFile*> by_shard;
+    for (const auto& [name, shard] : map->second.struct_value().fields()) {
+      if (shard.kind_case() != Value::kStringValue ||
+          shard.string_value().empty() ||
+          absl::StrContains(shard.string_value(), '/')) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(index, ": weight_map entry '", name,
+                         "' is not a file name in the directory"));
+      }
+      SafetensorsFile*& file = by_shard[shard.string_value()];
+      if (file == nullptr) {
+        ASSIGN_OR_RETURN(
+            std::unique_ptr<SafetensorsFile> opened,
+            SafetensorsFile::Open(dir + "/" + shard.string_value()));
+        file = opened.get();
+        files.shards_.push_back(std::move(opened));
+      }
+      if (!file->Contains(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(index, ": weight_map puts '", name, "' in ",
+                         shard.string_value(), ", which lacks it"));
+      }
+      files.owner_[name] = file;
+    }
+    return files;
+  }
+
+  // What a missing tensor's error names: model.safetensors or the index.
+  const std::string& path() const { return path_; }
+  // The file holding `name`, or null.
+  const SafetensorsFile* Find(const std::string& name) const {
+    auto it = owner_.find(name);
+    return it == owner_.end() ? nullptr : it->second;
+  }
+  // Every tensor of every shard, with its file.
+  std::vector<std::pair<std::string, const SafetensorsFile*>> All() const {
+    std::vector<std::pair<std::string, const SafetensorsFile*>> all;
+    for (const auto& shard : shards_) {
+      for (const std::string& name : shard->Names()) {
+        all.emplace_back(name, shard.get());
+      }
+    }
+    return all;
+  }
+
+ private:
+  std::string path_;
+  std::vector<std::unique_ptr<SafetensorsFile>> shards_;
+  std::map<std::string, const SafetensorsFile*> owner_;
+};
+
+// The tensors of a checkpoint, read by name (the architecture's prefix added,
 // unless `top_level`) with their expected shapes, and the model parameters
 // they become.
 class TensorMap {
  public:
-  TensorMap(const SafetensorsFile& file, std::string prefix)
-      : file_(file), prefix_(std::move(prefix)) {}
+  TensorMap(const CheckpointFiles& files, std::string prefix)
+      : files_(files), prefix_(std::move(prefix)) {}
 
   absl::StatusOr<torch::Tensor> Read(const std::string& name,
                                      const std::vector<int64_t>& shape,
                                      bool top_level = false) {
     const std::string full = top_level ? name : prefix_ + name;
     used_.insert(full);
-    return file_.ReadFloat(full, shape);
+    const SafetensorsFile* file = files_.Find(full);
+    if (file == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat(files_.path(), ": tensor '", full, "' missing"));
+    }
+    return file->ReadFloat(full, shape);
   }
   // A tensor the file may hold that the model does not need.
   void Ignore(const std::string& name) { used_.insert(name); }
@@ -365,7 +454,7 @@ class TensorMap {
   // Every tensor of the file was read, bar the attention masks and rotary
   // frequencies older transformers versions saved as buffers.
   absl::Status CheckAllUsed(const std::string& model_type) const {
-    for (const std::string& name : file_.Names()) {
+    for (const auto& [name, file] : files_.All()) {
       if (used_.count(name) > 0) continue;
       bool buffer = false;
       for (const char* suffix :
@@ -375,7 +464,7 @@ class TensorMap {
       }
       if (!buffer) {
         return absl::InvalidArgumentError(
-            absl::StrCat(file_.path(), ": unexpected tensor '", name,
+            absl::StrCat(file->path(), ": unexpected tensor '", name,
                          "' for model_type ", model_type));
       }
     }
@@ -390,7 +479,7 @@ class TensorMap {
       if (it == params_.end() ||
           !it->second.sizes().equals(item.value().sizes())) {
         return absl::InternalError(
-            absl::StrCat(file_.path(),
+            absl::StrCat(files_.path(),
                          ": no tensor of the right shape for "
                          "model parameter '",
                          item.key(), "'"));
@@ -399,7 +488,7 @@ class TensorMap {
       params_.erase(it);
     }
     if (!params_.empty()) {
-      return absl::InternalError(absl::StrCat(file_.path(),
+      return absl::InternalError(absl::StrCat(files_.path(),
                                               ": model has no parameter '",
                                               params_.begin()->first, "'"));
     }
@@ -407,15 +496,15 @@ class TensorMap {
   }
 
  private:
-  const SafetensorsFile& file_;
+  const CheckpointFiles& files_;
   std::string prefix_;
   std::set<std::string> used_;
   std::map<std::string, torch::Tensor> params_;
 };
 
-std::string Prefix(const SafetensorsFile& file, const std::string& prefix,
+std::string Prefix(const CheckpointFiles& files, const std::string& prefix,
                    const std::string& probe) {
-  return file.Contains(prefix + probe) ? prefix : "";
+  return files.Find(prefix + probe) != nullptr ? prefix : "";
 }
 
 // The unembedding: lm_head (or NeoX's embed_out) when untied; a copy of the
@@ -614,8 +703,7 @@ absl::StatusOr<HuggingFaceModel> LoadHuggingFaceModel(
   }
   ASSIGN_OR_RETURN(const Config config,
                    ReadConfig(dir + "/config.json", max_context_length));
-  ASSIGN_OR_RETURN(const std::unique_ptr<SafetensorsFile> file,
-                   SafetensorsFile::Open(dir + "/model.safetensors"));
+  ASSIGN_OR_RETURN(const CheckpointFiles files, CheckpointFiles::Open(dir));
   const GptOptions& options = config.options;
   const std::string& type = config.model_type;
   // Base-model files lack the causal-LM wrapper's prefix.
@@ -625,7 +713,7 @@ absl::StatusOr<HuggingFaceModel> LoadHuggingFaceModel(
   const std::string prefix = type == "gpt2"       ? "transformer."
                              : type == "gpt_neox" ? "gpt_neox."
                                                   : "model.";
-  TensorMap tensors(*file, Prefix(*file, prefix, probe));
+  TensorMap tensors(files, Prefix(files, prefix, probe));
   if (type == "gpt2") {
     RETURN_IF_ERROR(Gpt2Tensors(options, config.positions, tensors));
   } else if (type == "gpt_neox") {

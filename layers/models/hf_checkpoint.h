@@ -29,7 +29,8 @@ absl::StatusOr<GptOptions> HuggingFaceOptions(const std::string& config_path,
                                               int64_t max_context_length);
 
 // Reads <dir>/config.json, builds the model and copies every tensor of
-// <dir>/model.safetensors (F32, F16 or BF16) into it, with or without the
+// <dir>/model.safetensors (F32, F16 or BF16) into it, or of the shards that
+// <dir>/model.safetensors.index.json maps names to, with or without the
 // architecture's name prefix ("transformer.", "gpt_neox.", "model."). Every
 // error is one line naming the file: an unsupported model_type (with the
 // supported ones), a missing or bad config field, a missing, unexpected or

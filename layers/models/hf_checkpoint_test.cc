@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
@@ -102,6 +103,44 @@ TEST_F(HfCheckpointTest, CapsTheContextLength) {
   EXPECT_TRUE(
       torch::equal(loaded->model->position_embedding->weight,
                    Gpt2Tensors()["transformer.wpe.weight"].slice(0, 0, 5)));
+}
+
+TEST_F(HfCheckpointTest, ReadsShardsThroughTheIndex) {
+  Write(kGpt2Config, Gpt2Tensors());
+  absl::StatusOr<HuggingFaceModel> single = LoadHuggingFaceModel(dir_);
+  ASSERT_TRUE(single.ok()) << single.status();
+  std::filesystem::remove(dir_ + "/model.safetensors");
+  // Blocks in one shard, the rest in the other, as transformers splits them.
+  std::map<std::string, torch::Tensor> shards[2];
+  std::string map;
+  for (const auto& [name, tensor] : Gpt2Tensors()) {
+    const int shard = absl::StrContains(name, ".h.") ? 0 : 1;
+    shards[shard][name] = tensor;
+    absl::StrAppend(&map, map.empty() ? "" : ",", "\"", name, "\": \"s", shard,
+                    ".safetensors\"");
+  }
+  ASSERT_TRUE(WriteSafetensors(dir_ + "/s0.safetensors", shards[0]).ok());
+  ASSERT_TRUE(WriteSafetensors(dir_ + "/s1.safetensors", shards[1]).ok());
+  const std::string index = dir_ + "/model.safetensors.index.json";
+  ASSERT_TRUE(WriteFileAtomically(
+                  index, absl::StrCat("{\"metadata\": {}, \"weight_map\": {",
+                                      map, "}}"))
+                  .ok());
+  absl::StatusOr<HuggingFaceModel> sharded = LoadHuggingFaceModel(dir_);
+  ASSERT_TRUE(sharded.ok()) << sharded.status();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor tokens = torch::tensor({{1, 4, 2, 9}}, torch::kLong);
+  EXPECT_TRUE(torch::equal(sharded->model->forward(tokens),
+                           single->model->forward(tokens)));
+
+  // An index entry whose shard lacks the tensor: one line naming the index.
+  ASSERT_TRUE(WriteFileAtomically(
+                  index, absl::StrCat("{\"weight_map\": {\"transformer.wte."
+                                      "weight\": \"s0.safetensors\"}}"))
+                  .ok());
+  EXPECT_EQ(Error("model.safetensors.index.json"),
+            "weight_map puts 'transformer.wte.weight' in s0.safetensors, which "
+            "lacks it");
 }
 
 TEST_F(HfCheckpointTest, UnsupportedModelType) {
