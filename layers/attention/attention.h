@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "layers/core/layer_variants.h"
+#include "layers/core/rotary.h"
 #include "layers/hooks/hook_point.h"
 #include "tools/config/layer_shapes.h"
 
@@ -27,6 +28,18 @@ struct AttentionOptions {
   int64_t qk_dim = 0;
   int64_t context_length = 0;
   bool rotary = false;
+  // Rotary options of pretrained models ("mha"): the leading head dimensions
+  // rotated (0: all; GPT-NeoX rotates a quarter, Black et al. 2022,
+  // arXiv:2204.06745), the frequency base, and Llama 3.1's rescaling.
+  int64_t rotary_dims = 0;
+  double rotary_base = 10000;
+  RotaryScaling rotary_scaling;
+  // Key/value heads of grouped-query attention ("mha"; 0: n_heads), as Llama
+  // 2 and 3 use (arXiv:2407.21783 Sec. 3.2).
+  int64_t n_kv_heads = 0;
+  // Biases on the query/key/value and output projections ("mha"), as GPT-2
+  // (Radford et al. 2019) and GPT-NeoX have; initialised to zero.
+  bool bias = false;
   // RMSNorm of queries and keys per head ("mha").
   bool qk_norm = false;
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).

@@ -19,7 +19,9 @@ namespace sparse_layers::layers {
 // Registered as attention "mha"; reads d_model, n_heads, context_length,
 // rotary, qk_norm (RMSNorm of q and k over the head dimension, one gain shared
 // by all heads, before the rotary positions: the backbone of the sgatlin
-// authors' code, not in the paper), n_layers and hook_prefix.
+// authors' code, not in the paper), n_layers and hook_prefix, and the options
+// of pretrained models: rotary_dims, rotary_base, rotary_scaling, n_kv_heads
+// (qkv then holds [q, k, v] of widths H Dh, Hkv Dh, Hkv Dh) and bias.
 class CausalSelfAttentionImpl : public AttentionImpl {
  public:
   explicit CausalSelfAttentionImpl(const AttentionOptions& options);
@@ -41,6 +43,10 @@ class CausalSelfAttentionImpl : public AttentionImpl {
   HookPoint hook_pattern;
 
  private:
+  int64_t KeyValueHeads() const;
+  // Rotary positions on the leading rotary_dims of each head.
+  torch::Tensor Rotate(const torch::Tensor& x) const;
+
   AttentionOptions options_;
   RotaryEmbedding rotary_;
   CausalMask causal_mask_;

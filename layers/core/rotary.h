@@ -7,10 +7,23 @@
 
 namespace sparse_layers::layers {
 
+// Llama 3.1's frequency-dependent rescaling of the rotary frequencies for long
+// contexts (arXiv:2407.21783; rope_scaling type "llama3" in its released
+// configs): wavelengths below original_context / high_freq_factor are kept,
+// those above original_context / low_freq_factor divided by `factor`, and the
+// band between interpolated. factor 0 means none.
+struct RotaryScaling {
+  double factor = 0;
+  double low_freq_factor = 1;
+  double high_freq_factor = 4;
+  int64_t original_context = 8192;
+};
+
 class RotaryEmbedding {
  public:
   RotaryEmbedding() = default;
-  RotaryEmbedding(int64_t head_dim, int64_t max_positions, double base = 10000);
+  RotaryEmbedding(int64_t head_dim, int64_t max_positions, double base = 10000,
+                  const RotaryScaling& scaling = {});
 
   // x: (..., T, head_dim) with T <= max_positions; positions 0..T-1.
   torch::Tensor Apply(const torch::Tensor& x) const;

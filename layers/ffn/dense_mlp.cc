@@ -6,11 +6,13 @@ namespace sparse_layers::layers {
 namespace {
 
 torch::nn::Linear MakeLinear(torch::nn::Module& parent, const char* name,
-                             int64_t in, int64_t out, double std) {
+                             int64_t in, int64_t out, double std,
+                             bool bias = false) {
   auto linear = parent.register_module(
-      name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false)));
+      name, torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias)));
   torch::NoGradGuard no_grad;
   torch::nn::init::normal_(linear->weight, 0.0, std);
+  if (bias) linear->bias.zero_();
   return linear;
 }
 
@@ -49,9 +51,10 @@ FeedForwardRegistration kGeGlu("geglu", config::FfnShape::kDense,
 DenseMlpImpl::DenseMlpImpl(const FeedForwardOptions& options,
                            Activation activation)
     : options_(options), activation_(activation) {
-  in = MakeLinear(*this, "in", options.d_model, options.d_ffn, 0.02);
+  in = MakeLinear(*this, "in", options.d_model, options.d_ffn, 0.02,
+                  options.bias);
   out = MakeLinear(*this, "out", options.d_ffn, options.d_model,
-                   OutputStd(options));
+                   OutputStd(options), options.bias);
   if (activation == Activation::kSolu) {
     solu_norm = register_module(
         "solu_norm",
@@ -64,7 +67,7 @@ torch::Tensor DenseMlpImpl::Forward(const torch::Tensor& x,
   torch::Tensor h = in->forward(x);
   switch (activation_) {
     case Activation::kGelu:
-      h = torch::gelu(h);
+      h = options_.gelu_tanh ? torch::gelu(h, "tanh") : torch::gelu(h);
       break;
     case Activation::kRelu:
       h = torch::relu(h);

@@ -13,6 +13,7 @@ namespace sparse_layers::layers {
 
 enum class Activation { kGelu, kRelu, kSolu, kSilu };
 
+// Reads the options' bias and gelu_tanh (GELU only); the GLUs read neither.
 class DenseMlpImpl : public FeedForwardImpl {
  public:
   DenseMlpImpl(const FeedForwardOptions& options, Activation activation);

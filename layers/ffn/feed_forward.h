@@ -29,6 +29,11 @@ struct FeedForwardOptions {
   int64_t d_key = 0;
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
+  // Options of pretrained dense MLPs ("gelu_mlp"): biases on both matrices,
+  // initialised to zero (GPT-2, Radford et al. 2019; GPT-NeoX), and GELU's
+  // tanh approximation (GPT-2's "gelu_new") instead of the exact erf form.
+  bool bias = false;
+  bool gelu_tanh = false;
   LayerVariants variants;
   // Names of the layer's own hook points start with this ("blocks.<i>.ffn.").
   std::string hook_prefix;

@@ -14,9 +14,15 @@ namespace {
 constexpr int64_t kCrossEntropyChunkTokens = 256;
 
 torch::nn::AnyModule MakeNorm(const GptOptions& options) {
-  if (options.rms_norm) return torch::nn::AnyModule(RmsNorm(options.d_model));
+  if (options.rms_norm) {
+    return options.norm_eps > 0
+               ? torch::nn::AnyModule(
+                     RmsNorm(options.d_model, options.norm_eps))
+               : torch::nn::AnyModule(RmsNorm(options.d_model));
+  }
   return torch::nn::AnyModule(torch::nn::LayerNorm(
-      torch::nn::LayerNormOptions({options.d_model}).eps(1e-5)));
+      torch::nn::LayerNormOptions({options.d_model})
+          .eps(options.norm_eps > 0 ? options.norm_eps : 1e-5)));
 }
 
 }  // namespace
@@ -87,7 +93,8 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
 
 BlockImpl::BlockImpl(const GptOptions& options, int index,
                      std::shared_ptr<AttentionImpl> attention_module,
-                     std::shared_ptr<FeedForwardImpl> ffn_module) {
+                     std::shared_ptr<FeedForwardImpl> ffn_module)
+    : parallel_residual_(options.parallel_residual) {
   const std::string prefix = absl::StrCat("blocks.", index, ".");
   hook_resid_pre = HookPoint(prefix + "hook_resid_pre");
   hook_attn_in = HookPoint(prefix + "attn.hook_in");
@@ -118,9 +125,11 @@ torch::Tensor BlockImpl::forward(torch::Tensor residual) {
     attention_out = attention_sae->Forward(attention_out, hook_sae_codes);
   }
   if (hook_attn_out.active()) attention_out = hook_attn_out(attention_out);
+  const torch::Tensor block_in = residual;
   residual = residual + attention_out;
   if (hook_resid_mid.active()) residual = hook_resid_mid(residual);
-  torch::Tensor ffn_in = ffn_norm.forward(residual);
+  torch::Tensor ffn_in =
+      ffn_norm.forward(parallel_residual_ ? block_in : residual);
   if (hook_ffn_in.active()) ffn_in = hook_ffn_in(ffn_in);
   torch::Tensor ffn_out = ffn->Forward(ffn_in, hook_ffn_hidden);
   if (output_sae) ffn_out = output_sae->Forward(ffn_out, hook_sae_codes);
@@ -141,6 +150,8 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   ffn_options.d_key = options.d_key;
   ffn_options.n_layers = options.n_layers;
   ffn_options.variants = options.variants;
+  ffn_options.bias = options.bias;
+  ffn_options.gelu_tanh = options.gelu_tanh;
   const GptOptions::Replacement& replacement = options.replacement;
   FeedForwardOptions replacement_options = ffn_options;
   replacement_options.d_ffn = replacement.d_ffn;
@@ -152,6 +163,11 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   attention_options.context_length = options.context_length;
   attention_options.rotary = options.rotary;
   attention_options.qk_norm = options.qk_norm;
+  attention_options.rotary_dims = options.rotary_dims;
+  attention_options.rotary_base = options.rotary_base;
+  attention_options.rotary_scaling = options.rotary_scaling;
+  attention_options.n_kv_heads = options.n_kv_heads;
+  attention_options.bias = options.bias;
   attention_options.n_layers = options.n_layers;
   attention_options.variants = options.variants;
   attention_options.n_experts = options.n_experts;

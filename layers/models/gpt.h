@@ -63,6 +63,26 @@ struct GptOptions {
   // Token embedding and LM head width when above d_model (0: d_model), with
   // projections to and from d_model; needs untied embeddings.
   int64_t embedding_width = 0;
+
+  // Options of pretrained architectures (layers/models/hf_checkpoint.h); off,
+  // they leave every other model as it was. Biases on the attention and
+  // "gelu_mlp" projections (GPT-2, Radford et al. 2019; GPT-NeoX), GELU's tanh
+  // approximation in "gelu_mlp" (GPT-2).
+  bool bias = false;
+  bool gelu_tanh = false;
+  // Attention and FFN read the same block input and both add to the residual
+  // (GPT-NeoX, Black et al. 2022, arXiv:2204.06745 Sec. 2.1).
+  bool parallel_residual = false;
+  // The norms' epsilon (0: 1e-5 for LayerNorm, 1e-6 for RMSNorm).
+  double norm_eps = 0;
+  // Rotary: the leading head dimensions rotated (0: all), the base, Llama
+  // 3.1's frequency rescaling (AttentionOptions).
+  int64_t rotary_dims = 0;
+  double rotary_base = 10000;
+  RotaryScaling rotary_scaling;
+  // Key/value heads of grouped-query attention (0: n_heads; Llama,
+  // arXiv:2407.21783 Sec. 3.2).
+  int64_t n_kv_heads = 0;
 };
 
 // Checks the config's model section and fills GptOptions.
@@ -88,6 +108,8 @@ class BlockImpl : public torch::nn::Module {
   // An SAE reconstructing the attention output (attention-site on_output).
   std::shared_ptr<FeedForwardImpl> attention_sae;
 
+  // With parallel_residual, resid_mid is the block input plus the attention
+  // output, and the FFN reads the normalised block input, not resid_mid.
   HookPoint hook_resid_pre;
   HookPoint hook_attn_in;   // Normalised attention input.
   HookPoint hook_attn_out;  // Attention output (after the output projection).
@@ -97,6 +119,9 @@ class BlockImpl : public torch::nn::Module {
   HookPoint hook_ffn_out;
   HookPoint hook_sae_codes;  // The output (or attention) SAE's codes.
   HookPoint hook_resid_post;
+
+ private:
+  bool parallel_residual_ = false;
 };
 TORCH_MODULE(Block);
 
