@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "datasets/activations/activation_export.h"
+#include "layers/backend/torch_init.h"
 #include "tools/common/main.h"
 #include "tools/common/status_macros.h"
 

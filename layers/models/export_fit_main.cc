@@ -8,6 +8,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "layers/backend/torch_init.h"
 #include "layers/models/fit_export.h"
 #include "tools/common/main.h"
 #include "tools/common/status_macros.h"
