@@ -120,6 +120,12 @@ expect activation_flow "$out" "--windows must be >= 1, got 0" \
 expect ffn_ablation "$out" "--batch_size must be >= 1, got -3" \
   --base="$work/lm.pt" --tokens="$tokens" --out="$out" --batch_size=-3
 expect judge_claims "$out" "--min_n takes a whole number >= 0" --min_n=-1 --verify "$out"
+expect export_activations "$work/exported" "--activations: $work/missing.textproto is not a readable file" \
+  --activations="$work/missing.textproto" --out_dir="$work/exported"
+expect export_fit "$out" "$work/lm.pt has no sparse replacement layer" --checkpoint="$work/lm.pt" --out="$out"
+mkdir -p "$work/hf_empty"
+expect hf_forward "$out" "cannot open $work/hf_empty/config.json" --checkpoint="$work/hf_empty" --tokens=1,2 \
+  --out="$out"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failures" >&2
