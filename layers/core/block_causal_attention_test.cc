@@ -13,10 +13,7 @@
 namespace sparse_layers::layers {
 namespace {
 
-// max |a - b| / max |b|: relative error in the max norm.
-double MaxRelativeError(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>() / b.abs().max().item<double>();
-}
+using testing::MaxRelativeError;
 
 struct Result {
   torch::Tensor output, grad_q, grad_k, grad_v;

@@ -14,11 +14,7 @@
 namespace sparse_layers::layers {
 namespace {
 
-// max |a - b| / max |b|: relative error in the max norm, so entries near zero
-// (most of dW) are judged against the tensor's scale, not their own.
-double MaxRelativeError(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).abs().max().item<double>() / b.abs().max().item<double>();
-}
+using testing::MaxRelativeError;
 
 struct Result {
   torch::Tensor loss, grad_hidden, grad_weight;

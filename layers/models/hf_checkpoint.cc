@@ -338,6 +338,20 @@ absl::StatusOr<GptOptions> LlamaOptions(const ConfigFields& config,
 
 // A checkpoint's tensors: one model.safetensors, or the shards that
 // model.safetensors.index.json's weight_map assigns each name to.
+// A JSON file's top-level object; an error names the file and the parser's
+// first line.
+absl::StatusOr<Struct> ReadJsonObject(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  Struct root;
+  if (auto status = google::protobuf::util::JsonStringToMessage(text, &root);
+      !status.ok()) {
+    const std::string message = status.message().as_string();
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not valid JSON: ", message.substr(0, message.find('\n'))));
+  }
+  return root;
+}
+
 class CheckpointFiles {
  public:
   static absl::StatusOr<CheckpointFiles> Open(const std::string& dir) {
@@ -355,12 +369,7 @@ class CheckpointFiles {
       return files;
     }
     files.path_ = index;
-    ASSIGN_OR_RETURN(const std::string text, ReadFileToString(index));
-    Struct root;
-    if (!google::protobuf::util::JsonStringToMessage(text, &root).ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(index, ": not valid JSON"));
-    }
+    ASSIGN_OR_RETURN(const Struct root, ReadJsonObject(index));
     auto map = root.fields().find("weight_map");
     if (map == root.fields().end() ||
         map->second.kind_case() != Value::kStructValue) {
@@ -660,14 +669,7 @@ struct Config {
 
 absl::StatusOr<Config> ReadConfig(const std::string& path,
                                   int64_t max_context_length) {
-  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
-  Struct root;
-  if (auto status = google::protobuf::util::JsonStringToMessage(text, &root);
-      !status.ok()) {
-    const std::string message = status.message().as_string();
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": not valid JSON: ", message.substr(0, message.find('\n'))));
-  }
+  ASSIGN_OR_RETURN(const Struct root, ReadJsonObject(path));
   const ConfigFields config(path, root);
   Config result;
   ASSIGN_OR_RETURN(result.model_type, config.String("model_type"));

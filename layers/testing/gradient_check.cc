@@ -47,4 +47,10 @@ std::vector<std::string> CheckGradients(
   return mismatches;
 }
 
+double MaxRelativeError(const torch::Tensor& actual,
+                        const torch::Tensor& reference) {
+  return (actual - reference).abs().max().item<double>() /
+         reference.abs().max().item<double>();
+}
+
 }  // namespace sparse_layers::layers::testing

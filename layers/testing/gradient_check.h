@@ -1,4 +1,4 @@
-// Test helper: autograd gradients against central finite differences, in
+// Test helpers: autograd gradients against central finite differences, in
 // double precision, on a few entries of each parameter (llm.c's habit of
 // checking every kernel against a reference).
 #ifndef SPARSE_LAYERS_LAYERS_TESTING_GRADIENT_CHECK_H_
@@ -19,6 +19,11 @@ std::vector<std::string> CheckGradients(
     const std::function<torch::Tensor()>& loss,
     const std::vector<std::pair<std::string, torch::Tensor>>& parameters,
     int entries_per_parameter = 7, double tolerance = 1e-6);
+
+// max |actual - reference| / max |reference|: relative error in the max norm,
+// so entries near zero are judged against the tensor's scale, not their own.
+double MaxRelativeError(const torch::Tensor& actual,
+                        const torch::Tensor& reference);
 
 }  // namespace sparse_layers::layers::testing
 
