@@ -786,31 +786,52 @@ absl::StatusOr<ClaimResult> JudgeClaim(
 
 namespace {
 
-// The first of the claim's arms that is in `arms_not_run`, or "".
+// What a claim needs that may not be run: its arms, and its filters as
+// "column=value" (a whole base model, a task, ...), each with its column.
+std::vector<std::pair<std::string, std::string>> RunnableParts(
+    const Claim& claim) {
+  std::vector<std::pair<std::string, std::string>> parts;
+  for (const std::string& arm : {claim.a(), claim.b(), claim.baseline()}) {
+    if (!arm.empty()) parts.emplace_back(arm, claim.arm_column());
+  }
+  for (const Filter& filter : claim.where()) {
+    if (!filter.value().empty()) {
+      parts.emplace_back(absl::StrCat(filter.column(), "=", filter.value()),
+                         filter.column());
+    }
+  }
+  return parts;
+}
+
+// The first of the claim's arms or filters that is in `arms_not_run`, or "".
 std::string ArmNotRun(const Claim& claim,
                       const std::set<std::string>& arms_not_run) {
-  for (const std::string& arm : {claim.a(), claim.b(), claim.baseline()}) {
-    if (!arm.empty() && arms_not_run.count(arm)) return arm;
+  for (const auto& [part, column] : RunnableParts(claim)) {
+    if (arms_not_run.count(part)) return part;
   }
   return "";
 }
 
-// Every arm not run is named by a claim and has no rows in its table.
+// Every arm (or column=value) not run is named by a claim and has no rows in
+// its table.
 absl::Status CheckArmsNotRun(const ClaimSet& claims, const Tables& tables,
                              const std::set<std::string>& arms_not_run) {
   std::set<std::string> named;
   for (const auto* list : {&claims.controls(), &claims.claims()}) {
     for (const Claim& claim : *list) {
-      for (const std::string& arm : {claim.a(), claim.b(), claim.baseline()}) {
-        if (arm.empty() || !arms_not_run.count(arm)) continue;
-        named.insert(arm);
+      for (const auto& [part, column_name] : RunnableParts(claim)) {
+        if (!arms_not_run.count(part)) continue;
+        named.insert(part);
         const TidyTable& table = tables.at(claim.table());
-        auto column = table.Column(claim.arm_column());
+        auto column = table.Column(column_name);
         if (!column.ok()) return column.status();
+        const size_t equals = part.find('=');
+        const std::string value =
+            column_name == claim.arm_column() ? part : part.substr(equals + 1);
         for (const std::vector<std::string>& row : table.rows()) {
-          if (row[*column] == arm) {
+          if (row[*column] == value) {
             return absl::InvalidArgumentError(absl::StrCat(
-                "arm '", arm, "' is listed as not run but has rows in ",
+                "arm '", part, "' is listed as not run but has rows in ",
                 claim.table(), " (claim ", claim.id(), ")"));
           }
         }
@@ -845,7 +866,10 @@ absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(
       result.claim = &claim;
       result.is_control = is_control;
       result.verdict = Verdict::kNotTestable;
-      result.reason = absl::StrCat("arm ", arm, " is not run at this scale");
+      result.reason =
+          arm.find('=') != std::string::npos
+              ? absl::StrCat(arm, " is not run in this build")
+              : absl::StrCat("arm ", arm, " is not run at this scale");
       return result;
     }
     return JudgeClaim(claim, is_control, tables, control_verdicts);

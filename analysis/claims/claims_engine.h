@@ -68,8 +68,9 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables);
 
 // Judges the controls, then the claims, in file order. A claim or control
 // whose arm is in `arms_not_run` (an arm the experiment does not train at this
-// scale) is NOT TESTABLE with that reason; each such arm must be named by some
-// claim and have no rows in the claim's table, so a typo cannot hide a claim.
+// scale), or one of whose filters is ("base=swiglu": a base model not run), is
+// NOT TESTABLE with that reason; each such entry must be named by some claim
+// and have no rows in the claim's table, so a typo cannot hide a claim.
 absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(
     const ClaimSet& claims, const Tables& tables,
     const std::vector<std::string>& arms_not_run = {});

@@ -273,6 +273,37 @@ TEST(ClaimSet, GainRatioRejectsPoolingAndABaselineThatIsAnArm) {
   }
 }
 
+// A whole base model not run (a user's pretrained model replaces both of
+// ours): every claim filtered to it is NOT TESTABLE, the other base's judged.
+TEST(ClaimSet, FiltersNotRunMakeTheirClaimsNotTestable) {
+  ClaimSet set;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "experiment: 'x' "
+      "claims { id: 'gelu' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' "
+      "where { column: 'base' value: 'gelu' } metric: 'f1' "
+      "better: HIGHER_IS_BETTER comparison: BETTER } "
+      "claims { id: 'swiglu' table: 't.csv' arm_column: 'arm' a: 'new' "
+      "b: 'old' where { column: 'base' value: 'swiglu' } metric: 'f1' "
+      "better: HIGHER_IS_BETTER comparison: BETTER }",
+      &set));
+  const Tables tables = OneTable(
+      "base,arm,seed,f1\ngelu,new,1,0.6\ngelu,new,2,0.62\ngelu,new,3,0.61\n"
+      "gelu,old,1,0.5\ngelu,old,2,0.51\ngelu,old,3,0.49\n");
+  EXPECT_FALSE(JudgeClaimSet(set, tables).ok());
+  auto results = JudgeClaimSet(set, tables, {"base=swiglu"});
+  ASSERT_TRUE(results.ok()) << results.status();
+  EXPECT_EQ((*results)[0].verdict, Verdict::kHolds);
+  EXPECT_EQ((*results)[1].verdict, Verdict::kNotTestable);
+  EXPECT_EQ((*results)[1].reason, "base=swiglu is not run in this build");
+  // Listed but present is a mistake, as for an arm.
+  auto present = JudgeClaimSet(set, tables, {"base=swiglu", "base=gelu"});
+  ASSERT_FALSE(present.ok());
+  EXPECT_NE(present.status().message().find(
+                "'base=gelu' is listed as not run but has rows"),
+            std::string::npos)
+      << present.status();
+}
+
 TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
   ClaimSet set;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(

@@ -62,6 +62,22 @@ grep -q 'mxd,2,4.02,' "$dir/out/ce.points.csv" || fail "figure points"
 grep -v ',C2,' "$dir/out/verdicts.csv" >"$dir/dropped.csv"
 sed 's/,DOES NOT HOLD,/,FAILS,/' "$dir/out/verdicts.csv" >"$dir/unknown.csv"
 
+# A filter value not run (a base model a user's pretrained model replaced): its figure is listed as not drawn,
+# its claim reads NOT TESTABLE.
+mkdir -p "$dir/absent"
+cat >"$dir/absent.textproto" <<'CLAIMS'
+experiment: "toy"
+figures { file: "other.svg" table: "frontier.csv" x: "k" y: "ce" group: "method" title: "CE vs K, other"
+  where { column: "method" value: "other" } }
+claims { id: "C3" statement: "on a method not run" table: "frontier.csv" arm_column: "k" a: "2" b: "8"
+  metric: "ce" better: LOWER_IS_BETTER comparison: BETTER where { column: "method" value: "other" } }
+CLAIMS
+"$judge" --claims="$dir/absent.textproto" --out_dir="$dir/absent" --plot="$plot" --arms_not_run=method=other \
+  --table=frontier.csv="$dir/a.csv,$dir/b.csv" >"$dir/absent.md"
+grep -qx 'Not drawn (no rows): CE vs K, other.' "$dir/absent.md" || fail "empty figure not listed"
+test ! -e "$dir/absent/other.svg" || fail "empty figure drawn"
+grep -q '^- C3: .*\*\*NOT TESTABLE\*\*.*method=other is not run in this build' "$dir/absent.md" || fail "C3"
+
 # Bad input: one line on stderr, exit 1, for each.
 expect_error() {
   local want=$1

@@ -365,10 +365,15 @@ absl::StatusOr<std::string> RenderSection(
     if (options.plot_script.empty())
       return absl::InvalidArgumentError(
           "the claims file has figures: pass --plot");
-    std::vector<std::string> written;
+    std::vector<std::string> written, empty;
     for (const FigureSpec& spec : claims.figures()) {
       auto points = FigurePoints(spec, tables);
       if (!points.ok()) return points.status();
+      // Its filters select nothing (a base not run), as a table's "-" cells.
+      if (points->rows().empty()) {
+        empty.push_back(spec.title());
+        continue;
+      }
       std::string stem = spec.file();
       if (stem.size() > 4 && stem.substr(stem.size() - 4) == ".svg")
         stem.resize(stem.size() - 4);
@@ -402,6 +407,10 @@ absl::StatusOr<std::string> RenderSection(
     }
     absl::StrAppend(&out, "Figures (seed means with 95% CI error bars): ",
                     absl::StrJoin(written, "; "), ".\n\n");
+    if (!empty.empty()) {
+      absl::StrAppend(&out, "Not drawn (no rows): ", absl::StrJoin(empty, "; "),
+                      ".\n\n");
+    }
   }
   std::string controls, paper_claims;
   for (const ClaimResult& result : results) {

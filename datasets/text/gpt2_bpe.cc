@@ -152,17 +152,30 @@ Gpt2Bpe::~Gpt2Bpe() = default;
 
 bool Gpt2Bpe::IsGpt2BpePath(const std::string& path) {
   std::error_code error;
-  return std::filesystem::is_directory(path, error) ||
-         std::filesystem::path(path).filename() == kEncoderFile;
+  const std::filesystem::path name = std::filesystem::path(path).filename();
+  return std::filesystem::is_directory(path, error) || name == kEncoderFile ||
+         name == kHuggingFaceEncoderFile;
 }
 
 absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::Load(
     const std::string& path) {
   std::error_code error;
+  const bool is_directory = std::filesystem::is_directory(path, error);
   const std::filesystem::path directory =
-      std::filesystem::is_directory(path, error)
-          ? std::filesystem::path(path)
-          : std::filesystem::path(path).parent_path();
+      is_directory ? std::filesystem::path(path)
+                   : std::filesystem::path(path).parent_path();
+  // A Hugging Face model directory names the same two files vocab.json and
+  // merges.txt; OpenAI's release, encoder.json and vocab.bpe.
+  const bool hugging_face =
+      is_directory
+          ? !std::filesystem::exists(directory / kEncoderFile, error) &&
+                std::filesystem::exists(directory / kHuggingFaceEncoderFile,
+                                        error)
+          : std::filesystem::path(path).filename() == kHuggingFaceEncoderFile;
+  if (hugging_face) {
+    return FromFiles((directory / kHuggingFaceEncoderFile).string(),
+                     (directory / kHuggingFaceMergesFile).string());
+  }
   return FromFiles((directory / kEncoderFile).string(),
                    (directory / kMergesFile).string());
 }

@@ -32,10 +32,14 @@ class Gpt2Bpe : public Tokenizer {
  public:
   static constexpr char kEncoderFile[] = "encoder.json";
   static constexpr char kMergesFile[] = "vocab.bpe";
+  // The same two files as a Hugging Face GPT-2 directory names them.
+  static constexpr char kHuggingFaceEncoderFile[] = "vocab.json";
+  static constexpr char kHuggingFaceMergesFile[] = "merges.txt";
   static constexpr char kEndOfText[] = "<|endoftext|>";
 
   // True for the paths Load takes: a directory (holding encoder.json and
-  // vocab.bpe) or a file named encoder.json (vocab.bpe beside it).
+  // vocab.bpe, or vocab.json and merges.txt) or a file named encoder.json
+  // (vocab.bpe beside it) or vocab.json (merges.txt beside it).
   static bool IsGpt2BpePath(const std::string& path);
 
   // Loads the files IsGpt2BpePath names; a missing or corrupt file is an

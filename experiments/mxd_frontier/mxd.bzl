@@ -4,6 +4,7 @@ and <name> (replacement_checkpoint: the fit, cached like any training run). Ever
 built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evaluations, probes and steering
 runs made from them (issue 20: seeds as a build dimension)."""
 
+load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
@@ -16,6 +17,58 @@ FIT_SCALES = {
     "paper": "//experiments/mxd_frontier:fit_paper.textproto",
 }
 
+def base_models():
+    """The base LMs the MxD experiments (frontier, probing, steering) fit and compare layers on: our GELU-MLP
+    (GPT-2 / Pythia analogue) and SwiGLU (Llama analogue) models, or, with --repo_env=HF_MODEL, the user's
+    pretrained model alone (datasets/pretrained), named by its FFN family so the claims read it as that base.
+    Each: name, checkpoint, config (what fits build on), tokens, tokenizer, layer (the replaced block; None: the
+    scale's, REPLACED_BLOCK) and extra_results (files the report's manifest records)."""
+    if HF_MODEL:
+        return [struct(
+            name = HF_MODEL_BASE,
+            checkpoint = "//datasets/pretrained:model",
+            config = "//datasets/pretrained:model.textproto",
+            tokens = "//datasets/pretrained:shards",
+            tokenizer = "//datasets/pretrained:model",
+            layer = HF_MODEL_LAYER,
+            extra_results = ["//datasets/pretrained:model.manifest.textproto"],
+        )]
+    return [
+        struct(
+            name = "gelu",
+            checkpoint = "//experiments/lm_baseline",
+            config = "//experiments/lm_baseline:config",
+            tokens = "//datasets/text:shards",
+            tokenizer = "//datasets/text:bpe",
+            layer = None,
+            extra_results = [],
+        ),
+        struct(
+            name = "swiglu",
+            checkpoint = "//experiments/mxd_frontier:swiglu_lm",
+            config = "//experiments/mxd_frontier:swiglu_lm_config",
+            tokens = "//datasets/text:shards",
+            tokenizer = "//datasets/text:bpe",
+            layer = None,
+            extra_results = [],
+        ),
+    ]
+
+def base_results(suffix, per_base = []):
+    """A results filegroup's srcs: every base's seeded_labels(<base><suffix>), its per_base labels (formats of
+    the base's name, e.g. ":%s_ffn_ablation") and its extra_results."""
+    labels = []
+    for base in base_models():
+        labels = labels + seeded_labels(base.name + suffix) + [f % base.name for f in per_base] + base.extra_results
+    return labels
+
+def base_model(name):
+    """The base_models() entry called `name`."""
+    for base in base_models():
+        if base.name == name:
+            return base
+    fail("no base model %s (with HF_MODEL set, only %s)" % (name, HF_MODEL_BASE))
+
 # Seeded targets are built only through the active scale's results (seeded_labels), never by a wildcard
 # (`bazel test //...` at smoke would otherwise also fit the cpu scale's third seed).
 SEEDED_TAGS = ["manual"]
@@ -23,15 +76,16 @@ SEEDED_TAGS = ["manual"]
 # The grid of Fig. 3 at our scale: active units K per token.
 K_GRID = [2, 4, 8, 16, 32]
 
-def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False):
+def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None):
     """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
-    sets the layer's initialisation and the order of the cached rows."""
+    sets the layer's initialisation and the order of the cached rows; `layer`, when set, the replaced block
+    (else fit_<scale>.textproto's)."""
     seed_overlay(name = name + "_seed", seed = seed)
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s } }\\n' > $@" %
-              (name, ffn, top_k, "true" if on_output else "false"),
+        cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s } }\\n' > $@" %
+              (name, ffn, top_k, "true" if on_output else "false", "" if layer == None else " layer: %d" % layer),
     )
     experiment_config(
         name = name + "_config",
@@ -47,7 +101,7 @@ def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_o
         tags = SEEDED_TAGS,
     )
 
-def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRID, seeds = all_seeds()):
+def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRID, seeds = all_seeds(), layer = None):
     """replacement_fit for every method x K x seed: <prefix>_<method>_k<K>_s<seed> (every scale's seeds
     are declared; only the active scale's are built). Returns {seed: [target names]}."""
     names = {}
@@ -56,11 +110,11 @@ def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRI
         for method, ffn in methods.items():
             for k in ks:
                 name = seeded_name("%s_%s_k%d" % (prefix, method, k), seed)
-                replacement_fit(name, base, base_config, activations, ffn, k, seed)
+                replacement_fit(name, base, base_config, activations, ffn, k, seed, layer = layer)
                 names[seed].append(name)
     return names
 
-def frontier_evaluation(name, base_name, base, activations, fits):
+def frontier_evaluation(name, base_name, base, activations, fits, tokens):
     """<name>.csv: CE (base, zero-ablated, each fit), CE recovered, NMSE, l0, dead units and MxD expert
     rank of every fit, on the held-out test split (analysis/replacement:evaluate_replacements), and each
     fit's seed. Every fit is evaluated on the same test batches, so arms are paired within a seed."""
@@ -70,7 +124,7 @@ def frontier_evaluation(name, base_name, base, activations, fits):
         outs = [name + ".csv"],
         out_flags = ["--out="],
         checkpoint_args = {base: "--base="},
-        tokens = "//datasets/text:shards",
+        tokens = tokens,
         token_args = {"--tokens=": "test"},
         activation_args = {activations: "--activations="},
         args = ["--base_name=" + base_name],
@@ -79,10 +133,11 @@ def frontier_evaluation(name, base_name, base, activations, fits):
         tags = SEEDED_TAGS,
     )
 
-def frontier_evaluations(name, base_name, base, activations, fits):
-    """frontier_evaluation <name>_s<seed> of each seed's fits ({seed: names}, as replacement_grid returns)."""
+def frontier_evaluations(name, base_name, base, activations, fits, tokens):
+    """frontier_evaluation <name>_s<seed> of each seed's fits ({seed: names}, as replacement_grid returns), on
+    the test split of `tokens`."""
     for seed, names in fits.items():
-        frontier_evaluation(seeded_name(name, seed), base_name, base, activations, names)
+        frontier_evaluation(seeded_name(name, seed), base_name, base, activations, names, tokens)
 
 def seeded_labels(name, package = ""):
     """select() of the labels <package>:<name>_s<seed> of the active scale's seeds (tools/seeds SEEDS)."""
@@ -95,12 +150,12 @@ def seeded_labels(name, package = ""):
 # the value from its released code); K = 8 is the grid point nearest that ratio at d = 128.
 FEATURE_K = 8
 
-def sae_fit(name, base, base_config, activations, seeds = all_seeds()):
+def sae_fit(name, base, base_config, activations, seeds = all_seeds(), layer = None):
     """A TopK SAE on the FFN output (the probing and steering baseline, MxD Sec. 3.2), K = FEATURE_K, one
     per seed: <name>_s<seed>."""
     for seed in seeds:
         replacement_fit(seeded_name(name, seed), base, base_config, activations, "topk_sae", FEATURE_K, seed,
-                        on_output = True)
+                        on_output = True, layer = layer)
 
 def feature_layers(base_name, seed):
     """The fits of `seed` the probing and steering experiments compare: TC, STC and MxD of the frontier at
@@ -110,7 +165,8 @@ def feature_layers(base_name, seed):
         for method in ["tc", "stc", "mxd"]
     ] + ["//experiments/mxd_frontier:" + seeded_name("%s_sae_k%d" % (base_name, FEATURE_K), seed)]
 
-def feature_analysis(name, tool, base_name, base, extra_args, extra = {}, examples = False, seeds = all_seeds()):
+def feature_analysis(name, tool, base_name, base, extra_args, extra = {}, examples = False, seeds = all_seeds(),
+                     tokenizer = "//datasets/text:bpe"):
     """Per seed, <name>_s<seed>.csv from `tool` (sparse_probe or steer) over the base model and that seed's
     feature_layers with --seed=<seed> (random control and splits, or samples), and <name>_s<seed>.txt: the
     tool's --examples when `examples`, else its log. `extra`: more tool_run attributes (token_args, ...)."""
@@ -124,7 +180,7 @@ def feature_analysis(name, tool, base_name, base, extra_args, extra = {}, exampl
             out_flags = ["--out="] + (["--examples="] if examples else []),
             log = None if examples else run + ".txt",
             checkpoint_args = {base: "--base="},
-            tokenizer = "//datasets/text:bpe",
+            tokenizer = tokenizer,
             args = ["--base_name=" + base_name, "--seed=%d" % seed] + extra_args,
             checkpoints = fits,
             message = "Running %s on the %s features" % (Label(tool).name, base_name),

@@ -15,12 +15,17 @@ for f in "$@"; do
     */judge_claims) judge=$f ;;
     */plot_lines.sh) plot=$f ;;
     */claims.textproto) claims=$f ;;
+    */base_models.sh) source "$f" ;;
     *_frontier_s*.csv) csvs+=("$f") ;;
     *_ffn_ablation.csv) ablations+=("$f") ;;
   esac
 done
 mkdir -p "$out_dir"
 cp "$claims" "$out_dir/claims.textproto"
-"$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" \
+# A base with no results (a user's pretrained model, HF_MODEL, stands in for one of ours): its claims read NOT
+# TESTABLE.
+pretrained_base_line "$@"
+not_run=$(bases_not_run _frontier_s "${csvs[@]}")
+"$judge" --claims="$claims" --out_dir="$out_dir" --arms_not_run="$not_run" --plot="$plot" \
   --table=mxd_frontier.csv="$(IFS=,; echo "${csvs[*]}")" \
   --table=ffn_ablation.csv="$(IFS=,; echo "${ablations[*]}")"

@@ -12,14 +12,19 @@ for f in "$@"; do
   case "$f" in
     */judge_claims) judge=$f ;;
     */claims.textproto) claims=$f ;;
+    */base_models.sh) source "$f" ;;
     *_steering_s*.csv) csvs+=("$f") ;;
     *_steering_s*.txt) examples+=("$f") ;;
   esac
 done
 mkdir -p "$out_dir"
 cp "$claims" "$out_dir/claims.textproto"
+# A base with no results (a user's pretrained model, HF_MODEL, stands in for one of ours): its claims read NOT
+# TESTABLE.
+pretrained_base_line "$@"
+not_run=$(bases_not_run _steering_s "${csvs[@]}")
 cat "${examples[@]}" > "$out_dir/examples.txt"
-"$judge" --claims="$claims" --out_dir="$out_dir" \
+"$judge" --claims="$claims" --out_dir="$out_dir" --arms_not_run="$not_run" \
   --table=steering.csv="$(IFS=,; echo "${csvs[*]}")"
 echo
 echo "Example generations (first units of each layer, every seed): $out_dir/examples.txt"

@@ -76,6 +76,19 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   options.tie_embeddings = model.tie_embeddings();
   options.embedding_width = model.embedding_width();
   options.qk_norm = model.qk_norm();
+  const config::ArchitectureOptions& arch = model.architecture_options();
+  options.bias = arch.bias();
+  options.gelu_tanh = arch.gelu_tanh();
+  options.parallel_residual = arch.parallel_residual();
+  options.norm_eps = arch.norm_eps();
+  options.rotary_dims = arch.rotary_dims();
+  if (arch.rotary_base() > 0) options.rotary_base = arch.rotary_base();
+  if (arch.rotary_scaling_factor() > 0) {
+    options.rotary_scaling = {
+        arch.rotary_scaling_factor(), arch.rotary_low_freq_factor(),
+        arch.rotary_high_freq_factor(), arch.rotary_original_context()};
+  }
+  options.n_kv_heads = arch.n_kv_heads();
   if (const config::FfnReplacement& r = model.replacement(); !r.ffn().empty()) {
     const config::ReplacementSizes sizes =
         config::EffectiveReplacementSizes(model);
@@ -89,6 +102,52 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
                            sizes.qk_heads};
   }
   return options;
+}
+
+absl::StatusOr<config::ModelConfig> ModelConfigFromGptOptions(
+    const GptOptions& options) {
+  // Only what pretrained checkpoints use maps back; the rest has no config.
+  if (options.attention != "mha" || options.replacement.layer >= 0 ||
+      options.embedding_width != 0 || options.qk_norm ||
+      !(options.ffn == "gelu_mlp" || options.ffn == "swiglu")) {
+    return absl::InvalidArgumentError(
+        "only dense pretrained-style models (mha attention, gelu_mlp or "
+        "swiglu, no replacement) map back to a config");
+  }
+  config::ModelConfig model;
+  model.set_architecture("gpt");
+  model.set_vocab_size(options.vocab_size);
+  model.set_context_length(options.context_length);
+  model.set_d_model(options.d_model);
+  model.set_n_layers(options.n_layers);
+  model.set_n_heads(options.n_heads);
+  model.set_ffn(options.ffn);
+  model.set_d_ffn(options.d_ffn);
+  model.set_positions(options.rotary ? config::ModelConfig::ROTARY
+                                     : config::ModelConfig::LEARNED);
+  model.set_norm(options.rms_norm ? config::ModelConfig::RMS_NORM
+                                  : config::ModelConfig::LAYER_NORM);
+  model.set_tie_embeddings(options.tie_embeddings);
+  config::ArchitectureOptions& arch = *model.mutable_architecture_options();
+  arch.set_bias(options.bias);
+  arch.set_gelu_tanh(options.gelu_tanh);
+  arch.set_parallel_residual(options.parallel_residual);
+  arch.set_norm_eps(options.norm_eps);
+  if (options.rotary) {
+    arch.set_rotary_dims(options.rotary_dims);
+    arch.set_rotary_base(options.rotary_base);
+  }
+  if (options.rotary && options.rotary_scaling.factor > 0) {
+    arch.set_rotary_scaling_factor(options.rotary_scaling.factor);
+    arch.set_rotary_low_freq_factor(options.rotary_scaling.low_freq_factor);
+    arch.set_rotary_high_freq_factor(options.rotary_scaling.high_freq_factor);
+    arch.set_rotary_original_context(options.rotary_scaling.original_context);
+  }
+  arch.set_n_kv_heads(options.n_kv_heads);
+  if (absl::Status status = config::ValidateModelConfig(model); !status.ok()) {
+    return status;
+  }
+  return model;
 }
 
 BlockImpl::BlockImpl(const GptOptions& options, int index,

@@ -89,6 +89,13 @@ struct GptOptions {
 absl::StatusOr<GptOptions> GptOptionsFromConfig(
     const config::ModelConfig& model);
 
+// The inverse for the dense models pretrained checkpoints load into
+// (import_pretrained): GptOptionsFromConfig of the result gives `options`
+// back. Fails for options that have no config field (a replacement layer,
+// MoHD or Lorsa attention, ...).
+absl::StatusOr<config::ModelConfig> ModelConfigFromGptOptions(
+    const GptOptions& options);
+
 class BlockImpl : public torch::nn::Module {
  public:
   BlockImpl(const GptOptions& options, int index,

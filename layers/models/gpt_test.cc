@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -305,6 +306,79 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
     EXPECT_EQ(mohd.top_k, 3);
   }
   EXPECT_TRUE(attention->gather_sparse);
+}
+
+// What import_pretrained stores: the config of a pretrained architecture's
+// options builds the same model (same draws, same logits).
+TEST(GptTest, PretrainedOptionsSurviveTheConfig) {
+  GptOptions gpt2 = SmallOptions(false, false, "gelu_mlp");
+  gpt2.bias = true;
+  gpt2.gelu_tanh = true;
+  GptOptions neox = SmallOptions(true, false, "gelu_mlp");
+  neox.bias = true;
+  neox.parallel_residual = true;
+  neox.rotary_dims = 2;
+  neox.rotary_base = 500;
+  neox.tie_embeddings = false;
+  GptOptions llama = SmallOptions(true, true, "swiglu");
+  llama.n_kv_heads = 2;
+  llama.norm_eps = 1e-6;
+  llama.rotary_scaling = {8, 1, 4, 16};
+  for (const GptOptions& options : {gpt2, neox, llama}) {
+    absl::StatusOr<config::ModelConfig> model =
+        ModelConfigFromGptOptions(options);
+    ASSERT_TRUE(model.ok()) << model.status();
+    absl::StatusOr<GptOptions> back = GptOptionsFromConfig(*model);
+    ASSERT_TRUE(back.ok()) << back.status();
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(torch::equal(MakeModel(options)->forward(Tokens()),
+                             MakeModel(*back)->forward(Tokens())))
+        << model->DebugString();
+  }
+  GptOptions mohd = SmallOptions(true, false, "gelu_mlp");
+  mohd.attention = "mohd";
+  EXPECT_FALSE(ModelConfigFromGptOptions(mohd).ok());
+}
+
+TEST(GptTest, BadArchitectureOptionsAreRejected) {
+  auto error = [](const std::function<void(config::ModelConfig&)>& edit) {
+    config::ModelConfig model = *ModelConfigFromGptOptions(
+        SmallOptions(/*rotary=*/true, false, "gelu_mlp"));
+    edit(model);
+    return std::string(GptOptionsFromConfig(model).status().message());
+  };
+  EXPECT_EQ(error([](config::ModelConfig& m) {
+              m.mutable_architecture_options()->set_n_kv_heads(3);
+            }),
+            "field 'model.architecture_options.n_kv_heads': 3 must be 0 or "
+            "divide n_heads 4");
+  EXPECT_EQ(error([](config::ModelConfig& m) {
+              m.mutable_architecture_options()->set_rotary_dims(3);
+            }),
+            "field 'model.architecture_options.rotary_dims': 3 must be even "
+            "and in [0, head dim 4]");
+  EXPECT_EQ(error([](config::ModelConfig& m) {
+              m.set_ffn("swiglu");
+              m.mutable_architecture_options()->set_gelu_tanh(true);
+            }),
+            "field 'model.architecture_options.gelu_tanh': needs ffn "
+            "'gelu_mlp'");
+  EXPECT_EQ(error([](config::ModelConfig& m) {
+              m.set_positions(config::ModelConfig::LEARNED);
+            }),
+            "field 'model.architecture_options.rotary_base': needs positions: "
+            "ROTARY");
+  EXPECT_EQ(error([](config::ModelConfig& m) {
+              m.mutable_architecture_options()->set_rotary_scaling_factor(8);
+            }),
+            "field 'model.architecture_options.rotary_scaling_factor': needs "
+            "rotary_high_freq_factor > rotary_low_freq_factor > 0 and "
+            "rotary_original_context > 0");
+  EXPECT_EQ(error([](config::ModelConfig& m) {
+              m.mutable_architecture_options()->set_norm_eps(-1);
+            }),
+            "field 'model.architecture_options.norm_eps': must be a finite "
+            "number in [0, 0.5] (0 = default)");
 }
 
 TEST(GptTest, BadLayerOptionsAreRejected) {

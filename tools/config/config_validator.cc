@@ -258,6 +258,67 @@ absl::Status CheckLayerOptions(const ModelConfig& model,
   return absl::OkStatus();
 }
 
+// The pretrained-architecture switches (ArchitectureOptions): each only where
+// the layers implement it.
+absl::Status CheckArchitectureOptions(const ModelConfig& model,
+                                      const FieldErrorFn& error) {
+  const ArchitectureOptions& arch = model.architecture_options();
+  auto at = [&](absl::string_view leaf, absl::string_view text) {
+    return error({"model", "architecture_options", leaf}, text);
+  };
+  const bool mha =
+      FindAttentionShape(AttentionName(model)) == AttentionShape::kMultiHead;
+  const bool rotary = model.positions() == ModelConfig::ROTARY;
+  const int64_t head_dim = model.d_model() / model.n_heads();
+  if ((arch.bias() || arch.parallel_residual() || arch.n_kv_heads() != 0) &&
+      !mha) {
+    return at(arch.bias()                ? "bias"
+              : arch.parallel_residual() ? "parallel_residual"
+                                         : "n_kv_heads",
+              "needs attention 'mha'");
+  }
+  if (arch.gelu_tanh() && FfnName(model) != "gelu_mlp") {
+    return at("gelu_tanh", "needs ffn 'gelu_mlp'");
+  }
+  if (!InRange(arch.norm_eps(), 0, 0.5)) {
+    return at("norm_eps", "must be a finite number in [0, 0.5] (0 = default)");
+  }
+  if (arch.n_kv_heads() < 0 ||
+      (arch.n_kv_heads() > 0 && model.n_heads() % arch.n_kv_heads() != 0)) {
+    return at("n_kv_heads",
+              absl::StrFormat("%d must be 0 or divide n_heads %d",
+                              arch.n_kv_heads(), model.n_heads()));
+  }
+  if (arch.rotary_dims() < 0 || arch.rotary_dims() > head_dim ||
+      arch.rotary_dims() % 2 != 0) {
+    return at("rotary_dims",
+              absl::StrFormat("%d must be even and in [0, head dim %d]",
+                              arch.rotary_dims(), head_dim));
+  }
+  const bool scaled = arch.rotary_scaling_factor() != 0;
+  if (!InRange(arch.rotary_base(), 0, 1e12) ||
+      !InRange(arch.rotary_scaling_factor(), 0, 1e6)) {
+    return at(scaled ? "rotary_scaling_factor" : "rotary_base",
+              "must be a finite number >= 0 (0 = default)");
+  }
+  if (scaled &&
+      !(arch.rotary_low_freq_factor() > 0 &&
+        arch.rotary_high_freq_factor() > arch.rotary_low_freq_factor() &&
+        arch.rotary_original_context() > 0)) {
+    return at("rotary_scaling_factor",
+              "needs rotary_high_freq_factor > rotary_low_freq_factor > 0 and "
+              "rotary_original_context > 0");
+  }
+  if ((arch.rotary_dims() != 0 || arch.rotary_base() != 0 || scaled) &&
+      !rotary) {
+    return at(arch.rotary_dims() != 0   ? "rotary_dims"
+              : arch.rotary_base() != 0 ? "rotary_base"
+                                        : "rotary_scaling_factor",
+              "needs positions: ROTARY");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
   auto at = [&](absl::string_view leaf, absl::string_view text) {
     return error({"model", leaf}, text);
@@ -365,6 +426,9 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
     if (model.tie_embeddings()) {
       return at("embedding_width", "needs tie_embeddings: false");
     }
+  }
+  if (absl::Status s = CheckArchitectureOptions(model, error); !s.ok()) {
+    return s;
   }
   if (absl::Status s = CheckFfn(model, FfnName(model), EffectiveFfnWidth(model),
                                 model.n_experts(), model.top_k(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The action behind experiment_report's <name>_section: runs an experiment's report.sh into OUT_DIR, keeps its
 # printout as section.md (paths into the build tree shown as <name>_report/, where `bazel run` puts them) and
-# writes manifest.textproto: what went in (SHA-256 of every input file), build identity, scale, wall time.
+# writes manifest.textproto: what went in (SHA-256 of every input file, and of a pretrained base model's source
+# files), build identity, scale, wall time.
 # Usage: build_section.sh OUT_DIR NAME SCALE IDENTITY REPORT_SH N_TOOLS TOOL... RESULT...
 set -euo pipefail
 out=$1 name=$2 scale=$3 identity=$4 script=$5 n_tools=$6
@@ -32,6 +33,14 @@ input_digests() {
   echo "# Written by tools/report/build_section.sh: what this report was made from."
   printf 'experiment: "%s"\nscale: "%s"\nreport_script_sha256: "%s"\n' "$name" "$scale" "$(sha256sum "$script" | cut -d' ' -f1)"
   input_digests
+  # A pretrained base model (datasets/pretrained, --repo_env=HF_MODEL): the SHA-256 of each of its source files.
+  for path in "${results[@]}"; do
+    if [[ "$path" == */datasets/pretrained/*.manifest.textproto ]]; then
+      echo "pretrained_model {"
+      grep -v '^#' "$path" | sed 's/^/  /'
+      echo "}"
+    fi
+  done
   while IFS= read -r line; do printf 'build_identity: "%s"\n' "${line//\"/\\\"}"; done <"$identity"
   awk -v start="$start" -v end="$(date +%s.%N)" 'BEGIN { printf "threads: 1\nwall_seconds: %.2f\n", end - start }'
 } >"$out/manifest.textproto"

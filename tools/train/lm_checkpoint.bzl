@@ -49,14 +49,17 @@ def _lm_checkpoint_impl(ctx):
     # Token shards name their own tokenizer; other data (chess characters) passes it explicitly.
     if ctx.attr.tokenizer:
         tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
+        tokenizer_files = tokenizer
     elif TokenShardsInfo in ctx.attr.data:
         tokenizer = [ctx.attr.data[TokenShardsInfo].tokenizer]
+        tokenizer_files = ctx.attr.data[TokenShardsInfo].tokenizer_files
     else:
         tokenizer = []
+        tokenizer_files = []
     parent = [ctx.attr.init_from[CheckpointInfo].checkpoint] if ctx.attr.init_from else []
     return _run_trainer(
         ctx,
-        inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer + parent,
+        inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer_files + parent,
         leading_args = [
             "--config=" + ctx.file.config.path,
             "--train_data=" + split_manifest(shards["train"], "train", "tokens"),

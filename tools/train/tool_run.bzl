@@ -30,10 +30,11 @@ def _split(label, splits, split):
     return splits[split]
 
 def _tokenizer(target):
+    """(the path Tokenizer::Load takes, every file it reads) of a tokenizer or of token shards."""
     if TokenizerInfo in target:
-        return target[TokenizerInfo].model
+        return target[TokenizerInfo].model, target[TokenizerInfo].files
     if TokenShardsInfo in target:
-        return target[TokenShardsInfo].tokenizer
+        return target[TokenShardsInfo].tokenizer, target[TokenShardsInfo].tokenizer_files
     fail("%s is neither a tokenizer nor token shards" % target.label)
 
 def _single_file(target):
@@ -68,8 +69,8 @@ def _tool_run_impl(ctx):
         args.add(flag + split_manifest(directory, split, "tokens"))
 
     if ctx.attr.tokenizer:
-        tokenizer = _tokenizer(ctx.attr.tokenizer)
-        inputs.append(tokenizer)
+        tokenizer, tokenizer_files = _tokenizer(ctx.attr.tokenizer)
+        inputs.extend(tokenizer_files)
         args.add(tokenizer, format = ctx.attr.tokenizer_flag + "%s")
 
     split = ctx.attr.activation_split

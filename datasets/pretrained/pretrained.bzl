@@ -1,0 +1,55 @@
+"""pretrained_model: the user's model (@hf_model) imported as a base model, a cached build action whose key is
+the source files' contents: <name>.pt (CheckpointInfo, as a trained base), <name>.textproto (the config fits
+build on), <name>.manifest.textproto (SHA-256 of every source file) and <name>_tokenizer/vocab.json and
+merges.txt (TokenizerInfo: its GPT-2 BPE files, for token_shards and the tools that encode text)."""
+
+load("//datasets/text:text_data.bzl", "TokenizerInfo")
+load("//tools/train:providers.bzl", "CheckpointInfo")
+
+def _pretrained_model_impl(ctx):
+    configs = [f for f in ctx.files.files if f.basename == "config.json"]
+    if not configs:
+        fail("%s: no config.json among %s" % (ctx.label, ctx.attr.files.label))
+    # GPT-2's BPE files under their Hugging Face names, side by side (Tokenizer::Load of vocab.json).
+    vocabulary = ctx.actions.declare_file(ctx.label.name + "_tokenizer/vocab.json")
+    merges = ctx.actions.declare_file(ctx.label.name + "_tokenizer/merges.txt")
+    ctx.actions.run(
+        executable = ctx.executable._import_pretrained,
+        arguments = [
+            "--from=" + configs[0].dirname,
+            "--out=" + ctx.outputs.checkpoint.path,
+            "--config_out=" + ctx.outputs.config.path,
+            "--manifest_out=" + ctx.outputs.manifest.path,
+            "--tokenizer_out=" + vocabulary.dirname,
+            "--sequence_length=%d" % ctx.attr.sequence_length,
+        ],
+        inputs = ctx.files.files,
+        outputs = [ctx.outputs.checkpoint, ctx.outputs.config, ctx.outputs.manifest, vocabulary, merges],
+        mnemonic = "ImportPretrained",
+        progress_message = "Importing the pretrained model %s" % ctx.attr.files.label,
+    )
+    outputs = [ctx.outputs.checkpoint, ctx.outputs.config, ctx.outputs.manifest, vocabulary, merges]
+    return [
+        DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
+        CheckpointInfo(checkpoint = ctx.outputs.checkpoint, log = ctx.outputs.manifest, summary = ctx.outputs.manifest),
+        TokenizerInfo(model = vocabulary, files = [vocabulary, merges]),
+    ]
+
+pretrained_model = rule(
+    implementation = _pretrained_model_impl,
+    doc = "import_pretrained on a Hugging Face model directory's files.",
+    attrs = {
+        "files": attr.label(mandatory = True, allow_files = True, doc = "config.json, the safetensors, the tokenizer."),
+        "sequence_length": attr.int(default = 128, doc = "The experiments' token window (data.sequence_length)."),
+        "_import_pretrained": attr.label(
+            default = "//datasets/pretrained:import_pretrained",
+            executable = True,
+            cfg = "exec",
+        ),
+    },
+    outputs = {
+        "checkpoint": "%{name}.pt",
+        "config": "%{name}.textproto",
+        "manifest": "%{name}.manifest.textproto",
+    },
+)

@@ -1,0 +1,153 @@
+#include "datasets/pretrained/pretrained_import.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "datasets/text/gpt2_bpe.h"
+#include "google/protobuf/text_format.h"
+#include "layers/models/checkpoint.h"
+#include "layers/models/hf_checkpoint.h"
+#include "tools/common/digest.h"
+#include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
+
+namespace sparse_layers::datasets {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What LoadHuggingFaceModel and the GPT-2 tokenizer read; other files of a
+// Hub download (PyTorch .bin, Flax, TF weights) are never read, so not hashed.
+bool IsSourceFile(const std::string& name) {
+  return name == "config.json" || absl::EndsWith(name, ".safetensors") ||
+         absl::EndsWith(name, ".safetensors.index.json") ||
+         name == Gpt2Bpe::kHuggingFaceEncoderFile ||
+         name == Gpt2Bpe::kHuggingFaceMergesFile;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SourceFile>> HashSourceFiles(
+    const std::string& dir) {
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) {
+    return absl::NotFoundError(
+        absl::StrCat(dir,
+                     ": not a directory (a Hugging Face model directory "
+                     "holds config.json and model.safetensors)"));
+  }
+  std::vector<SourceFile> files;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!IsSourceFile(name) || !entry.is_regular_file(error)) continue;
+    SourceFile file;
+    file.name = name;
+    file.bytes = static_cast<int64_t>(entry.file_size(error));
+    ASSIGN_OR_RETURN(file.sha256, Sha256OfFile(entry.path().string()));
+    files.push_back(std::move(file));
+  }
+  if (error) {
+    return absl::InternalError(absl::StrCat(dir, ": ", error.message()));
+  }
+  std::sort(
+      files.begin(), files.end(),
+      [](const SourceFile& a, const SourceFile& b) { return a.name < b.name; });
+  return files;
+}
+
+absl::StatusOr<PretrainedImport> ImportPretrained(
+    const PretrainedImportOptions& options) {
+  if (options.max_context_length < 1 || options.sequence_length < 1) {
+    return absl::InvalidArgumentError(
+        "max_context_length and sequence_length must be >= 1");
+  }
+  PretrainedImport imported;
+  ASSIGN_OR_RETURN(imported.files, HashSourceFiles(options.source));
+  ASSIGN_OR_RETURN(
+      layers::HuggingFaceModel loaded,
+      layers::LoadHuggingFaceModel(options.source, options.max_context_length));
+  imported.model_type = loaded.model_type;
+  imported.model = std::move(loaded.model);
+  const layers::GptOptions& gpt = imported.model->options();
+  ASSIGN_OR_RETURN(*imported.config.mutable_model(),
+                   layers::ModelConfigFromGptOptions(gpt));
+  imported.config.set_name(absl::StrCat("pretrained_", loaded.model_type));
+  imported.config.set_description(
+      absl::StrCat("Pretrained ", loaded.model_type, " from ", options.source,
+                   " (import_pretrained; file digests in its manifest)"));
+  imported.config.mutable_runtime()->set_seed(0);
+  config::DataConfig& data = *imported.config.mutable_data();
+  data.set_batch_size(8);
+  data.set_sequence_length(
+      std::min(options.sequence_length, gpt.context_length));
+  for (const SourceFile& file : imported.files) {
+    imported.has_gpt2_tokenizer |=
+        file.name == Gpt2Bpe::kHuggingFaceEncoderFile;
+  }
+  return imported;
+}
+
+std::string ManifestText(const PretrainedImportOptions& options,
+                         const PretrainedImport& imported) {
+  std::string text = absl::StrCat(
+      "# Written by import_pretrained: the files this base model was read "
+      "from.\nsource: \"",
+      absl::CEscape(options.source), "\"\nmodel_type: \"", imported.model_type,
+      "\"\nmax_context_length: ", imported.config.model().context_length(),
+      "\n");
+  for (const SourceFile& file : imported.files) {
+    absl::StrAppend(&text, "file { name: \"", absl::CEscape(file.name),
+                    "\" bytes: ", file.bytes, " sha256: \"", file.sha256,
+                    "\" }\n");
+  }
+  return text;
+}
+
+absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
+                                   const PretrainedImport& imported,
+                                   const std::string& checkpoint_path,
+                                   const std::string& config_path,
+                                   const std::string& manifest_path,
+                                   const std::string& tokenizer_dir) {
+  layers::CheckpointState state;
+  if (!google::protobuf::TextFormat::PrintToString(imported.config,
+                                                   &state.config_text)) {
+    return absl::InternalError("cannot print the imported config");
+  }
+  RETURN_IF_ERROR(layers::SaveCheckpoint(checkpoint_path, *imported.model,
+                                         /*optimizer=*/nullptr, state));
+  RETURN_IF_ERROR(WriteFileAtomically(config_path, state.config_text));
+  RETURN_IF_ERROR(
+      WriteFileAtomically(manifest_path, ManifestText(options, imported)));
+  if (tokenizer_dir.empty()) return absl::OkStatus();
+  if (!imported.has_gpt2_tokenizer) {
+    return absl::NotFoundError(absl::StrCat(
+        options.source, ": no ", Gpt2Bpe::kHuggingFaceEncoderFile, " and ",
+        Gpt2Bpe::kHuggingFaceMergesFile,
+        " (GPT-2's byte-level BPE files, the only tokenizer read here)"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Gpt2Bpe> bpe, Gpt2Bpe::Load(options.source));
+  if (bpe->vocab_size() > imported.config.model().vocab_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.source, ": the tokenizer has ", bpe->vocab_size(),
+                     " pieces, the model's embedding only ",
+                     imported.config.model().vocab_size()));
+  }
+  std::error_code error;
+  fs::create_directories(tokenizer_dir, error);
+  for (const char* name :
+       {Gpt2Bpe::kHuggingFaceEncoderFile, Gpt2Bpe::kHuggingFaceMergesFile}) {
+    ASSIGN_OR_RETURN(
+        const std::string bytes,
+        ReadFileToString((fs::path(options.source) / name).string()));
+    RETURN_IF_ERROR(
+        WriteFileAtomically((fs::path(tokenizer_dir) / name).string(), bytes));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace sparse_layers::datasets

