@@ -13,7 +13,26 @@ namespace {
 // memory; //layers/core:fused_cross_entropy_benchmark measured 256 fastest.
 constexpr int64_t kCrossEntropyChunkTokens = 256;
 
+// LayerNorm with a weight and no bias (torch::nn::LayerNorm always has both).
+class BiaslessLayerNormImpl : public torch::nn::Module {
+ public:
+  BiaslessLayerNormImpl(int64_t dim, double eps)
+      : weight(register_parameter("weight", torch::ones({dim}))), eps_(eps) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    return torch::layer_norm(x, {weight.size(0)}, weight, {}, eps_);
+  }
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(BiaslessLayerNorm);
+
 torch::nn::AnyModule MakeNorm(const GptOptions& options) {
+  if (options.layer_norm_without_bias && !options.rms_norm) {
+    return torch::nn::AnyModule(BiaslessLayerNorm(
+        options.d_model, options.norm_eps > 0 ? options.norm_eps : 1e-5));
+  }
   if (options.rms_norm) {
     return options.norm_eps > 0
                ? torch::nn::AnyModule(
