@@ -8,9 +8,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "datasets/text/gpt2_bpe.h"
+#include "datasets/text/nanogpt_vocabulary.h"
 #include "google/protobuf/text_format.h"
 #include "layers/models/checkpoint.h"
 #include "layers/models/hf_checkpoint.h"
+#include "layers/models/nanogpt_checkpoint.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
@@ -19,6 +21,8 @@ namespace sparse_layers::datasets {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr char kMetaPkl[] = "meta.pkl";
 
 // What LoadHuggingFaceModel and the GPT-2 tokenizer read; other files of a
 // Hub download (PyTorch .bin, Flax, TF weights) are never read, so not hashed.
@@ -66,10 +70,28 @@ absl::StatusOr<PretrainedImport> ImportPretrained(
         "max_context_length and sequence_length must be >= 1");
   }
   PretrainedImport imported;
-  ASSIGN_OR_RETURN(imported.files, HashSourceFiles(options.source));
-  ASSIGN_OR_RETURN(
-      layers::HuggingFaceModel loaded,
-      layers::LoadHuggingFaceModel(options.source, options.max_context_length));
+  std::error_code error;
+  layers::HuggingFaceModel loaded;
+  if (fs::is_regular_file(options.source, error)) {
+    // A nanoGPT ckpt.pt, and the meta.pkl nanoGPT writes beside its data.
+    for (const fs::path& path :
+         {fs::path(options.source),
+          fs::path(options.source).parent_path() / kMetaPkl}) {
+      if (!fs::is_regular_file(path, error)) continue;
+      SourceFile file;
+      file.name = path.filename().string();
+      file.bytes = static_cast<int64_t>(fs::file_size(path, error));
+      ASSIGN_OR_RETURN(file.sha256, Sha256OfFile(path.string()));
+      imported.files.push_back(std::move(file));
+      if (path.filename() == kMetaPkl) imported.meta_pkl = path.string();
+    }
+    ASSIGN_OR_RETURN(loaded, layers::LoadNanoGptCheckpoint(
+                                 options.source, options.max_context_length));
+  } else {
+    ASSIGN_OR_RETURN(imported.files, HashSourceFiles(options.source));
+    ASSIGN_OR_RETURN(loaded, layers::LoadHuggingFaceModel(
+                                 options.source, options.max_context_length));
+  }
   imported.model_type = loaded.model_type;
   imported.model = std::move(loaded.model);
   const layers::GptOptions& gpt = imported.model->options();
@@ -124,6 +146,26 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
   RETURN_IF_ERROR(
       WriteFileAtomically(manifest_path, ManifestText(options, imported)));
   if (tokenizer_dir.empty()) return absl::OkStatus();
+  std::error_code error;
+  if (imported.model_type == "nanogpt") {
+    if (imported.meta_pkl.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat(options.source, ": no ", kMetaPkl,
+                       " beside it (the character vocabulary nanoGPT writes)"));
+    }
+    ASSIGN_OR_RETURN(const std::string chars,
+                     CharsVocabularyFromMetaPkl(imported.meta_pkl, ';'));
+    const int64_t pieces = static_cast<int64_t>(chars.find('\n'));
+    if (pieces > imported.config.model().vocab_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(imported.meta_pkl, ": ", pieces,
+                       " characters, the model's embedding only ",
+                       imported.config.model().vocab_size()));
+    }
+    fs::create_directories(tokenizer_dir, error);
+    return WriteFileAtomically(
+        (fs::path(tokenizer_dir) / kCharsVocabulary).string(), chars);
+  }
   if (!imported.has_gpt2_tokenizer) {
     return absl::NotFoundError(absl::StrCat(
         options.source, ": no ", Gpt2Bpe::kHuggingFaceEncoderFile, " and ",
@@ -137,7 +179,6 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
                      " pieces, the model's embedding only ",
                      imported.config.model().vocab_size()));
   }
-  std::error_code error;
   fs::create_directories(tokenizer_dir, error);
   for (const char* name :
        {Gpt2Bpe::kHuggingFaceEncoderFile, Gpt2Bpe::kHuggingFaceMergesFile}) {

@@ -1,4 +1,5 @@
-// A pretrained checkpoint (a Hugging Face model directory) turned into this
+// A pretrained checkpoint (a Hugging Face model directory, or a nanoGPT
+// ckpt.pt such as Karvonen's chess models) turned into this
 // project's own checkpoint and config, so every analysis that loads a trained
 // base model (LoadModel) takes it unchanged, and a manifest records the
 // SHA-256 of every source file it was made from.
@@ -18,13 +19,18 @@
 namespace sparse_layers::datasets {
 
 struct PretrainedImportOptions {
-  std::string source;  // A Hugging Face model directory.
+  // A Hugging Face model directory, or a nanoGPT ckpt.pt file (meta.pkl, its
+  // character vocabulary, beside it).
+  std::string source;
   // Positions kept (the causal mask is context^2 floats per layer).
   int64_t max_context_length = 1024;
   // Windows the experiments read: 128 tokens, as MxD's released code
   // (arXiv:2505.21364 App. C); never above the context.
   int64_t sequence_length = 128;
 };
+
+// The tokenizer file WritePretrainedImport writes for a nanoGPT model.
+inline constexpr char kCharsVocabulary[] = "vocabulary.chars";
 
 struct SourceFile {
   std::string name;  // Relative to the source directory.
@@ -38,6 +44,7 @@ struct PretrainedImport {
   std::shared_ptr<layers::GptImpl> model;  // In eval mode.
   std::vector<SourceFile> files;           // What was read, by name.
   bool has_gpt2_tokenizer = false;         // vocab.json and merges.txt.
+  std::string meta_pkl;  // A nanoGPT model's meta.pkl, when beside it.
 };
 
 // The files of `dir` a model is read from: config.json, the safetensors
@@ -54,8 +61,10 @@ std::string ManifestText(const PretrainedImportOptions& options,
 
 // Writes the checkpoint (LoadModel reads it; step 0, no optimiser state), the
 // config text (an experiment_config base) and the manifest; when
-// `tokenizer_dir` is not empty, copies the GPT-2 tokenizer files there after
-// checking that its vocabulary fits the model's.
+// `tokenizer_dir` is not empty, writes the tokenizer there, after checking
+// that its vocabulary fits the model's: GPT-2's files (vocab.json,
+// merges.txt), or a nanoGPT model's meta.pkl as vocabulary.chars (';', the
+// chess games' delimiter, as end of sequence).
 absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
                                    const PretrainedImport& imported,
                                    const std::string& checkpoint_path,

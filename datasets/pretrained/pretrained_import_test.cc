@@ -1,10 +1,12 @@
 #include "datasets/pretrained/pretrained_import.h"
 
+#include <torch/serialize.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -14,6 +16,7 @@
 #include "layers/models/hf_checkpoint.h"
 #include "layers/models/hf_test_checkpoint.h"
 #include "layers/models/model_loader.h"
+#include "layers/models/nanogpt_checkpoint.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
@@ -125,6 +128,43 @@ TEST(PretrainedImportTest, TokenizerDirectoryEncodesAsGpt2) {
       Tokenizer::Load(written->tokenizer, &error);
   ASSERT_NE(tokenizer, nullptr) << error;
   EXPECT_THAT(tokenizer->Encode("Hello world"), ElementsAre(15496, 995));
+}
+
+// A nanoGPT ckpt.pt (Karvonen's chess models' format) imports the same way.
+TEST(PretrainedImportTest, NanoGptCheckpointGivesTheSameLogits) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/nanogpt");
+  fs::create_directories(dir);
+  namespace tiny = layers::tiny_nanogpt;
+  torch::manual_seed(0);
+  const std::vector<char> bytes =
+      torch::pickle_save(c10::IValue(tiny::Checkpoint(
+          tiny::StateDict(/*bias=*/false), tiny::ModelArgs(false))));
+  const std::string ckpt = dir + "/ckpt.pt";
+  ASSERT_TRUE(
+      WriteFileAtomically(ckpt, std::string(bytes.begin(), bytes.end())).ok());
+  absl::StatusOr<Written> written = Import(ckpt, /*tokenizer=*/false);
+  ASSERT_TRUE(written.ok()) << written.status();
+  absl::StatusOr<layers::LoadedModel> loaded =
+      layers::LoadModel(written->checkpoint);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(
+      loaded->config.model().architecture_options().layer_norm_without_bias());
+  absl::StatusOr<layers::HuggingFaceModel> reference =
+      layers::LoadNanoGptCheckpoint(ckpt);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor tokens =
+      torch::randint(tiny::kVocab, {2, tiny::kContext}, torch::kLong);
+  EXPECT_TRUE(torch::equal(loaded->model->forward(tokens),
+                           reference->model->forward(tokens)));
+  absl::StatusOr<std::string> manifest = ReadFileToString(written->manifest);
+  ASSERT_TRUE(manifest.ok());
+  EXPECT_THAT(*manifest, HasSubstr("name: \"ckpt.pt\""));
+  EXPECT_THAT(*manifest, HasSubstr("model_type: \"nanogpt\""));
+  // Its tokenizer is the meta.pkl beside it.
+  absl::StatusOr<Written> no_meta = Import(ckpt);
+  ASSERT_FALSE(no_meta.ok());
+  EXPECT_THAT(no_meta.status().message(), HasSubstr("no meta.pkl beside it"));
 }
 
 TEST(PretrainedImportTest, ErrorsAreOneLine) {

@@ -13,7 +13,26 @@ namespace {
 // memory; //layers/core:fused_cross_entropy_benchmark measured 256 fastest.
 constexpr int64_t kCrossEntropyChunkTokens = 256;
 
+// LayerNorm with a weight and no bias (torch::nn::LayerNorm always has both).
+class BiaslessLayerNormImpl : public torch::nn::Module {
+ public:
+  BiaslessLayerNormImpl(int64_t dim, double eps)
+      : weight(register_parameter("weight", torch::ones({dim}))), eps_(eps) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    return torch::layer_norm(x, {weight.size(0)}, weight, {}, eps_);
+  }
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(BiaslessLayerNorm);
+
 torch::nn::AnyModule MakeNorm(const GptOptions& options) {
+  if (options.layer_norm_without_bias && !options.rms_norm) {
+    return torch::nn::AnyModule(BiaslessLayerNorm(
+        options.d_model, options.norm_eps > 0 ? options.norm_eps : 1e-5));
+  }
   if (options.rms_norm) {
     return options.norm_eps > 0
                ? torch::nn::AnyModule(
@@ -81,6 +100,7 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   options.gelu_tanh = arch.gelu_tanh();
   options.parallel_residual = arch.parallel_residual();
   options.norm_eps = arch.norm_eps();
+  options.layer_norm_without_bias = arch.layer_norm_without_bias();
   options.rotary_dims = arch.rotary_dims();
   if (arch.rotary_base() > 0) options.rotary_base = arch.rotary_base();
   if (arch.rotary_scaling_factor() > 0) {
@@ -133,6 +153,7 @@ absl::StatusOr<config::ModelConfig> ModelConfigFromGptOptions(
   arch.set_gelu_tanh(options.gelu_tanh);
   arch.set_parallel_residual(options.parallel_residual);
   arch.set_norm_eps(options.norm_eps);
+  arch.set_layer_norm_without_bias(options.layer_norm_without_bias);
   if (options.rotary) {
     arch.set_rotary_dims(options.rotary_dims);
     arch.set_rotary_base(options.rotary_base);

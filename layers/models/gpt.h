@@ -75,6 +75,8 @@ struct GptOptions {
   bool parallel_residual = false;
   // The norms' epsilon (0: 1e-5 for LayerNorm, 1e-6 for RMSNorm).
   double norm_eps = 0;
+  // LayerNorms with a weight only (nanoGPT with bias=False, Karpathy 2022).
+  bool layer_norm_without_bias = false;
   // Rotary: the leading head dimensions rotated (0: all), the base, Llama
   // 3.1's frequency rescaling (AttentionOptions).
   int64_t rotary_dims = 0;

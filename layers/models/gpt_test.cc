@@ -320,11 +320,13 @@ TEST(GptTest, PretrainedOptionsSurviveTheConfig) {
   neox.rotary_dims = 2;
   neox.rotary_base = 500;
   neox.tie_embeddings = false;
+  GptOptions nanogpt = SmallOptions(false, false, "gelu_mlp");
+  nanogpt.layer_norm_without_bias = true;
   GptOptions llama = SmallOptions(true, true, "swiglu");
   llama.n_kv_heads = 2;
   llama.norm_eps = 1e-6;
   llama.rotary_scaling = {8, 1, 4, 16};
-  for (const GptOptions& options : {gpt2, neox, llama}) {
+  for (const GptOptions& options : {gpt2, neox, nanogpt, llama}) {
     absl::StatusOr<config::ModelConfig> model =
         ModelConfigFromGptOptions(options);
     ASSERT_TRUE(model.ok()) << model.status();

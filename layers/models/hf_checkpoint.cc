@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "layers/models/checkpoint_tensors.h"
 #include "layers/models/safetensors.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
@@ -352,7 +353,7 @@ absl::StatusOr<Struct> ReadJsonObject(const std::string& path) {
   return root;
 }
 
-class CheckpointFiles {
+class CheckpointFiles : public CheckpointTensors {
  public:
   static absl::StatusOr<CheckpointFiles> Open(const std::string& dir) {
     CheckpointFiles files;
@@ -404,18 +405,20 @@ class CheckpointFiles {
   }
 
   // What a missing tensor's error names: model.safetensors or the index.
-  const std::string& path() const { return path_; }
-  // The file holding `name`, or null.
-  const SafetensorsFile* Find(const std::string& name) const {
-    auto it = owner_.find(name);
-    return it == owner_.end() ? nullptr : it->second;
+  const std::string& path() const override { return path_; }
+  bool Contains(const std::string& name) const override {
+    return owner_.count(name) > 0;
   }
-  // Every tensor of every shard, with its file.
-  std::vector<std::pair<std::string, const SafetensorsFile*>> All() const {
-    std::vector<std::pair<std::string, const SafetensorsFile*>> all;
+  absl::StatusOr<torch::Tensor> ReadFloat(
+      const std::string& name,
+      const std::vector<int64_t>& shape) const override {
+    return owner_.at(name)->ReadFloat(name, shape);
+  }
+  std::vector<std::pair<std::string, std::string>> All() const override {
+    std::vector<std::pair<std::string, std::string>> all;
     for (const auto& shard : shards_) {
       for (const std::string& name : shard->Names()) {
-        all.emplace_back(name, shard.get());
+        all.emplace_back(name, shard->path());
       }
     }
     return all;
@@ -426,157 +429,6 @@ class CheckpointFiles {
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
   std::map<std::string, const SafetensorsFile*> owner_;
 };
-
-// The tensors of a checkpoint, read by name (the architecture's prefix added,
-// unless `top_level`) with their expected shapes, and the model parameters
-// they become.
-class TensorMap {
- public:
-  TensorMap(const CheckpointFiles& files, std::string prefix)
-      : files_(files), prefix_(std::move(prefix)) {}
-
-  absl::StatusOr<torch::Tensor> Read(const std::string& name,
-                                     const std::vector<int64_t>& shape,
-                                     bool top_level = false) {
-    const std::string full = top_level ? name : prefix_ + name;
-    used_.insert(full);
-    const SafetensorsFile* file = files_.Find(full);
-    if (file == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat(files_.path(), ": tensor '", full, "' missing"));
-    }
-    return file->ReadFloat(full, shape);
-  }
-  // A tensor the file may hold that the model does not need.
-  void Ignore(const std::string& name) { used_.insert(name); }
-
-  // param <- the tensor `name` as is.
-  absl::Status Copy(const std::string& param, const std::string& name,
-                    const std::vector<int64_t>& shape) {
-    ASSIGN_OR_RETURN(params_[param], Read(name, shape));
-    return absl::OkStatus();
-  }
-  void Set(const std::string& param, torch::Tensor value) {
-    params_[param] = std::move(value);
-  }
-
-  // Every tensor of the file was read, bar the attention masks and rotary
-  // frequencies older transformers versions saved as buffers.
-  absl::Status CheckAllUsed(const std::string& model_type) const {
-    for (const auto& [name, file] : files_.All()) {
-      if (used_.count(name) > 0) continue;
-      bool buffer = false;
-      for (const char* suffix :
-           {".attn.bias", ".attn.masked_bias", ".attention.bias",
-            ".attention.masked_bias", ".rotary_emb.inv_freq"}) {
-        buffer = buffer || absl::EndsWith(name, suffix);
-      }
-      if (!buffer) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(file->path(), ": unexpected tensor '", name,
-                         "' for model_type ", model_type));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  // Copies every parameter of `model` from its tensor.
-  absl::Status CopyInto(GptImpl& model) {
-    torch::NoGradGuard no_grad;
-    for (auto& item : model.named_parameters()) {
-      auto it = params_.find(item.key());
-      if (it == params_.end() ||
-          !it->second.sizes().equals(item.value().sizes())) {
-        return absl::InternalError(
-            absl::StrCat(files_.path(),
-                         ": no tensor of the right shape for "
-                         "model parameter '",
-                         item.key(), "'"));
-      }
-      item.value().copy_(it->second);
-      params_.erase(it);
-    }
-    if (!params_.empty()) {
-      return absl::InternalError(absl::StrCat(files_.path(),
-                                              ": model has no parameter '",
-                                              params_.begin()->first, "'"));
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  const CheckpointFiles& files_;
-  std::string prefix_;
-  std::set<std::string> used_;
-  std::map<std::string, torch::Tensor> params_;
-};
-
-std::string Prefix(const CheckpointFiles& files, const std::string& prefix,
-                   const std::string& probe) {
-  return files.Find(prefix + probe) != nullptr ? prefix : "";
-}
-
-// The unembedding: lm_head (or NeoX's embed_out) when untied; a copy of the
-// tied one in the file is ignored.
-absl::Status Unembedding(const GptOptions& options, const std::string& name,
-                         TensorMap& tensors) {
-  if (options.tie_embeddings) {
-    tensors.Ignore(name);
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(torch::Tensor weight,
-                   tensors.Read(name, {options.vocab_size, options.d_model},
-                                /*top_level=*/true));
-  tensors.Set("unembedding.weight", std::move(weight));
-  return absl::OkStatus();
-}
-
-// A LayerNorm's weight and bias (or an RMSNorm's weight) as `param`.
-absl::Status Norm(const std::string& param, const std::string& name,
-                  int64_t width, bool bias, TensorMap& tensors) {
-  RETURN_IF_ERROR(tensors.Copy(param + ".weight", name + ".weight", {width}));
-  if (bias)
-    RETURN_IF_ERROR(tensors.Copy(param + ".bias", name + ".bias", {width}));
-  return absl::OkStatus();
-}
-
-// GPT-2's Conv1D stores weights as [in, out]: transposed to Linear's
-// [out, in] (Radford et al. 2019 released them in that layout).
-absl::Status Conv1D(const std::string& param, const std::string& name,
-                    int64_t in, int64_t out, TensorMap& tensors) {
-  ASSIGN_OR_RETURN(torch::Tensor weight,
-                   tensors.Read(name + ".weight", {in, out}));
-  tensors.Set(param + ".weight", weight.t().contiguous());
-  return tensors.Copy(param + ".bias", name + ".bias", {out});
-}
-
-absl::Status Gpt2Tensors(const GptOptions& o, int64_t positions,
-                         TensorMap& tensors) {
-  const int64_t d = o.d_model;
-  RETURN_IF_ERROR(
-      tensors.Copy("token_embedding.weight", "wte.weight", {o.vocab_size, d}));
-  ASSIGN_OR_RETURN(torch::Tensor wpe,
-                   tensors.Read("wpe.weight", {positions, d}));
-  tensors.Set("position_embedding.weight",
-              wpe.slice(0, 0, o.context_length).contiguous());
-  for (int64_t i = 0; i < o.n_layers; ++i) {
-    const std::string block = absl::StrCat("block", i, ".");
-    const std::string h = absl::StrCat("h.", i, ".");
-    RETURN_IF_ERROR(
-        Norm(block + "attention_norm", h + "ln_1", d, true, tensors));
-    RETURN_IF_ERROR(
-        Conv1D(block + "attention.qkv", h + "attn.c_attn", d, 3 * d, tensors));
-    RETURN_IF_ERROR(
-        Conv1D(block + "attention.out", h + "attn.c_proj", d, d, tensors));
-    RETURN_IF_ERROR(Norm(block + "ffn_norm", h + "ln_2", d, true, tensors));
-    RETURN_IF_ERROR(
-        Conv1D(block + "ffn.in", h + "mlp.c_fc", d, o.d_ffn, tensors));
-    RETURN_IF_ERROR(
-        Conv1D(block + "ffn.out", h + "mlp.c_proj", o.d_ffn, d, tensors));
-  }
-  RETURN_IF_ERROR(Norm("final_norm", "ln_f", d, true, tensors));
-  return Unembedding(o, "lm_head.weight", tensors);
-}
 
 // GPT-NeoX's fused query_key_value rows are per head [q, k, v]
 // (arXiv:2204.06745); the model's qkv wants [q of all heads, k, v].
@@ -715,9 +567,10 @@ absl::StatusOr<HuggingFaceModel> LoadHuggingFaceModel(
   const std::string prefix = type == "gpt2"       ? "transformer."
                              : type == "gpt_neox" ? "gpt_neox."
                                                   : "model.";
-  TensorMap tensors(files, Prefix(files, prefix, probe));
+  TensorMap tensors(files, PrefixIfPresent(files, prefix, probe));
   if (type == "gpt2") {
-    RETURN_IF_ERROR(Gpt2Tensors(options, config.positions, tensors));
+    RETURN_IF_ERROR(
+        Gpt2Tensors(options, config.positions, Gpt2Layout(), tensors));
   } else if (type == "gpt_neox") {
     RETURN_IF_ERROR(NeoXTensors(options, tensors));
   } else {

@@ -1,6 +1,8 @@
-// Runs a Hugging Face checkpoint (LoadHuggingFaceModel) on token ids and writes
+// Runs a Hugging Face checkpoint (LoadHuggingFaceModel), or a nanoGPT ckpt.pt
+// (LoadNanoGptCheckpoint), on token ids and writes
 // its logits and named hook activations as float32 safetensors: what the
 // reference parity tests compare against independent PyTorch models.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,11 +13,13 @@
 #include "absl/strings/str_split.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/hf_checkpoint.h"
+#include "layers/models/nanogpt_checkpoint.h"
 #include "layers/models/safetensors.h"
 #include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, checkpoint, "",
-          "Directory with config.json and model.safetensors.");
+          "Directory with config.json and model.safetensors, or a nanoGPT "
+          "ckpt.pt file.");
 ABSL_FLAG(std::string, tokens, "",
           "Token ids: comma-separated, rows of equal length separated by ';'.");
 ABSL_FLAG(std::vector<std::string>, hooks, {},
@@ -57,8 +61,11 @@ absl::Status Run() {
   RETURN_IF_ERROR(
       FirstError({RequiredFlag(FLAGS_checkpoint), RequiredFlag(FLAGS_tokens),
                   RequiredFlag(FLAGS_out)}));
+  const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
   ASSIGN_OR_RETURN(const HuggingFaceModel loaded,
-                   LoadHuggingFaceModel(absl::GetFlag(FLAGS_checkpoint)));
+                   std::filesystem::is_regular_file(checkpoint)
+                       ? LoadNanoGptCheckpoint(checkpoint)
+                       : LoadHuggingFaceModel(checkpoint));
   ASSIGN_OR_RETURN(const torch::Tensor tokens,
                    ParseTokens(absl::GetFlag(FLAGS_tokens)));
   if (tokens.max().item<int64_t>() >= loaded.model->options().vocab_size) {
@@ -93,7 +100,8 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   sparse_layers::InitMain(
       argc, argv,
-      "hf_forward --checkpoint=DIR --tokens=1,2,3 [--hooks=a,b] --out=F: "
-      "logits and hook activations of a Hugging Face checkpoint");
+      "hf_forward --checkpoint=DIR|ckpt.pt --tokens=1,2,3 [--hooks=a,b] "
+      "--out=F: logits and hook activations of a Hugging Face or nanoGPT "
+      "checkpoint");
   return sparse_layers::RunMain([] { return sparse_layers::layers::Run(); });
 }

@@ -420,21 +420,31 @@ def run_variant(binary, weights_fn, forward_fn, name, cfg, prefix, dtype,
   weights = {k: stored[k if k in TOP_LEVEL else prefix + k] for k in weights}
   with open(os.path.join(tmp, "config.json"), "w") as f:
     json.dump(cfg, f, indent=2)
+  return check_against_hf_forward(
+      binary, tmp, tmp, lambda ids: forward_fn(weights, cfg, ids),
+      f"{cfg['model_type']} [{name}]")
+
+
+def check_against_hf_forward(binary, checkpoint, tmp, reference, label,
+                             tokens=TOKENS):
+  """Runs hf_forward on `checkpoint` and compares its logits and HOOKS with
+  reference(ids) -> (logits, hooks) in float32; prints a PASS or FAIL line
+  with each max abs difference and returns whether all are <= TOLERANCE."""
   out = os.path.join(tmp, "out.safetensors")
   subprocess.run([
-      binary, "--checkpoint=" + tmp,
-      "--tokens=" + ";".join(",".join(map(str, row)) for row in TOKENS),
+      binary, "--checkpoint=" + checkpoint,
+      "--tokens=" + ";".join(",".join(map(str, row)) for row in tokens),
       "--hooks=" + ",".join(HOOKS), "--out=" + out, "--threads=1"
   ], check=True)
   got = read_safetensors(out)
   with torch.no_grad():
-    logits, hooks = forward_fn(weights, cfg, torch.tensor(TOKENS))
+    logits, hooks = reference(torch.tensor(tokens))
   hooks["logits"] = logits
   worst = 0.0
   report = []
   for key in ["logits"] + HOOKS:
     if tuple(got[key].shape) != tuple(hooks[key].shape):
-      print(f"FAIL {name}: {key} has shape {tuple(got[key].shape)}, "
+      print(f"FAIL {label}: {key} has shape {tuple(got[key].shape)}, "
             f"reference {tuple(hooks[key].shape)}")
       return False
     diff = (got[key] - hooks[key]).abs().max().item()
@@ -442,7 +452,7 @@ def run_variant(binary, weights_fn, forward_fn, name, cfg, prefix, dtype,
     report.append(f"{key} {diff:.2e}")
   scale = logits.abs().max().item()
   ok = worst <= TOLERANCE and math.isfinite(worst)
-  print(f"{'PASS' if ok else 'FAIL'} {cfg['model_type']} [{name}]: "
+  print(f"{'PASS' if ok else 'FAIL'} {label}: "
         f"max |logit| {scale:.2f}; max abs diff: " + ", ".join(report))
   return ok
 

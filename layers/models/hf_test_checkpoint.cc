@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "layers/models/safetensors.h"
@@ -45,5 +47,64 @@ absl::Status WriteHuggingFaceCheckpoint(
   }
   return WriteSafetensors(dir + "/model.safetensors", tensors);
 }
+
+namespace tiny_nanogpt {
+
+using c10::IValue;
+
+Dict NewDict() { return Dict(c10::AnyType::get(), c10::AnyType::get()); }
+
+Dict StateDict(bool bias, const std::string& prefix) {
+  Dict state = NewDict();
+  auto add = [&](const std::string& name, std::vector<int64_t> shape) {
+    state.insert(IValue(prefix + name), IValue(torch::randn(shape)));
+  };
+  add("transformer.wte.weight", {kVocab, kWidth});
+  add("transformer.wpe.weight", {kContext, kWidth});
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> layers = {
+      {"attn.c_attn", {3 * kWidth, kWidth}},
+      {"attn.c_proj", {kWidth, kWidth}},
+      {"mlp.c_fc", {4 * kWidth, kWidth}},
+      {"mlp.c_proj", {kWidth, 4 * kWidth}}};
+  for (const auto& [name, shape] : layers) {
+    add("transformer.h.0." + name + ".weight", shape);
+    if (bias) add("transformer.h.0." + name + ".bias", {shape[0]});
+  }
+  for (const char* norm : {"h.0.ln_1", "h.0.ln_2", "ln_f"}) {
+    add(std::string("transformer.") + norm + ".weight", {kWidth});
+    if (bias) add(std::string("transformer.") + norm + ".bias", {kWidth});
+  }
+  // nanoGPT without flash attention keeps its causal mask as a buffer.
+  add("transformer.h.0.attn.bias", {1, 1, kContext, kContext});
+  state.insert(IValue(prefix + "lm_head.weight"),
+               state.at(IValue(prefix + "transformer.wte.weight")));
+  return state;
+}
+
+Dict ModelArgs(bool bias) {
+  Dict args = NewDict();
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, int64_t>>{{"n_layer", 1},
+                                                    {"n_head", 2},
+                                                    {"n_embd", kWidth},
+                                                    {"block_size", kContext},
+                                                    {"vocab_size", kVocab}}) {
+    args.insert(IValue(name), IValue(value));
+  }
+  args.insert(IValue("bias"), IValue(bias));
+  args.insert(IValue("dropout"), IValue(0.0));
+  return args;
+}
+
+Dict Checkpoint(Dict state, Dict args) {
+  Dict checkpoint = NewDict();
+  checkpoint.insert(IValue("model"), IValue(state));
+  checkpoint.insert(IValue("model_args"), IValue(args));
+  checkpoint.insert(IValue("iter_num"), IValue(int64_t{600000}));
+  checkpoint.insert(IValue("best_val_loss"), IValue(torch::tensor(1.5)));
+  return checkpoint;
+}
+
+}  // namespace tiny_nanogpt
 
 }  // namespace sparse_layers::layers

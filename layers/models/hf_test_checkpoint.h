@@ -29,6 +29,22 @@ absl::Status WriteHuggingFaceCheckpoint(
     const std::string& dir, const std::string& config,
     const std::map<std::string, torch::Tensor>& tensors);
 
+// A one-layer nanoGPT checkpoint (ckpt.pt's dictionary; torch::pickle_save
+// writes torch.save's zip format), piece by piece for tests that break one.
+namespace tiny_nanogpt {
+
+using Dict = c10::impl::GenericDict;
+inline constexpr int64_t kVocab = 8, kWidth = 8, kContext = 4;
+
+Dict NewDict();
+// Its state dict (random values; lm_head tied to wte), names with `prefix`.
+Dict StateDict(bool bias, const std::string& prefix = "");
+Dict ModelArgs(bool bias);
+// {model, model_args, iter_num, best_val_loss}.
+Dict Checkpoint(Dict state, Dict args);
+
+}  // namespace tiny_nanogpt
+
 }  // namespace sparse_layers::layers
 
 #endif  // SPARSE_LAYERS_LAYERS_MODELS_HF_TEST_CHECKPOINT_H_

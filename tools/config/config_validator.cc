@@ -277,6 +277,10 @@ absl::Status CheckArchitectureOptions(const ModelConfig& model,
                                          : "n_kv_heads",
               "needs attention 'mha'");
   }
+  if (arch.layer_norm_without_bias() &&
+      model.norm() != ModelConfig::LAYER_NORM) {
+    return at("layer_norm_without_bias", "needs norm: LAYER_NORM");
+  }
   if (arch.gelu_tanh() && FfnName(model) != "gelu_mlp") {
     return at("gelu_tanh", "needs ffn 'gelu_mlp'");
   }
