@@ -12,10 +12,12 @@ namespace {
 class BlockCausalAttentionFunction
     : public torch::autograd::Function<BlockCausalAttentionFunction> {
  public:
-  // q, k, v (N, T, Dh), contiguous.
+  // q, k, v (N, T, Dh), contiguous; keep_patterns: a backward will follow
+  // (decided by the caller: forward runs with GradMode off).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
                                const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, int64_t block_tokens) {
+                               const torch::Tensor& v, int64_t block_tokens,
+                               bool keep_patterns) {
     const int64_t length = q.size(1);
     const int64_t block = std::min(block_tokens, length);
     const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
@@ -39,7 +41,8 @@ class BlockCausalAttentionFunction
       torch::Tensor pattern = torch::softmax(scores, -1);
       output.narrow(1, start, rows)
           .copy_(torch::bmm(pattern, v.narrow(1, 0, end)));
-      saved.push_back(pattern);
+      // Without a backward each block's pattern is freed with its block.
+      if (keep_patterns) saved.push_back(pattern);
     }
     ctx->save_for_backward(saved);
     ctx->saved_data["block"] = block;
@@ -76,7 +79,7 @@ class BlockCausalAttentionFunction
       grad_k.narrow(1, 0, end).baddbmm_(d_scores.transpose(1, 2),
                                         q.narrow(1, start, rows));
     }
-    return {grad_q, grad_k, grad_v, torch::Tensor()};
+    return {grad_q, grad_k, grad_v, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -94,8 +97,11 @@ torch::Tensor BlockCausalAttention(const torch::Tensor& q,
   const auto flat = [&](const torch::Tensor& x) {
     return x.reshape({-1, length, head_dim}).contiguous();
   };
+  const bool keep_patterns =
+      torch::GradMode::is_enabled() &&
+      (q.requires_grad() || k.requires_grad() || v.requires_grad());
   return BlockCausalAttentionFunction::apply(flat(q), flat(k), flat(v),
-                                             block_tokens)
+                                             block_tokens, keep_patterns)
       .view(q.sizes());
 }
 

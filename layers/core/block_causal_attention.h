@@ -10,8 +10,10 @@
 //   o_b = P_b v_{<s+R}
 // which is exactly softmax(q k^T / sqrt(Dh) + causal mask) v, row for row. The
 // blocks hold sum_b R (s + R) scores instead of T^2: at T = 256 and R = 64,
-// 10/16 of them. The forward keeps each P_b for the backward (the only copy of
-// the pattern; no masked or unnormalised copy is kept), and the backward is
+// 10/16 of them. When a gradient is needed (GradMode on and an input requires
+// grad) the forward keeps each P_b for the backward (the only copy of the
+// pattern; no masked or unnormalised copy is kept); otherwise it holds one
+// block's at a time. The backward is
 // the softmax gradient block by block:
 //   dv_{<s+R} += P_b^T do_b
 //   dP_b = do_b v_{<s+R}^T

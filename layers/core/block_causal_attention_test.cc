@@ -136,5 +136,44 @@ TEST(BlockCausalAttentionTest, ForwardHoldsTheCausalHalfOnce) {
   EXPECT_GE(dense_held, 2 * square_bytes);
 }
 
+// Without a backward to come (GradMode off, or no input requiring grad) the
+// forward keeps no patterns: it holds the last block's scores and pattern and
+// the output, and its values are the same bits.
+TEST(BlockCausalAttentionTest, ForwardWithoutGradientKeepsNoPatterns) {
+  at::set_num_threads(2);
+  torch::manual_seed(5);
+  const int64_t n = 8, length = 256, head_dim = 16;
+  const torch::Tensor q = torch::randn({n, length, head_dim});
+  const torch::Tensor k = torch::randn({n, length, head_dim});
+  const torch::Tensor v = torch::randn({n, length, head_dim});
+  const torch::Tensor q_grad = q.clone().requires_grad_();
+  const int64_t square_bytes = n * length * length * 4;
+  const int64_t output_bytes = n * length * head_dim * 4;
+  backend::ScopedAllocationCounter counter;
+  counter.ResetPeak();
+  torch::Tensor with_grad = BlockCausalAttention(q_grad, k, v, 64);
+  const int64_t grad_held = counter.PeakExtraBytes();
+  torch::Tensor expected = with_grad.detach().clone();
+  with_grad.reset();
+  counter.ResetPeak();
+  torch::Tensor no_grad_mode;
+  {
+    torch::NoGradGuard no_grad;
+    no_grad_mode = BlockCausalAttention(q_grad, k, v, 64);
+  }
+  const int64_t no_grad_mode_held = counter.PeakExtraBytes();
+  counter.ResetPeak();
+  torch::Tensor no_input_grad = BlockCausalAttention(q, k, v, 64);
+  const int64_t no_input_grad_held = counter.PeakExtraBytes();
+  EXPECT_GE(grad_held, square_bytes * 10 / 16);
+  for (const int64_t held : {no_grad_mode_held, no_input_grad_held}) {
+    // The last block's scores and pattern (a quarter square each), output.
+    EXPECT_LE(held, square_bytes / 2 + 2 * output_bytes);
+    EXPECT_LT(held, grad_held - square_bytes / 4);
+  }
+  EXPECT_TRUE(torch::equal(no_grad_mode, expected));
+  EXPECT_TRUE(torch::equal(no_input_grad, expected));
+}
+
 }  // namespace
 }  // namespace sparse_layers::layers

@@ -4,17 +4,15 @@
 
 namespace sparse_layers::layers {
 
-CausalMask::CausalMask(int64_t context_length)
-    : mask_(torch::full({context_length, context_length},
-                        -std::numeric_limits<float>::infinity())
-                .triu(1)) {}
-
 torch::Tensor CausalMask::Softmax(const torch::Tensor& scores) const {
   const int64_t length = scores.size(-1);
-  return torch::softmax(
-      scores +
-          mask_.slice(0, 0, length).slice(1, 0, length).to(scores.device()),
-      -1);
+  TORCH_CHECK(length <= context_length_, "CausalMask: ", length,
+              " scores exceed the context length ", context_length_);
+  const torch::Tensor mask =
+      torch::full({length, length}, -std::numeric_limits<float>::infinity(),
+                  torch::dtype(torch::kFloat).device(scores.device()))
+          .triu(1);
+  return torch::softmax(scores + mask, -1);
 }
 
 }  // namespace sparse_layers::layers

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 
@@ -48,9 +50,10 @@ std::string ContentDigest(const Dict& dict) {
   return sha.HexDigest();
 }
 
-// LibTorch keys optimiser state by the parameter's TensorImpl address.
-std::string StateKey(const torch::Tensor& parameter) {
-  return c10::guts::to_string(parameter.unsafeGetTensorImpl());
+// A tensor with its own contiguous storage: pickling a view would write the
+// whole buffer it views.
+torch::Tensor Owned(const torch::Tensor& tensor) {
+  return tensor.detach().clone(torch::MemoryFormat::Contiguous);
 }
 
 std::string OptimizerKey(size_t group, size_t index, const char* field) {
@@ -92,7 +95,7 @@ absl::StatusOr<Dict> ReadDict(const std::string& path) {
 
 absl::Status SaveCheckpoint(const std::string& path,
                             const torch::nn::Module& model,
-                            torch::optim::AdamW* optimizer,
+                            const AdamWState* optimizer,
                             const CheckpointState& state) {
   std::vector<char> bytes;
   try {
@@ -103,22 +106,19 @@ absl::Status SaveCheckpoint(const std::string& path,
     dict.insert("log", state.log_csv);
     dict.insert("rng", at::detail::getDefaultCPUGenerator().get_state());
     for (const auto& item : model.named_parameters()) {
-      dict.insert("model." + item.key(), item.value().detach().contiguous());
+      dict.insert("model." + item.key(), Owned(item.value()));
     }
     for (const auto& item : model.named_buffers()) {
-      dict.insert("model." + item.key(), item.value().detach().contiguous());
+      dict.insert("model." + item.key(), Owned(item.value()));
     }
     if (optimizer != nullptr) {
-      const auto& groups = optimizer->param_groups();
-      for (size_t g = 0; g < groups.size(); ++g) {
-        for (size_t i = 0; i < groups[g].params().size(); ++i) {
-          auto it = optimizer->state().find(StateKey(groups[g].params()[i]));
-          if (it == optimizer->state().end()) continue;  // Not stepped yet.
-          const auto& adam =
-              static_cast<const torch::optim::AdamWParamState&>(*it->second);
-          dict.insert(OptimizerKey(g, i, "step"), adam.step());
-          dict.insert(OptimizerKey(g, i, "exp_avg"), adam.exp_avg());
-          dict.insert(OptimizerKey(g, i, "exp_avg_sq"), adam.exp_avg_sq());
+      for (size_t g = 0; g < optimizer->size(); ++g) {
+        for (size_t i = 0; i < (*optimizer)[g].size(); ++i) {
+          const AdamWSlot& slot = (*optimizer)[g][i];
+          if (slot.step == 0) continue;  // Not stepped yet.
+          dict.insert(OptimizerKey(g, i, "step"), slot.step);
+          dict.insert(OptimizerKey(g, i, "exp_avg"), Owned(slot.exp_avg));
+          dict.insert(OptimizerKey(g, i, "exp_avg_sq"), Owned(slot.exp_avg_sq));
         }
       }
     }
@@ -135,7 +135,7 @@ absl::Status SaveCheckpoint(const std::string& path,
 
 absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
                                                torch::nn::Module& model,
-                                               torch::optim::AdamW* optimizer) {
+                                               AdamWState* optimizer) {
   absl::StatusOr<Dict> dict = ReadDict(path);
   if (!dict.ok()) return dict.status();
   CheckpointState state;
@@ -171,18 +171,27 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
     }
   }
   if (optimizer != nullptr) {
-    const auto& groups = optimizer->param_groups();
-    for (size_t g = 0; g < groups.size(); ++g) {
-      for (size_t i = 0; i < groups[g].params().size(); ++i) {
-        if (!dict->contains(OptimizerKey(g, i, "step"))) continue;
-        auto adam = std::make_unique<torch::optim::AdamWParamState>();
-        adam->step(dict->at(OptimizerKey(g, i, "step")).toInt());
-        adam->exp_avg(
-            dict->at(OptimizerKey(g, i, "exp_avg")).toTensor().clone());
-        adam->exp_avg_sq(
-            dict->at(OptimizerKey(g, i, "exp_avg_sq")).toTensor().clone());
-        optimizer->state()[StateKey(groups[g].params()[i])] = std::move(adam);
+    optimizer->clear();
+    for (const auto& entry : *dict) {
+      const std::string& key = entry.key().toStringRef();
+      const std::vector<absl::string_view> parts = absl::StrSplit(key, '.');
+      size_t g = 0, i = 0;
+      if (parts.size() != 4 || parts[0] != "optimizer" || parts[3] != "step" ||
+          !absl::SimpleAtoi(parts[1], &g) || !absl::SimpleAtoi(parts[2], &i)) {
+        continue;
       }
+      const std::string exp_avg = OptimizerKey(g, i, "exp_avg");
+      const std::string exp_avg_sq = OptimizerKey(g, i, "exp_avg_sq");
+      if (!dict->contains(exp_avg) || !dict->contains(exp_avg_sq)) {
+        return absl::DataLossError(
+            absl::StrCat(path, " has ", key, " without its moments"));
+      }
+      if (optimizer->size() <= g) optimizer->resize(g + 1);
+      if ((*optimizer)[g].size() <= i) (*optimizer)[g].resize(i + 1);
+      AdamWSlot& slot = (*optimizer)[g][i];
+      slot.step = entry.value().toInt();
+      slot.exp_avg = dict->at(exp_avg).toTensor();
+      slot.exp_avg_sq = dict->at(exp_avg_sq).toTensor();
     }
   }
   return state;

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -20,15 +21,27 @@ struct CheckpointState {
   std::string log_csv;  // The CSV log up to `step`.
 };
 
+// One parameter's AdamW state, stored as
+// optimizer.<group>.<index>.{step,exp_avg,exp_avg_sq}.
+struct AdamWSlot {
+  int64_t step = 0;  // 0: not stepped yet, nothing stored.
+  torch::Tensor exp_avg;
+  torch::Tensor exp_avg_sq;
+};
+// Per parameter group, per parameter, in the optimiser's order.
+using AdamWState = std::vector<std::vector<AdamWSlot>>;
+
+// Tensors may be views (of a flat optimiser's buffers): each is written alone.
 absl::Status SaveCheckpoint(const std::string& path,
                             const torch::nn::Module& model,
-                            torch::optim::AdamW* optimizer,
+                            const AdamWState* optimizer,
                             const CheckpointState& state);
 
-// Restores parameters (and the optimiser state when given) from `path`.
+// Restores parameters from `path`, and reads the optimiser state into
+// `optimizer` when given (slots not stored keep step 0).
 absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
                                                torch::nn::Module& model,
-                                               torch::optim::AdamW* optimizer);
+                                               AdamWState* optimizer);
 
 // The config stored in a checkpoint, without loading tensors into a model.
 absl::StatusOr<std::string> ReadCheckpointConfig(const std::string& path);

@@ -16,6 +16,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
+#include "tools/train/flat_adamw.h"
 #include "tools/train/lr_schedule.h"
 
 namespace sparse_layers::train {
@@ -33,52 +34,23 @@ std::string FormatDuration(double seconds) {
                          total % 60);
 }
 
-// AdamW (Loshchilov & Hutter 2019); no weight decay on 1-D parameters (norm
-// gains, biases), as in GPT-2 / nanoGPT.
-std::unique_ptr<torch::optim::AdamW> MakeOptimizer(
+// AdamW (Loshchilov & Hutter 2019) over flat buffers; no weight decay on 1-D
+// parameters (norm gains, biases), as in GPT-2 / nanoGPT.
+absl::StatusOr<std::unique_ptr<FlatAdamW>> MakeOptimizer(
     const std::vector<torch::Tensor>& parameters,
     const config::OptimizerConfig& config) {
-  std::vector<torch::Tensor> decayed, not_decayed;
+  FlatAdamWGroup decayed{{}, config.weight_decay()}, not_decayed{{}, 0};
   for (const torch::Tensor& parameter : parameters) {
-    (parameter.dim() >= 2 ? decayed : not_decayed).push_back(parameter);
+    (parameter.dim() >= 2 ? decayed : not_decayed)
+        .parameters.push_back(parameter);
   }
-  auto options = torch::optim::AdamWOptions(config.learning_rate())
-                     .betas({config.beta1() > 0 ? config.beta1() : 0.9,
-                             config.beta2() > 0 ? config.beta2() : 0.95})
-                     .eps(config.epsilon() > 0 ? config.epsilon() : 1e-8)
-                     .weight_decay(config.weight_decay());
-  auto no_decay = options;
-  no_decay.weight_decay(0);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decayed,
-                      std::make_unique<torch::optim::AdamWOptions>(options));
-  groups.emplace_back(not_decayed,
-                      std::make_unique<torch::optim::AdamWOptions>(no_decay));
-  return std::make_unique<torch::optim::AdamW>(std::move(groups), options);
-}
-
-// Sets the scheduled learning rate of `step` on every parameter group.
-double ScheduleLearningRate(const config::ExperimentConfig& config,
-                            int64_t step, int64_t steps,
-                            torch::optim::AdamW& optimizer) {
-  const double lr = LearningRate(
-      config.schedule(), config.optimizer().learning_rate(), step, steps);
-  for (auto& group : optimizer.param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-  }
-  return lr;
-}
-
-// The L2 norm of all gradients, which are clipped to `clip` when it is
-// positive (the norm logged is the one before clipping either way).
-double GradientNorm(const std::vector<torch::Tensor>& parameters, double clip) {
-  if (clip > 0) return torch::nn::utils::clip_grad_norm_(parameters, clip);
-  torch::NoGradGuard no_grad;
-  double sum = 0;
-  for (const auto& p : parameters) {
-    if (p.grad().defined()) sum += p.grad().pow(2).sum().item<double>();
-  }
-  return std::sqrt(sum);
+  FlatAdamWOptions options;
+  options.learning_rate = config.learning_rate();
+  options.beta1 = config.beta1() > 0 ? config.beta1() : 0.9;
+  options.beta2 = config.beta2() > 0 ? config.beta2() : 0.95;
+  options.epsilon = config.epsilon() > 0 ? config.epsilon() : 1e-8;
+  return FlatAdamW::Create({std::move(decayed), std::move(not_decayed)},
+                           options);
 }
 
 // Mean of the last 10% of the training losses (the summary's final loss).
@@ -155,13 +127,13 @@ absl::Status RecordProvenance(const TrainerOptions& options,
 // the summary where `options` asks.
 absl::Status WriteRunOutputs(const TrainerOptions& options,
                              const torch::nn::Module& model,
-                             torch::optim::AdamW* optimizer,
+                             const layers::AdamWState& optimizer,
                              const layers::CheckpointState& state,
                              TrainingSummary& summary) {
   const std::string& path = options.final_checkpoint_path.empty()
                                 ? options.checkpoint_path
                                 : options.final_checkpoint_path;
-  RETURN_IF_ERROR(layers::SaveCheckpoint(path, model, optimizer, state));
+  RETURN_IF_ERROR(layers::SaveCheckpoint(path, model, &optimizer, state));
   absl::StatusOr<std::string> digest = Sha256OfFile(path);
   if (!digest.ok()) return digest.status();
   summary.set_checkpoint_sha256(*digest);
@@ -219,11 +191,10 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
       "step,", objective.unit(), ",learning_rate,train_", objective.loss_name(),
       ",grad_norm,validation_", objective.loss_name(), "\n");
   std::vector<torch::Tensor> parameters = objective.TrainableParameters();
-  std::unique_ptr<torch::optim::AdamW> optimizer =
-      MakeOptimizer(parameters, config.optimizer());
+  layers::AdamWState restored_optimizer;
   if (options.resume && std::filesystem::exists(options.checkpoint_path)) {
-    absl::StatusOr<layers::CheckpointState> restored =
-        layers::LoadCheckpoint(options.checkpoint_path, model, optimizer.get());
+    absl::StatusOr<layers::CheckpointState> restored = layers::LoadCheckpoint(
+        options.checkpoint_path, model, &restored_optimizer);
     if (!restored.ok()) return restored.status();
     if (restored->config_text != config_text) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -241,6 +212,14 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
   } else {
     RETURN_IF_ERROR(objective.Initialize());
   }
+  // Built after initialisation, which may replace parameter data.
+  ASSIGN_OR_RETURN(std::unique_ptr<FlatAdamW> optimizer,
+                   MakeOptimizer(parameters, config.optimizer()));
+  if (absl::Status loaded = optimizer->LoadState(restored_optimizer);
+      !loaded.ok()) {
+    return absl::DataLossError(
+        absl::StrCat(options.checkpoint_path, ": ", loaded.message()));
+  }
 
   const int eval_every = config.eval().every_steps();
   const int checkpoint_every = config.runtime().checkpoint_every_steps();
@@ -253,8 +232,10 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
 
   for (int64_t step = state.step; step < budget.steps; ++step) {
     const double lr =
-        ScheduleLearningRate(config, step, budget.steps, *optimizer);
-    optimizer->zero_grad();
+        LearningRate(config.schedule(), config.optimizer().learning_rate(),
+                     step, budget.steps);
+    optimizer->set_learning_rate(lr);
+    optimizer->ZeroGrad();
     torch::Tensor loss = objective.Loss(step);
     const double loss_value = loss.item<double>();
     if (!std::isfinite(loss_value)) {
@@ -265,8 +246,8 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
     }
     loss.backward();
     objective.AdjustGradients();
-    const double grad_norm = GradientNorm(parameters, clip);
-    optimizer->step();
+    const double grad_norm = optimizer->ClipGradNorm(clip);
+    optimizer->Step();
     state.step = step + 1;
 
     const bool last = state.step == budget.steps;
@@ -300,8 +281,9 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
               .c_str());
     }
     if (!last && checkpoint_every > 0 && state.step % checkpoint_every == 0) {
+      const layers::AdamWState optimizer_state = optimizer->State();
       RETURN_IF_ERROR(layers::SaveCheckpoint(options.checkpoint_path, model,
-                                             optimizer.get(), state));
+                                             &optimizer_state, state));
     }
   }
   const double wall = Seconds(start_time, Clock::now());
@@ -327,7 +309,7 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
   summary.set_validation_loss(validation_loss);
   RETURN_IF_ERROR(objective.Summarize(summary));
   RETURN_IF_ERROR(
-      WriteRunOutputs(options, model, optimizer.get(), state, summary));
+      WriteRunOutputs(options, model, optimizer->State(), state, summary));
   return summary;
 }
 

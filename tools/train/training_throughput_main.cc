@@ -11,6 +11,8 @@
 #include "absl/flags/flag.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/gpt.h"
+#include "tools/train/benchmark_gpt.h"
+#include "tools/train/flat_adamw.h"
 #include "tools/train/op_profile.h"
 
 ABSL_FLAG(int, steps, 10, "Timed steps per size (after 3 warm-up steps)");
@@ -39,29 +41,21 @@ double MatmulPeakGflops() {
 }
 
 void Measure(int64_t d_model, int64_t n_layers, double peak) {
-  layers::GptOptions options;
-  options.vocab_size = 8192;
-  options.context_length = 256;
-  options.d_model = d_model;
-  options.n_layers = n_layers;
-  options.n_heads = d_model / 32;
-  options.ffn = "gelu_mlp";
-  options.d_ffn = 4 * d_model;
   torch::manual_seed(0);
-  auto model = *layers::GptImpl::Create(options);
-  torch::optim::AdamW optimizer(
-      model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.1));
+  auto model = *layers::GptImpl::Create(BenchmarkGptOptions(d_model, n_layers));
+  // The trainer's optimizer: every parameter decayed, as pytorch_eager's.
+  auto optimizer = *FlatAdamW::Create({{model->parameters(), 0.1}}, {});
   const int batch = absl::GetFlag(FLAGS_batch_size);
   const torch::Tensor tokens =
       torch::randint(0, 8192, {batch, 256}, torch::kLong);
   const torch::Tensor targets =
       torch::randint(0, 8192, {batch, 256}, torch::kLong);
   auto step = [&] {
-    optimizer.zero_grad();
+    optimizer->ZeroGrad();
     torch::Tensor loss = model->Loss(tokens, targets);
     loss.backward();
-    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-    optimizer.step();
+    optimizer->ClipGradNorm(1.0);
+    optimizer->Step();
   };
   for (int i = 0; i < 3; ++i) step();
   const int steps = absl::GetFlag(FLAGS_steps);
