@@ -126,6 +126,10 @@ expect export_fit "$out" "$work/lm.pt has no sparse replacement layer" --checkpo
 mkdir -p "$work/hf_empty"
 expect hf_forward "$out" "cannot open $work/hf_empty/config.json" --checkpoint="$work/hf_empty" --tokens=1,2 \
   --out="$out"
+expect import_pretrained "$out" "cannot open $work/hf_empty/config.json" --from="$work/hf_empty" --out="$out" \
+  --config_out="$work/imported.textproto" --manifest_out="$work/imported.manifest.textproto"
+expect import_pretrained "$out" "--config_out is required" --from="$work/hf_empty" --out="$out" \
+  --manifest_out="$work/imported.manifest.textproto"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failures" >&2
