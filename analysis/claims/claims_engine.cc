@@ -786,18 +786,22 @@ absl::StatusOr<ClaimResult> JudgeClaim(
 
 namespace {
 
-// What a claim needs that may not be run: its arms, and its filters as
-// "column=value" (a whole base model, a task, ...), each with its column.
-std::vector<std::pair<std::string, std::string>> RunnableParts(
-    const Claim& claim) {
-  std::vector<std::pair<std::string, std::string>> parts;
+// What a claim needs that may not be run: its arms, and its filters (a whole
+// base model, a task, ...), each named as `arms_not_run` lists it ("swiglu",
+// "base=swiglu") with the column and value its rows would have.
+struct RunnablePart {
+  std::string name, column, value;
+};
+
+std::vector<RunnablePart> RunnableParts(const Claim& claim) {
+  std::vector<RunnablePart> parts;
   for (const std::string& arm : {claim.a(), claim.b(), claim.baseline()}) {
-    if (!arm.empty()) parts.emplace_back(arm, claim.arm_column());
+    if (!arm.empty()) parts.push_back({arm, claim.arm_column(), arm});
   }
   for (const Filter& filter : claim.where()) {
     if (!filter.value().empty()) {
-      parts.emplace_back(absl::StrCat(filter.column(), "=", filter.value()),
-                         filter.column());
+      parts.push_back({absl::StrCat(filter.column(), "=", filter.value()),
+                       filter.column(), filter.value()});
     }
   }
   return parts;
@@ -806,8 +810,8 @@ std::vector<std::pair<std::string, std::string>> RunnableParts(
 // The first of the claim's arms or filters that is in `arms_not_run`, or "".
 std::string ArmNotRun(const Claim& claim,
                       const std::set<std::string>& arms_not_run) {
-  for (const auto& [part, column] : RunnableParts(claim)) {
-    if (arms_not_run.count(part)) return part;
+  for (const RunnablePart& part : RunnableParts(claim)) {
+    if (arms_not_run.count(part.name)) return part.name;
   }
   return "";
 }
@@ -819,19 +823,16 @@ absl::Status CheckArmsNotRun(const ClaimSet& claims, const Tables& tables,
   std::set<std::string> named;
   for (const auto* list : {&claims.controls(), &claims.claims()}) {
     for (const Claim& claim : *list) {
-      for (const auto& [part, column_name] : RunnableParts(claim)) {
-        if (!arms_not_run.count(part)) continue;
-        named.insert(part);
+      for (const RunnablePart& part : RunnableParts(claim)) {
+        if (!arms_not_run.count(part.name)) continue;
+        named.insert(part.name);
         const TidyTable& table = tables.at(claim.table());
-        auto column = table.Column(column_name);
+        auto column = table.Column(part.column);
         if (!column.ok()) return column.status();
-        const size_t equals = part.find('=');
-        const std::string value =
-            column_name == claim.arm_column() ? part : part.substr(equals + 1);
         for (const std::vector<std::string>& row : table.rows()) {
-          if (row[*column] == value) {
+          if (row[*column] == part.value) {
             return absl::InvalidArgumentError(absl::StrCat(
-                "arm '", part, "' is listed as not run but has rows in ",
+                "arm '", part.name, "' is listed as not run but has rows in ",
                 claim.table(), " (claim ", claim.id(), ")"));
           }
         }

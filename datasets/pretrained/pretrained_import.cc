@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "datasets/text/gpt2_bpe.h"
 #include "datasets/text/nanogpt_vocabulary.h"
 #include "google/protobuf/text_format.h"
@@ -33,6 +34,20 @@ bool IsSourceFile(const std::string& name) {
          name == Gpt2Bpe::kHuggingFaceMergesFile;
 }
 
+absl::StatusOr<SourceFile> HashSourceFile(const fs::path& path) {
+  std::error_code error;
+  SourceFile file;
+  file.name = path.filename().string();
+  file.bytes = static_cast<int64_t>(fs::file_size(path, error));
+  ASSIGN_OR_RETURN(file.sha256, Sha256OfFile(path.string()));
+  return file;
+}
+
+bool HasSourceFile(const PretrainedImport& imported, absl::string_view name) {
+  return std::any_of(imported.files.begin(), imported.files.end(),
+                     [&](const SourceFile& file) { return file.name == name; });
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<SourceFile>> HashSourceFiles(
@@ -48,10 +63,7 @@ absl::StatusOr<std::vector<SourceFile>> HashSourceFiles(
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
     if (!IsSourceFile(name) || !entry.is_regular_file(error)) continue;
-    SourceFile file;
-    file.name = name;
-    file.bytes = static_cast<int64_t>(entry.file_size(error));
-    ASSIGN_OR_RETURN(file.sha256, Sha256OfFile(entry.path().string()));
+    ASSIGN_OR_RETURN(SourceFile file, HashSourceFile(entry.path()));
     files.push_back(std::move(file));
   }
   if (error) {
@@ -78,10 +90,7 @@ absl::StatusOr<PretrainedImport> ImportPretrained(
          {fs::path(options.source),
           fs::path(options.source).parent_path() / kMetaPkl}) {
       if (!fs::is_regular_file(path, error)) continue;
-      SourceFile file;
-      file.name = path.filename().string();
-      file.bytes = static_cast<int64_t>(fs::file_size(path, error));
-      ASSIGN_OR_RETURN(file.sha256, Sha256OfFile(path.string()));
+      ASSIGN_OR_RETURN(SourceFile file, HashSourceFile(path));
       imported.files.push_back(std::move(file));
       if (path.filename() == kMetaPkl) imported.meta_pkl = path.string();
     }
@@ -106,10 +115,6 @@ absl::StatusOr<PretrainedImport> ImportPretrained(
   data.set_batch_size(8);
   data.set_sequence_length(
       std::min(options.sequence_length, gpt.context_length));
-  for (const SourceFile& file : imported.files) {
-    imported.has_gpt2_tokenizer |=
-        file.name == Gpt2Bpe::kHuggingFaceEncoderFile;
-  }
   return imported;
 }
 
@@ -166,7 +171,7 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
     return WriteFileAtomically(
         (fs::path(tokenizer_dir) / kCharsVocabulary).string(), chars);
   }
-  if (!imported.has_gpt2_tokenizer) {
+  if (!HasSourceFile(imported, Gpt2Bpe::kHuggingFaceEncoderFile)) {
     return absl::NotFoundError(absl::StrCat(
         options.source, ": no ", Gpt2Bpe::kHuggingFaceEncoderFile, " and ",
         Gpt2Bpe::kHuggingFaceMergesFile,

@@ -43,7 +43,6 @@ struct PretrainedImport {
   config::ExperimentConfig config;         // model and data; runtime seed 0.
   std::shared_ptr<layers::GptImpl> model;  // In eval mode.
   std::vector<SourceFile> files;           // What was read, by name.
-  bool has_gpt2_tokenizer = false;         // vocab.json and merges.txt.
   std::string meta_pkl;  // A nanoGPT model's meta.pkl, when beside it.
 };
 

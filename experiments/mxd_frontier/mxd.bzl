@@ -62,13 +62,6 @@ def base_results(suffix, per_base = []):
         labels = labels + seeded_labels(base.name + suffix) + [f % base.name for f in per_base] + base.extra_results
     return labels
 
-def base_model(name):
-    """The base_models() entry called `name`."""
-    for base in base_models():
-        if base.name == name:
-            return base
-    fail("no base model %s (with HF_MODEL set, only %s)" % (name, HF_MODEL_BASE))
-
 # Seeded targets are built only through the active scale's results (seeded_labels), never by a wildcard
 # (`bazel test //...` at smoke would otherwise also fit the cpu scale's third seed).
 SEEDED_TAGS = ["manual"]

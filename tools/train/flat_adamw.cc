@@ -71,14 +71,10 @@ absl::StatusOr<std::unique_ptr<FlatAdamW>> FlatAdamW::Create(
     group.steps.assign(group.parameters.size(), 0);
     for (size_t i = 0; i < group.parameters.size(); ++i) {
       const torch::Tensor& p = group.parameters[i];
-      torch::Tensor view =
-          group.values.slice(0, group.offsets[i], group.offsets[i + 1])
-              .view(p.sizes());
+      torch::Tensor view = group.Part(group.values, i);
       view.copy_(p);
       p.set_data(view);
-      group.grad_views.push_back(
-          group.grads.slice(0, group.offsets[i], group.offsets[i + 1])
-              .view(p.sizes()));
+      group.grad_views.push_back(group.Part(group.grads, i));
       p.mutable_grad() = group.grad_views.back();
     }
     adamw->groups_.push_back(std::move(group));
@@ -143,13 +139,10 @@ void FlatAdamW::Step() {
     // Unequal counts (from a checkpoint of torch::optim::AdamW, which skips
     // parameters without gradients): one update per parameter.
     for (size_t i = 0; i < group.parameters.size(); ++i) {
-      auto part = [&](const torch::Tensor& buffer) {
-        return buffer.slice(0, group.offsets[i], group.offsets[i + 1]);
-      };
-      AdamWUpdate(part(group.values), part(group.grads), part(group.exp_avg),
-                  part(group.exp_avg_sq), part(group.denominator),
-                  group.steps[i], options_.learning_rate, group.weight_decay,
-                  options_);
+      AdamWUpdate(group.Part(group.values, i), group.Part(group.grads, i),
+                  group.Part(group.exp_avg, i), group.Part(group.exp_avg_sq, i),
+                  group.Part(group.denominator, i), group.steps[i],
+                  options_.learning_rate, group.weight_decay, options_);
     }
   }
 }
@@ -162,13 +155,8 @@ layers::AdamWState FlatAdamW::State() const {
       layers::AdamWSlot& slot = state[g].emplace_back();
       slot.step = group.steps[i];
       if (slot.step == 0) continue;
-      const auto sizes = group.parameters[i].sizes();
-      slot.exp_avg =
-          group.exp_avg.slice(0, group.offsets[i], group.offsets[i + 1])
-              .view(sizes);
-      slot.exp_avg_sq =
-          group.exp_avg_sq.slice(0, group.offsets[i], group.offsets[i + 1])
-              .view(sizes);
+      slot.exp_avg = group.Part(group.exp_avg, i);
+      slot.exp_avg_sq = group.Part(group.exp_avg_sq, i);
     }
   }
   return state;
@@ -210,10 +198,8 @@ absl::Status FlatAdamW::LoadState(const layers::AdamWState& state) {
       const layers::AdamWSlot& slot = state[g][i];
       if (slot.step == 0) continue;
       group.steps[i] = slot.step;
-      const int64_t begin = group.offsets[i], end = group.offsets[i + 1];
-      group.exp_avg.slice(0, begin, end).copy_(slot.exp_avg.reshape({-1}));
-      group.exp_avg_sq.slice(0, begin, end)
-          .copy_(slot.exp_avg_sq.reshape({-1}));
+      group.Part(group.exp_avg, i).copy_(slot.exp_avg);
+      group.Part(group.exp_avg_sq, i).copy_(slot.exp_avg_sq);
     }
   }
   return absl::OkStatus();

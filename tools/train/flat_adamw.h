@@ -69,6 +69,11 @@ class FlatAdamW {
     std::vector<int64_t> steps;  // Per parameter (old checkpoints may differ).
     double weight_decay = 0;
     torch::Tensor values, grads, exp_avg, exp_avg_sq, denominator;
+    // Parameter i's flat part of one of the buffers, in its own shape.
+    torch::Tensor Part(const torch::Tensor& buffer, size_t i) const {
+      return buffer.slice(0, offsets[i], offsets[i + 1])
+          .view(parameters[i].sizes());
+    }
   };
   explicit FlatAdamW(const FlatAdamWOptions& options) : options_(options) {}
   // Gradients autograd replaced rather than accumulated into are copied back
