@@ -133,6 +133,17 @@ def system_libraries():
         abi_probe = "libc10.so",
         build_file = "//third_party:libtorch.BUILD",
     )
+    # One sgemm per batch entry on strided views (layers/backend:batched_gemm): ATen's CPU bmm loops over the
+    # batch with a select and an addmm_ per entry.
+    system_library(
+        name = "cblas",
+        package = "libblas-dev",
+        version_packages = ["libblas-dev", "libopenblas0-openmp"],
+        headers = ["x86_64-linux-gnu/cblas.h"],
+        include_entries = ["x86_64-linux-gnu/cblas.h", "x86_64-linux-gnu/cblas_mangling.h"],
+        libraries = ["libblas.so"],
+        build_file = "//third_party:cblas.BUILD",
+    )
     system_library(
         name = "absl",
         package = "libabsl-dev",

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "layers/backend/batched_gemm.h"
 #include "layers/core/causal_mask.h"
 
 namespace sparse_layers::layers {
@@ -20,7 +21,8 @@ class BlockCausalAttentionFunction
                                bool keep_patterns) {
     const int64_t length = q.size(1);
     const int64_t block = std::min(block_tokens, length);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+    const float scale =
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(2))));
     // -inf strictly above the diagonal of a (block, block) tile.
     const torch::Tensor tile_mask =
         torch::full({block, block}, -std::numeric_limits<float>::infinity(),
@@ -31,16 +33,15 @@ class BlockCausalAttentionFunction
     for (int64_t start = 0; start < length; start += block) {
       const int64_t rows = std::min(block, length - start);
       const int64_t end = start + rows;
-      const torch::Tensor keys = k.narrow(1, 0, end);
-      torch::Tensor scores =
-          torch::bmm(q.narrow(1, start, rows), keys.transpose(1, 2));
-      scores.mul_(scale);
+      torch::Tensor scores = torch::empty({q.size(0), rows, end}, q.options());
+      BatchedGemm(q.narrow(1, start, rows), k.narrow(1, 0, end).transpose(1, 2),
+                  scale, 0.0f, scores);
       // Only the last rows x rows tile reaches past the diagonal.
       scores.narrow(2, start, rows)
           .add_(tile_mask.narrow(0, 0, rows).narrow(1, 0, rows));
       torch::Tensor pattern = torch::softmax(scores, -1);
-      output.narrow(1, start, rows)
-          .copy_(torch::bmm(pattern, v.narrow(1, 0, end)));
+      BatchedGemm(pattern, v.narrow(1, 0, end), 1.0f, 0.0f,
+                  output.narrow(1, start, rows));
       // Without a backward each block's pattern is freed with its block.
       if (keep_patterns) saved.push_back(pattern);
     }
@@ -58,7 +59,8 @@ class BlockCausalAttentionFunction
     const torch::Tensor& v = saved[2];
     const int64_t block = ctx->saved_data["block"].toInt();
     const int64_t length = q.size(1);
-    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
+    const float scale =
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(2))));
     const torch::Tensor grad_output = grad_outputs[0].contiguous();
     torch::Tensor grad_q = torch::empty_like(q);
     torch::Tensor grad_k = torch::zeros_like(k);
@@ -68,16 +70,20 @@ class BlockCausalAttentionFunction
       const int64_t end = start + rows;
       const torch::Tensor& pattern = saved[3 + b];
       const torch::Tensor d_out = grad_output.narrow(1, start, rows);
-      grad_v.narrow(1, 0, end).baddbmm_(pattern.transpose(1, 2), d_out);
-      torch::Tensor d_scores =
-          torch::bmm(d_out, v.narrow(1, 0, end).transpose(1, 2));
-      // Softmax backward: P * (dP - rowsum(P * dP)), then the 1/sqrt(Dh).
-      const torch::Tensor row_dot = (pattern * d_scores).sum(-1, true);
-      d_scores.sub_(row_dot).mul_(pattern).mul_(scale);
-      grad_q.narrow(1, start, rows)
-          .copy_(torch::bmm(d_scores, k.narrow(1, 0, end)));
-      grad_k.narrow(1, 0, end).baddbmm_(d_scores.transpose(1, 2),
-                                        q.narrow(1, start, rows));
+      BatchedGemm(pattern.transpose(1, 2), d_out, 1.0f, 1.0f,
+                  grad_v.narrow(1, 0, end));
+      torch::Tensor d_pattern =
+          torch::empty({q.size(0), rows, end}, q.options());
+      BatchedGemm(d_out, v.narrow(1, 0, end).transpose(1, 2), 1.0f, 0.0f,
+                  d_pattern);
+      // Softmax backward, P * (dP - rowsum(P * dP)), in one ATen kernel; the
+      // 1/sqrt(Dh) goes into the two products below.
+      const torch::Tensor d_scores =
+          at::_softmax_backward_data(d_pattern, pattern, -1, torch::kFloat);
+      BatchedGemm(d_scores, k.narrow(1, 0, end), scale, 0.0f,
+                  grad_q.narrow(1, start, rows));
+      BatchedGemm(d_scores.transpose(1, 2), q.narrow(1, start, rows), scale,
+                  1.0f, grad_k.narrow(1, 0, end));
     }
     return {grad_q, grad_k, grad_v, torch::Tensor(), torch::Tensor()};
   }

@@ -19,9 +19,11 @@
 //   dP_b = do_b v_{<s+R}^T
 //   dS_b = P_b * (dP_b - rowsum(P_b * dP_b)) / sqrt(Dh)
 //   dq_b = dS_b k_{<s+R},   dk_{<s+R} += dS_b^T q_b
-// Deterministic: blocks run in a fixed order and dk, dv are accumulated by one
-// baddbmm per block in that order, so repeated runs at a given thread count
-// give bit-identical values and gradients. Differentiable once.
+// Every product is one sgemm per (batch, head) entry on the views' strides
+// (layers/backend/batched_gemm.h), not ATen's per-entry select + addmm_ loop.
+// Deterministic: blocks run in a fixed order and dk, dv are accumulated once
+// per block in that order, so repeated runs at a given thread count give
+// bit-identical values and gradients. Differentiable once.
 #ifndef SPARSE_LAYERS_LAYERS_CORE_BLOCK_CAUSAL_ATTENTION_H_
 #define SPARSE_LAYERS_LAYERS_CORE_BLOCK_CAUSAL_ATTENTION_H_
 

@@ -6,11 +6,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/gpt.h"
+#include "tools/common/status_macros.h"
 #include "tools/train/benchmark_gpt.h"
 #include "tools/train/flat_adamw.h"
 #include "tools/train/op_profile.h"
@@ -19,6 +21,15 @@ ABSL_FLAG(int, steps, 10, "Timed steps per size (after 3 warm-up steps)");
 ABSL_FLAG(int, batch_size, 16, "Sequences per step");
 ABSL_FLAG(bool, profile, false,
           "Also print one step's self time per ATen operator");
+// The sparse layers' hot paths (MoE dispatch, sgatlin's SparseDot, MxD's
+// decode) profiled in the same step; pytorch_eager_throughput.py has only
+// the GELU MLP, so the side-by-side benchmark leaves these at their defaults.
+ABSL_FLAG(std::string, ffn, "gelu_mlp",
+          "Registry name of every block's FFN (switch, moe_x, sgatlin, peer, "
+          "mxd_gelu, ...)");
+ABSL_FLAG(int64_t, d_ffn, 0, "FFN width (0: 4 d_model)");
+ABSL_FLAG(int64_t, n_experts, 0, "Experts or channels of a sparse FFN");
+ABSL_FLAG(int64_t, top_k, 0, "Active experts or units of a sparse FFN");
 
 namespace sparse_layers::train {
 namespace {
@@ -40,9 +51,16 @@ double MatmulPeakGflops() {
   return 2.0 * 1024 * 1024 * 1024 * kRepeats / Seconds(start) / 1e9;
 }
 
-void Measure(int64_t d_model, int64_t n_layers, double peak) {
+absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
   torch::manual_seed(0);
-  auto model = *layers::GptImpl::Create(BenchmarkGptOptions(d_model, n_layers));
+  layers::GptOptions options = BenchmarkGptOptions(d_model, n_layers);
+  options.ffn = absl::GetFlag(FLAGS_ffn);
+  if (absl::GetFlag(FLAGS_d_ffn) > 0)
+    options.d_ffn = absl::GetFlag(FLAGS_d_ffn);
+  options.n_experts = absl::GetFlag(FLAGS_n_experts);
+  options.top_k = absl::GetFlag(FLAGS_top_k);
+  ASSIGN_OR_RETURN(std::shared_ptr<layers::GptImpl> model,
+                   layers::GptImpl::Create(options));
   // The trainer's optimizer: every parameter decayed, as pytorch_eager's.
   auto optimizer = *FlatAdamW::Create({{model->parameters(), 0.1}}, {});
   const int batch = absl::GetFlag(FLAGS_batch_size);
@@ -64,14 +82,16 @@ void Measure(int64_t d_model, int64_t n_layers, double peak) {
   const double tokens_per_second = double(steps) * batch * 256 / Seconds(start);
   const double gflops =
       3.0 * model->ForwardFlopsPerToken(256) * tokens_per_second / 1e9;
+  const std::string ffn = options.ffn == "gelu_mlp" ? "" : " " + options.ffn;
   std::printf(
-      "libtorch d=%lld L=%lld T=256 V=8192 B=%d: %.0f tokens/s, %.1f GFLOP/s, "
-      "MFU %.1f%% of %.0f GFLOP/s\n",
+      "libtorch d=%lld L=%lld T=256 V=8192 B=%d%s: %.0f tokens/s, %.1f "
+      "GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
       static_cast<long long>(d_model), static_cast<long long>(n_layers), batch,
-      tokens_per_second, gflops, 100 * gflops / peak, peak);
+      ffn.c_str(), tokens_per_second, gflops, 100 * gflops / peak, peak);
   if (absl::GetFlag(FLAGS_profile)) {
     std::printf("%s", FormatOpProfile(ProfileOps(step), 15).c_str());
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -88,8 +108,7 @@ int main(int argc, char** argv) {
       return s;
     }
     const double peak = sparse_layers::train::MatmulPeakGflops();
-    sparse_layers::train::Measure(128, 4, peak);
-    sparse_layers::train::Measure(256, 6, peak);
-    return absl::OkStatus();
+    RETURN_IF_ERROR(sparse_layers::train::Measure(128, 4, peak));
+    return sparse_layers::train::Measure(256, 6, peak);
   });
 }
