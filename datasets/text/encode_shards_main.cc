@@ -1,5 +1,6 @@
-// encode_shards: tokenizes a JSONL split with a SentencePiece model into uint16
-// token shards (documents separated by the end-of-text id) and a manifest.
+// encode_shards: tokenizes a JSONL split with a tokenizer (Tokenizer::Load)
+// into token shards (documents separated by the end-of-text id; uint16 ids,
+// uint32 above 65,536 pieces) and a manifest.
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "datasets/text/corpus_readers.h"
+#include "datasets/text/gpt2_bpe.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -19,7 +21,9 @@
 
 ABSL_FLAG(std::string, input, "", "A JSONL split");
 ABSL_FLAG(std::string, split, "", "Split name recorded in the manifest");
-ABSL_FLAG(std::string, tokenizer, "", "SentencePiece model");
+ABSL_FLAG(std::string, tokenizer, "",
+          "Tokenizer: SentencePiece model, .chars, or BPE file (vocab.json, "
+          "tokenizer.json)");
 ABSL_FLAG(std::string, out_dir, "",
           "Directory for <split>_NNN.bin and "
           "<split>.tokens.textproto");
@@ -44,9 +48,10 @@ absl::Status Run() {
   if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
   const int vocab_size = tokenizer->vocab_size();
   const int end_of_text = tokenizer->eos_id();
-  if (vocab_size > 65536 || end_of_text < 0) {
-    return absl::InvalidArgumentError(
-        "uint16 shards need a vocabulary of at most 65536 with an eos id");
+  if (end_of_text < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        absl::GetFlag(FLAGS_tokenizer),
+        ": no end-of-text piece (token shards separate documents with it)"));
   }
   absl::StatusOr<std::string> jsonl =
       ReadFileToString(absl::GetFlag(FLAGS_input));
@@ -58,7 +63,9 @@ absl::Status Run() {
   manifest.set_end_of_text_id(end_of_text);
   manifest.set_source_sha256(Sha256Hex(*jsonl));
   absl::StatusOr<std::string> tokenizer_digest =
-      Sha256OfFile(absl::GetFlag(FLAGS_tokenizer));
+      Sha256OfFile(Gpt2Bpe::IsGpt2BpePath(absl::GetFlag(FLAGS_tokenizer))
+                       ? Gpt2Bpe::VocabularyFile(absl::GetFlag(FLAGS_tokenizer))
+                       : absl::GetFlag(FLAGS_tokenizer));
   if (!tokenizer_digest.ok()) return tokenizer_digest.status();
   manifest.set_tokenizer_sha256(*tokenizer_digest);
 
@@ -92,6 +99,6 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
-                          "Encodes a JSONL split into uint16 token shards.");
+                          "Encodes a JSONL split into token shards.");
   return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }
