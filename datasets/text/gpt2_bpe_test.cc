@@ -321,6 +321,9 @@ TEST(Gpt2BpeTest, LlamaSplitPatternDiffersFromGpt2sWhereItShould) {
   // Contractions in any case: "IT" "'S" -> I T 'S; GPT-2's 's is lower case
   // only: "IT" "'" "S" -> I T ' S.
   EXPECT_THAT(llama->PreTokenize("IT'S"), ElementsAre("IT", "'S"));
+  // The contraction comes first even before letters ("'SUP" would otherwise
+  // be one word with its apostrophe).
+  EXPECT_THAT(llama->PreTokenize("IT'SUP"), ElementsAre("IT", "'S", "UP"));
   EXPECT_THAT(llama->Encode("IT'S"), ElementsAre(40, 51, 258));
   EXPECT_THAT(gpt2->Encode("IT'S"), ElementsAre(40, 51, 6, 50));
   // Punctuation keeps the newlines after it: "!\n\n" -> !Ċ Ċ (!+Ċ ranks
