@@ -14,6 +14,8 @@
 #include "re2/re2.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
+#include "unicode/bytestream.h"
+#include "unicode/normalizer2.h"
 
 namespace sparse_layers::datasets {
 namespace {
@@ -248,6 +250,23 @@ absl::StatusOr<std::string> PreTokenizerPattern(
                          "Isolated) then ByteLevel without, no prefix space)"));
 }
 
+// `text` (valid UTF-8) in Unicode Normalization Form C, as tokenizer.json's
+// NFC normalizer (Pythia's) makes it; most text already is, and is returned
+// unchanged.
+std::string Nfc(const std::string& text) {
+  UErrorCode status = U_ZERO_ERROR;
+  const icu::Normalizer2* nfc = icu::Normalizer2::getNFCInstance(status);
+  if (U_FAILURE(status) ||
+      (nfc->isNormalizedUTF8(text, status) && U_SUCCESS(status))) {
+    return text;  // FromTokenizerJson checked that the instance loads.
+  }
+  std::string normalized;
+  icu::StringByteSink<std::string> sink(&normalized, text.size());
+  status = U_ZERO_ERROR;
+  nfc->normalizeUTF8(0, text, sink, nullptr, status);
+  return U_SUCCESS(status) ? normalized : text;
+}
+
 // Entries of a cache of merged pre-tokens kept before it is cleared, so a long
 // stream of distinct words cannot grow it without bound.
 constexpr size_t kMaxCachedPreTokens = 1 << 18;
@@ -478,12 +497,15 @@ absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::FromTokenizerJson(
       dropout != nullptr && dropout->number_value() > 0) {
     return Unsupported(path, "model.dropout (encoding would be random)");
   }
+  const icu::Normalizer2* nfc = nullptr;
   if (const Value* normalizer = Field(root, "normalizer");
       normalizer != nullptr && normalizer->has_struct_value()) {
-    return Unsupported(
-        path,
-        absl::StrCat("normalizer '",
-                     StringField(normalizer->struct_value(), "type"), "'"));
+    const std::string type = StringField(normalizer->struct_value(), "type");
+    UErrorCode status = U_ZERO_ERROR;
+    if (type == "NFC") nfc = icu::Normalizer2::getNFCInstance(status);
+    if (nfc == nullptr || U_FAILURE(status)) {
+      return Unsupported(path, absl::StrCat("normalizer '", type, "'"));
+    }
   }
   ASSIGN_OR_RETURN(const std::string pattern, PreTokenizerPattern(path, root));
   std::unique_ptr<Gpt2Bpe> bpe(new Gpt2Bpe(pattern));
@@ -516,6 +538,7 @@ absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::FromTokenizerJson(
   ASSIGN_OR_RETURN(const auto id_of_piece,
                    bpe->SetVocabulary(path, vocabulary, added,
                                       /*require_end_of_text=*/false));
+  bpe->nfc_ = nfc != nullptr;
 
   const Value* merges = Field(model, "merges");
   if (merges == nullptr || !merges->has_list_value()) {
@@ -646,7 +669,8 @@ void Gpt2Bpe::AppendBpe(absl::string_view pre_token,
 }
 
 std::vector<int> Gpt2Bpe::Encode(const std::string& text) const {
-  const std::string valid = ReplaceInvalidUtf8(text);
+  const std::string valid =
+      nfc_ ? Nfc(ReplaceInvalidUtf8(text)) : ReplaceInvalidUtf8(text);
   std::vector<int> ids;
   for (absl::string_view pre_token : PreTokenize(valid)) {
     AppendBpe(pre_token, ids);

@@ -10,9 +10,9 @@
 // The same BPE reads a Hugging Face tokenizer.json of a byte-level BPE model
 // (GPT-2, Pythia/GPT-NeoX, Llama 3): model.vocab, model.merges (either form),
 // added_tokens (kept at their ids; text is never matched against them, as in
-// GPT-2's encoder) and the pre-tokenizer, GPT-2's pattern (ByteLevel) or a
-// Split regex (Llama 3's) before a ByteLevel without one. \s in a pattern is
-// JavaScript's whitespace, as for GPT-2.
+// GPT-2's encoder), an NFC normalizer (Pythia's, by ICU) and the pre-tokenizer,
+// GPT-2's pattern (ByteLevel) or a Split regex (Llama 3's) before a ByteLevel
+// without one. \s in a pattern is JavaScript's whitespace, as for GPT-2.
 #ifndef SPARSE_LAYERS_DATASETS_TEXT_GPT2_BPE_H_
 #define SPARSE_LAYERS_DATASETS_TEXT_GPT2_BPE_H_
 
@@ -111,6 +111,9 @@ class Gpt2Bpe : public Tokenizer {
   // tokenizer.json's ignore_merges (Llama 3): a pre-token that is a piece is
   // that piece. Bytes -> id, empty otherwise.
   absl::flat_hash_map<std::string, int> whole_pieces_;
+  // tokenizer.json's NFC normalizer (Pythia's), applied before
+  // pre-tokenization; null for none.
+  bool nfc_ = false;
   std::string
       pattern_error_;  // Why the pattern is not supported, if it is not.
   std::unique_ptr<re2::RE2> pattern_;

@@ -350,6 +350,27 @@ TEST(Gpt2BpeTest, LlamaSplitPatternDiffersFromGpt2sWhereItShould) {
   EXPECT_THAT(llama->Encode("<|end_of_text|>"), Not(Contains(263)));
 }
 
+// Pythia's tokenizer.json (GPT-NeoX) normalizes to NFC first: "e" and U+0301
+// become U+00E9, so GPT-2's pieces give the ids of the composed "café";
+// composed text is unchanged.
+TEST(Gpt2BpeTest, NfcNormalizerComposesBeforeEncoding) {
+  Struct root;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  Gpt2TokenizerJson(PackageDir(), false), &root)
+                  .ok());
+  (*root.mutable_fields())["normalizer"] = Object({{"type", Text("NFC")}});
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(root, &json).ok());
+  std::unique_ptr<Gpt2Bpe> nfc =
+      LoadTokenizerJson(WriteTokenizerJson("nfc", json));
+  ASSERT_NE(nfc, nullptr);
+  const std::string composed = "caf\xc3\xa9 ok", decomposed = "cafe\xcc\x81 ok";
+  EXPECT_NE(Bpe().Encode(decomposed), Bpe().Encode(composed));
+  EXPECT_EQ(nfc->Encode(decomposed), Bpe().Encode(composed));
+  EXPECT_EQ(nfc->Encode(composed), Bpe().Encode(composed));
+  EXPECT_EQ(nfc->Decode(nfc->Encode(decomposed)), composed);
+}
+
 std::string TokenizerJsonError(const std::string& name,
                                const std::string& json) {
   return LoadError(WriteTokenizerJson("json_" + name, json));
@@ -387,10 +408,10 @@ TEST(Gpt2BpeTest, UnsupportedOrBrokenTokenizerJsonGivesOneLine) {
           })),
       HasSubstr("merge 6 ('zq zq') is not two pieces of model.vocab"));
   EXPECT_THAT(TokenizerJsonError(
-                  "nfc", edited([&](auto& fields) {
-                    fields["normalizer"] = Object({{"type", Text("NFC")}});
+                  "nfkc", edited([&](auto& fields) {
+                    fields["normalizer"] = Object({{"type", Text("NFKC")}});
                   })),
-              HasSubstr("normalizer 'NFC' is not supported"));
+              HasSubstr("normalizer 'NFKC' is not supported"));
   EXPECT_THAT(
       TokenizerJsonError(
           "metaspace", edited([&](auto& fields) {
