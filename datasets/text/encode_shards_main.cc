@@ -1,6 +1,7 @@
 // encode_shards: tokenizes a JSONL split with a tokenizer (Tokenizer::Load)
 // into token shards (documents separated by the end-of-text id; uint16 ids,
 // uint32 above 65,536 pieces) and a manifest.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -35,10 +36,16 @@ namespace {
 absl::Status Run() {
   const std::string split = absl::GetFlag(FLAGS_split);
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+  // A byte-level BPE tokenizer may be a directory (tokenizer.json, or GPT-2's
+  // two files); its digest is then its vocabulary file's.
+  std::error_code filesystem_error;
+  const bool tokenizer_directory = std::filesystem::is_directory(
+      absl::GetFlag(FLAGS_tokenizer), filesystem_error);
   if (absl::Status s = FirstError(
           {RequiredFile(FLAGS_input), RequiredFlag(FLAGS_split),
-           RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
-           FlagAtLeast(FLAGS_shard_tokens, 1)});
+           tokenizer_directory ? RequiredFlag(FLAGS_tokenizer)
+                               : RequiredFile(FLAGS_tokenizer),
+           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_shard_tokens, 1)});
       !s.ok()) {
     return s;
   }
