@@ -173,6 +173,15 @@ def system_libraries():
         build_file = "//third_party:re2.BUILD",
     )
     system_library(
+        name = "icu",
+        package = "libicu-dev",
+        version_packages = ["libicu-dev"],
+        headers = ["unicode/normalizer2.h"],
+        include_entries = ["unicode"],
+        libraries = ["libicuuc.so"],
+        build_file = "//third_party:icu.BUILD",
+    )
+    system_library(
         name = "googletest",
         package = "libgmock-dev",
         version_packages = ["libgtest-dev", "libgmock-dev"],

@@ -11,7 +11,7 @@ replaced block; --repo_env=HF_MODEL_LAYER=N overrides it)."""
 # The files import_pretrained reads (datasets/pretrained/pretrained_import.cc IsSourceFile).
 def _is_source_file(name):
     return (name == "config.json" or name.endswith(".safetensors") or
-            name.endswith(".safetensors.index.json") or name in ["vocab.json", "merges.txt"])
+            name.endswith(".safetensors.index.json") or name in ["vocab.json", "merges.txt", "tokenizer.json"])
 
 _BASE_OF_TYPE = {"gpt2": "gelu", "gpt_neox": "gelu", "llama": "swiglu"}
 
@@ -32,7 +32,7 @@ def _hf_model_impl(rctx):
         path = rctx.path(root)
         if not path.exists or not path.get_child("config.json").exists:
             fail("HF_MODEL=%s: no config.json there (a Hugging Face model directory: config.json, " % root +
-                 "model.safetensors, vocab.json, merges.txt)")
+                 "model.safetensors, vocab.json + merges.txt or tokenizer.json)")
         config = json.decode(rctx.read(path.get_child("config.json")))
         model_type = config.get("model_type", "")
         if model_type not in _BASE_OF_TYPE:

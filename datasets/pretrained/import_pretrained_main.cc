@@ -1,7 +1,8 @@
 // import_pretrained: a Hugging Face model directory as this project's base
 // model: checkpoint (.pt, read by every analysis), config (an
 // experiment_config base), manifest (SHA-256 of each source file) and its
-// GPT-2 tokenizer files. //datasets/pretrained runs it on --repo_env=HF_MODEL.
+// byte-level BPE tokenizer files (GPT-2's, or tokenizer.json).
+// //datasets/pretrained runs it on --repo_env=HF_MODEL.
 //
 //   import_pretrained --from=/models/gpt2 --out=gpt2.pt
 //     --config_out=gpt2.textproto --manifest_out=gpt2.manifest.textproto
@@ -23,8 +24,8 @@ ABSL_FLAG(std::string, out, "", "Output checkpoint (.pt).");
 ABSL_FLAG(std::string, config_out, "", "Output config (.textproto).");
 ABSL_FLAG(std::string, manifest_out, "", "Output manifest (.textproto).");
 ABSL_FLAG(std::string, tokenizer_out, "",
-          "Directory for the tokenizer files (vocab.json, merges.txt); "
-          "unset: none.");
+          "Directory for the tokenizer files (vocab.json and merges.txt, "
+          "or tokenizer.json); unset: none.");
 ABSL_FLAG(int64_t, max_context, 1024, "Positions kept.");
 ABSL_FLAG(int64_t, sequence_length, 128,
           "Token window of the experiments (data.sequence_length).");

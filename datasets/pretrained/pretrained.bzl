@@ -1,7 +1,8 @@
 """pretrained_model: the user's model (@hf_model) imported as a base model, a cached build action whose key is
 the source files' contents: <name>.pt (CheckpointInfo, as a trained base), <name>.textproto (the config fits
-build on), <name>.manifest.textproto (SHA-256 of every source file) and <name>_tokenizer/vocab.json and
-merges.txt (TokenizerInfo: its GPT-2 BPE files, for token_shards and the tools that encode text)."""
+build on), <name>.manifest.textproto (SHA-256 of every source file) and <name>_tokenizer/: vocab.json and
+merges.txt where the model has them (GPT-2), else tokenizer.json (Pythia, Llama 3) (TokenizerInfo: its byte-level
+BPE files, for token_shards and the tools that encode text)."""
 
 load("//datasets/text:text_data.bzl", "TokenizerInfo")
 load("//tools/train:providers.bzl", "CheckpointInfo")
@@ -10,9 +11,11 @@ def _pretrained_model_impl(ctx):
     configs = [f for f in ctx.files.files if f.basename == "config.json"]
     if not configs:
         fail("%s: no config.json among %s" % (ctx.label, ctx.attr.files.label))
-    # GPT-2's BPE files under their Hugging Face names, side by side (Tokenizer::Load of vocab.json).
-    vocabulary = ctx.actions.declare_file(ctx.label.name + "_tokenizer/vocab.json")
-    merges = ctx.actions.declare_file(ctx.label.name + "_tokenizer/merges.txt")
+    # GPT-2's BPE files under their Hugging Face names, side by side (Tokenizer::Load of vocab.json), where the
+    # model has them; else its tokenizer.json (import_pretrained copies the same choice).
+    names = [f.basename for f in ctx.files.files]
+    tokenizer_names = ["vocab.json", "merges.txt"] if "vocab.json" in names else ["tokenizer.json"]
+    tokenizer = [ctx.actions.declare_file(ctx.label.name + "_tokenizer/" + name) for name in tokenizer_names]
     ctx.actions.run(
         executable = ctx.executable._import_pretrained,
         arguments = [
@@ -20,19 +23,19 @@ def _pretrained_model_impl(ctx):
             "--out=" + ctx.outputs.checkpoint.path,
             "--config_out=" + ctx.outputs.config.path,
             "--manifest_out=" + ctx.outputs.manifest.path,
-            "--tokenizer_out=" + vocabulary.dirname,
+            "--tokenizer_out=" + tokenizer[0].dirname,
             "--sequence_length=%d" % ctx.attr.sequence_length,
         ],
         inputs = ctx.files.files,
-        outputs = [ctx.outputs.checkpoint, ctx.outputs.config, ctx.outputs.manifest, vocabulary, merges],
+        outputs = [ctx.outputs.checkpoint, ctx.outputs.config, ctx.outputs.manifest] + tokenizer,
         mnemonic = "ImportPretrained",
         progress_message = "Importing the pretrained model %s" % ctx.attr.files.label,
     )
-    outputs = [ctx.outputs.checkpoint, ctx.outputs.config, ctx.outputs.manifest, vocabulary, merges]
+    outputs = [ctx.outputs.checkpoint, ctx.outputs.config, ctx.outputs.manifest] + tokenizer
     return [
         DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
         CheckpointInfo(checkpoint = ctx.outputs.checkpoint, log = ctx.outputs.manifest, summary = ctx.outputs.manifest),
-        TokenizerInfo(model = vocabulary, files = [vocabulary, merges]),
+        TokenizerInfo(model = tokenizer[0], files = tokenizer),
     ]
 
 pretrained_model = rule(

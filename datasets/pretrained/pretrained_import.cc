@@ -25,13 +25,16 @@ namespace fs = std::filesystem;
 
 constexpr char kMetaPkl[] = "meta.pkl";
 
-// What LoadHuggingFaceModel and the GPT-2 tokenizer read; other files of a
-// Hub download (PyTorch .bin, Flax, TF weights) are never read, so not hashed.
+// What LoadHuggingFaceModel and the byte-level BPE tokenizer read (GPT-2's
+// files, or tokenizer.json: Pythia, Llama 3); other files of a Hub download
+// (PyTorch .bin, Flax, TF weights) are never read, so not hashed. Kept in step
+// with hf_model.bzl's _is_source_file.
 bool IsSourceFile(const std::string& name) {
   return name == "config.json" || absl::EndsWith(name, ".safetensors") ||
          absl::EndsWith(name, ".safetensors.index.json") ||
          name == Gpt2Bpe::kHuggingFaceEncoderFile ||
-         name == Gpt2Bpe::kHuggingFaceMergesFile;
+         name == Gpt2Bpe::kHuggingFaceMergesFile ||
+         name == Gpt2Bpe::kTokenizerJsonFile;
 }
 
 absl::StatusOr<SourceFile> HashSourceFile(const fs::path& path) {
@@ -171,11 +174,15 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
     return WriteFileAtomically(
         (fs::path(tokenizer_dir) / kCharsVocabulary).string(), chars);
   }
-  if (!HasSourceFile(imported, Gpt2Bpe::kHuggingFaceEncoderFile)) {
+  // GPT-2's two files where they are (Gpt2Bpe::Load reads them first), else
+  // tokenizer.json.
+  const bool gpt2_files =
+      HasSourceFile(imported, Gpt2Bpe::kHuggingFaceEncoderFile);
+  if (!gpt2_files && !HasSourceFile(imported, Gpt2Bpe::kTokenizerJsonFile)) {
     return absl::NotFoundError(absl::StrCat(
         options.source, ": no ", Gpt2Bpe::kHuggingFaceEncoderFile, " and ",
-        Gpt2Bpe::kHuggingFaceMergesFile,
-        " (GPT-2's byte-level BPE files, the only tokenizer read here)"));
+        Gpt2Bpe::kHuggingFaceMergesFile, ", nor ", Gpt2Bpe::kTokenizerJsonFile,
+        " (a byte-level BPE tokenizer, the only kind read here)"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Gpt2Bpe> bpe, Gpt2Bpe::Load(options.source));
   if (bpe->vocab_size() > imported.config.model().vocab_size()) {
@@ -185,8 +192,11 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
                      imported.config.model().vocab_size()));
   }
   fs::create_directories(tokenizer_dir, error);
-  for (const char* name :
-       {Gpt2Bpe::kHuggingFaceEncoderFile, Gpt2Bpe::kHuggingFaceMergesFile}) {
+  const std::vector<const char*> names =
+      gpt2_files ? std::vector<const char*>{Gpt2Bpe::kHuggingFaceEncoderFile,
+                                            Gpt2Bpe::kHuggingFaceMergesFile}
+                 : std::vector<const char*>{Gpt2Bpe::kTokenizerJsonFile};
+  for (const char* name : names) {
     ASSIGN_OR_RETURN(
         const std::string bytes,
         ReadFileToString((fs::path(options.source) / name).string()));

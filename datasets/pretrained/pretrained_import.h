@@ -62,8 +62,9 @@ std::string ManifestText(const PretrainedImportOptions& options,
 // config text (an experiment_config base) and the manifest; when
 // `tokenizer_dir` is not empty, writes the tokenizer there, after checking
 // that its vocabulary fits the model's: GPT-2's files (vocab.json,
-// merges.txt), or a nanoGPT model's meta.pkl as vocabulary.chars (';', the
-// chess games' delimiter, as end of sequence).
+// merges.txt), else tokenizer.json (Pythia, Llama 3: byte-level BPE), or a
+// nanoGPT model's meta.pkl as vocabulary.chars (';', the chess games'
+// delimiter, as end of sequence).
 absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
                                    const PretrainedImport& imported,
                                    const std::string& checkpoint_path,

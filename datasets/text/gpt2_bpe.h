@@ -6,6 +6,13 @@
 // \p{L} and \p{N} are Debian RE2's Unicode 15.0 tables: the 9,661 letters and
 // digits assigned since (CJK Extension I, Unicode 16 and 17 scripts) split
 // unlike in the reference encoder under Node 20 (Unicode 17).
+//
+// The same BPE reads a Hugging Face tokenizer.json of a byte-level BPE model
+// (GPT-2, Pythia/GPT-NeoX, Llama 3): model.vocab, model.merges (either form),
+// added_tokens (kept at their ids; text is never matched against them, as in
+// GPT-2's encoder), an NFC normalizer (Pythia's, by ICU) and the pre-tokenizer,
+// GPT-2's pattern (ByteLevel) or a Split regex (Llama 3's) before a ByteLevel
+// without one. \s in a pattern is JavaScript's whitespace, as for GPT-2.
 #ifndef SPARSE_LAYERS_DATASETS_TEXT_GPT2_BPE_H_
 #define SPARSE_LAYERS_DATASETS_TEXT_GPT2_BPE_H_
 
@@ -22,6 +29,10 @@
 #include "absl/synchronization/mutex.h"
 #include "datasets/text/tokenizer.h"
 
+namespace google::protobuf {
+class Struct;
+}  // namespace google::protobuf
+
 namespace re2 {
 class RE2;
 }  // namespace re2
@@ -35,18 +46,26 @@ class Gpt2Bpe : public Tokenizer {
   // The same two files as a Hugging Face GPT-2 directory names them.
   static constexpr char kHuggingFaceEncoderFile[] = "vocab.json";
   static constexpr char kHuggingFaceMergesFile[] = "merges.txt";
+  // A Hugging Face tokenizers file, read when vocab.json is absent.
+  static constexpr char kTokenizerJsonFile[] = "tokenizer.json";
   static constexpr char kEndOfText[] = "<|endoftext|>";
 
   // True for the paths Load takes: a directory (holding encoder.json and
-  // vocab.bpe, or vocab.json and merges.txt) or a file named encoder.json
-  // (vocab.bpe beside it) or vocab.json (merges.txt beside it).
+  // vocab.bpe, or vocab.json and merges.txt, or tokenizer.json) or a file
+  // named encoder.json (vocab.bpe beside it), vocab.json (merges.txt beside
+  // it) or tokenizer.json.
   static bool IsGpt2BpePath(const std::string& path);
+  // The file Load reads the vocabulary from (encoder.json, vocab.json or
+  // tokenizer.json): `path` itself when it is a file.
+  static std::string VocabularyFile(const std::string& path);
 
-  // Loads the files IsGpt2BpePath names; a missing or corrupt file is an
-  // error of one line naming it.
+  // Loads the files IsGpt2BpePath names; a missing or corrupt file, or a
+  // tokenizer.json of another kind, is an error of one line naming it.
   static absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Load(const std::string& path);
   static absl::StatusOr<std::unique_ptr<Gpt2Bpe>> FromFiles(
       const std::string& encoder_path, const std::string& merges_path);
+  static absl::StatusOr<std::unique_ptr<Gpt2Bpe>> FromTokenizerJson(
+      const std::string& path);
 
   ~Gpt2Bpe() override;
 
@@ -61,11 +80,24 @@ class Gpt2Bpe : public Tokenizer {
   int vocab_size() const override { return static_cast<int>(bytes_.size()); }
   int eos_id() const override { return eos_id_; }
 
-  // GPT-2's pre-tokens of valid UTF-8 `text`, views into it.
+  // The pre-tokens of valid UTF-8 `text`, views into it.
   std::vector<absl::string_view> PreTokenize(absl::string_view text) const;
 
  private:
-  Gpt2Bpe();
+  // `pattern` is a pre-token pattern as tokenizer.json spells it.
+  explicit Gpt2Bpe(absl::string_view pattern);
+  // pieces_, bytes_, byte_ids_ and eos_id_ (<|endoftext|>, else Llama 3's
+  // <|end_of_text|>, else none) from `vocabulary` (piece -> id) and `added`
+  // ((id, content) not in it, whose bytes are their content); returns
+  // piece -> id.
+  absl::StatusOr<absl::flat_hash_map<std::string, int>> SetVocabulary(
+      const std::string& path, const google::protobuf::Struct& vocabulary,
+      const std::vector<std::pair<int, std::string>>& added,
+      bool require_end_of_text);
+  // Adds merge `rank` of (left, right); false unless both and their
+  // concatenation are pieces.
+  bool AddMerge(const absl::flat_hash_map<std::string, int>& id_of_piece,
+                absl::string_view left, absl::string_view right, int rank);
   // The ids of one pre-token by GPT-2's merge loop, cached.
   void AppendBpe(absl::string_view pre_token, std::vector<int>& ids) const;
   std::vector<int> Merge(absl::string_view pre_token) const;
@@ -76,6 +108,14 @@ class Gpt2Bpe : public Tokenizer {
   // (left id, right id) -> (rank, merged id).
   absl::flat_hash_map<std::pair<int, int>, std::pair<int, int>> merges_;
   int eos_id_ = -1;
+  // tokenizer.json's ignore_merges (Llama 3): a pre-token that is a piece is
+  // that piece. Bytes -> id, empty otherwise.
+  absl::flat_hash_map<std::string, int> whole_pieces_;
+  // tokenizer.json's NFC normalizer (Pythia's), applied before
+  // pre-tokenization; null for none.
+  bool nfc_ = false;
+  std::string
+      pattern_error_;  // Why the pattern is not supported, if it is not.
   std::unique_ptr<re2::RE2> pattern_;
   mutable absl::Mutex cache_mutex_;
   mutable absl::flat_hash_map<std::string, std::vector<int>> cache_

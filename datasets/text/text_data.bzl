@@ -15,7 +15,8 @@ TokenShardsInfo = provider(fields = {
 })
 
 TokenizerInfo = provider(fields = {
-    "model": "File: the path Tokenizer::Load is given (a SentencePiece .model, or GPT-2 BPE's vocab.json)",
+    "model": "File: the path Tokenizer::Load is given (a SentencePiece .model, or byte-level BPE's vocab.json " +
+             "or tokenizer.json)",
     "files": "list of File: everything Load reads (vocab.json needs merges.txt beside it)",
 })
 
@@ -172,7 +173,7 @@ def _token_shards_impl(ctx):
 
 token_shards = rule(
     implementation = _token_shards_impl,
-    doc = "uint16 token shards of every split: <name>/<split>/<split>.tokens.textproto + <split>_NNN.bin.",
+    doc = "token shards (uint16 ids, uint32 above 65,536 pieces) of every split: <name>/<split>/<split>.tokens.textproto + <split>_NNN.bin.",
     attrs = {
         "corpus": attr.label(mandatory = True),
         "tokenizer": attr.label(mandatory = True),

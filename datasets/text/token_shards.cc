@@ -39,27 +39,42 @@ std::pair<int, int64_t> Locate(const std::vector<int64_t>& cumulative,
   return {shard, index - (shard == 0 ? 0 : cumulative[shard - 1])};
 }
 
-}  // namespace
-
-absl::Status WriteTokenShard(const std::string& path,
-                             absl::Span<const uint16_t> tokens,
-                             int32_t vocab_size) {
+// The shard's bytes: the header (id_bytes 0 for uint16, so those headers are
+// what they were before wider ids) and `count` ids of `id_bytes` each.
+absl::Status WriteShard(const std::string& path, const void* ids, size_t count,
+                        int id_bytes, int32_t vocab_size) {
   TokenShardHeader header{};
   std::memcpy(header.magic, kMagic, sizeof(kMagic));
   header.vocab_size = static_cast<uint32_t>(vocab_size);
-  header.tokens = tokens.size();
+  header.id_bytes = id_bytes == 2 ? 0 : static_cast<uint32_t>(id_bytes);
+  header.tokens = count;
   absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
       AtomicFileWriter::Open(path);
   if (!writer.ok()) return writer.status();
   absl::Status status = (*writer)->Append(absl::string_view(
       reinterpret_cast<const char*>(&header), sizeof(header)));
   if (status.ok()) {
-    status = (*writer)->Append(
-        absl::string_view(reinterpret_cast<const char*>(tokens.data()),
-                          tokens.size() * sizeof(uint16_t)));
+    status = (*writer)->Append(absl::string_view(
+        reinterpret_cast<const char*>(ids), count * id_bytes));
   }
   if (!status.ok()) return status;
   return (*writer)->Commit();
+}
+
+}  // namespace
+
+absl::Status WriteTokenShard(const std::string& path,
+                             absl::Span<const uint16_t> tokens,
+                             int32_t vocab_size) {
+  return WriteShard(path, tokens.data(), tokens.size(), sizeof(uint16_t),
+                    vocab_size);
+}
+
+absl::Status WriteTokenShard(const std::string& path,
+                             absl::Span<const uint32_t> tokens,
+                             int32_t vocab_size) {
+  return WriteShard(path, tokens.data(), tokens.size(), sizeof(uint32_t),
+                    vocab_size);
 }
 
 TokenSplitWriter::TokenSplitWriter(std::string out_dir,
@@ -76,10 +91,10 @@ absl::Status TokenSplitWriter::AddDocument(absl::Span<const int> ids,
       return absl::InvalidArgumentError(
           absl::StrCat("token id ", id, " outside the vocabulary"));
     }
-    buffer_.push_back(static_cast<uint16_t>(id));
+    buffer_.push_back(static_cast<uint32_t>(id));
   }
   if (end_of_text) {
-    buffer_.push_back(static_cast<uint16_t>(manifest_.end_of_text_id()));
+    buffer_.push_back(static_cast<uint32_t>(manifest_.end_of_text_id()));
   }
   manifest_.set_documents(manifest_.documents() + 1);
   if (static_cast<int64_t>(buffer_.size()) >= shard_tokens_) return Flush();
@@ -91,11 +106,14 @@ absl::Status TokenSplitWriter::Flush() {
   const std::string file = absl::StrFormat("%s_%03d.bin", manifest_.split(),
                                            manifest_.shards_size());
   const std::string path = absl::StrCat(out_dir_, "/", file);
-  if (absl::Status status =
-          WriteTokenShard(path, buffer_, manifest_.vocab_size());
-      !status.ok()) {
-    return status;
-  }
+  // uint16 ids whenever they fit, as before wider vocabularies.
+  absl::Status written =
+      manifest_.vocab_size() > kMaxUint16Vocabulary
+          ? WriteTokenShard(path, buffer_, manifest_.vocab_size())
+          : WriteTokenShard(
+                path, std::vector<uint16_t>(buffer_.begin(), buffer_.end()),
+                manifest_.vocab_size());
+  if (!written.ok()) return written;
   absl::StatusOr<std::string> digest = Sha256OfFile(path);
   if (!digest.ok()) return digest.status();
   TokenShard* shard = manifest_.add_shards();
@@ -157,7 +175,13 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
     if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
       return error("bad magic (not a token shard, or a different version)");
     }
-    const uint64_t expected = sizeof(header) + header.tokens * sizeof(uint16_t);
+    if (header.id_bytes != 0 && header.id_bytes != 4) {
+      return error(absl::StrCat("ids of ", header.id_bytes,
+                                " bytes (this reader takes 0 for uint16 or 4 "
+                                "for uint32)"));
+    }
+    const int id_bytes = header.id_bytes == 0 ? 2 : 4;
+    const uint64_t expected = sizeof(header) + header.tokens * id_bytes;
     if (size != expected) {
       return error(absl::StrCat("header says ", header.tokens, " tokens (",
                                 expected, " bytes) but the file has ", size,
@@ -174,12 +198,12 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
                                 ", the manifest says ",
                                 set->manifest_.vocab_size()));
     }
-    absl::Span<const uint16_t> tokens(
-        reinterpret_cast<const uint16_t*>(static_cast<const char*>(data) +
-                                          sizeof(header)),
-        header.tokens);
-    const uint16_t largest =
-        tokens.empty() ? 0 : *std::max_element(tokens.begin(), tokens.end());
+    const TokenIds tokens(static_cast<const char*>(data) + sizeof(header),
+                          header.tokens, id_bytes);
+    int64_t largest = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      largest = std::max(largest, tokens[i]);
+    }
     if (!tokens.empty() && largest >= header.vocab_size) {
       return error(absl::StrCat("token id ", largest, " >= vocabulary size ",
                                 header.vocab_size));
@@ -250,14 +274,14 @@ TokenBatch BatchSampler::EmptyBatch() const {
 
 void BatchSampler::CopyWindow(int shard, int64_t offset, int row,
                               TokenBatch& batch) const {
-  const uint16_t* tokens = shards_->shard(shard).data() + offset;
+  const TokenIds tokens = shards_->shard(shard);
   int64_t* inputs =
       batch.inputs.data() + static_cast<size_t>(row) * sequence_length_;
   int64_t* targets =
       batch.targets.data() + static_cast<size_t>(row) * sequence_length_;
   for (int t = 0; t < sequence_length_; ++t) {
-    inputs[t] = tokens[t];
-    targets[t] = tokens[t + 1];
+    inputs[t] = tokens[offset + t];
+    targets[t] = tokens[offset + t + 1];
   }
 }
 

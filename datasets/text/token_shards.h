@@ -1,6 +1,7 @@
-// Token shards: uint16 token ids after a 32-byte header, described by a
-// TokenShardManifest; read through mmap and sampled into (B, T) batches that
-// depend only on (seed, step), so a resumed run sees the same data.
+// Token shards: token ids (uint16, or uint32 when the vocabulary exceeds
+// 65,536 ids) after a 32-byte header, described by a TokenShardManifest; read
+// through mmap and sampled into (B, T) batches that depend only on (seed,
+// step), so a resumed run sees the same data.
 #ifndef SPARSE_LAYERS_DATASETS_TEXT_TOKEN_SHARDS_H_
 #define SPARSE_LAYERS_DATASETS_TEXT_TOKEN_SHARDS_H_
 
@@ -16,20 +17,48 @@
 
 namespace sparse_layers::datasets {
 
-// On-disk header, little-endian: magic "SLTOKv1\0", vocab size, token count.
+// On-disk header, little-endian: magic "SLTOKv1\0", vocab size, bytes per id
+// (0 for uint16, as in every shard written before wider ids, so their bytes
+// are unchanged; 4 for uint32), token count.
 struct TokenShardHeader {
   char magic[8];
   uint32_t vocab_size;
-  uint32_t reserved;
+  uint32_t id_bytes;
   uint64_t tokens;
   uint64_t reserved2;
 };
 static_assert(sizeof(TokenShardHeader) == 32);
 
-// Writes one shard atomically.
+// The largest vocabulary whose ids TokenSplitWriter stores as uint16; larger
+// ones (Llama 3's 128,256 pieces) are stored as uint32.
+inline constexpr int64_t kMaxUint16Vocabulary = int64_t{1} << 16;
+
+// Writes one shard atomically, with ids of the span's width.
 absl::Status WriteTokenShard(const std::string& path,
                              absl::Span<const uint16_t> tokens,
                              int32_t vocab_size);
+absl::Status WriteTokenShard(const std::string& path,
+                             absl::Span<const uint32_t> tokens,
+                             int32_t vocab_size);
+
+// One shard's ids as stored (uint16 or uint32), read as int64_t.
+class TokenIds {
+ public:
+  TokenIds(const void* data, size_t size, int id_bytes)
+      : data_(data), size_(size), id_bytes_(id_bytes) {}
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int id_bytes() const { return id_bytes_; }
+  int64_t operator[](size_t i) const {
+    return id_bytes_ == 4 ? static_cast<const uint32_t*>(data_)[i]
+                          : static_cast<const uint16_t*>(data_)[i];
+  }
+
+ private:
+  const void* data_;
+  size_t size_;
+  int id_bytes_;
+};
 
 // Writes one split: shards that break between documents once they reach
 // `shard_tokens`, then <out_dir>/<split>.tokens.textproto.
@@ -47,7 +76,7 @@ class TokenSplitWriter {
   std::string out_dir_;
   TokenShardManifest manifest_;
   int64_t shard_tokens_;
-  std::vector<uint16_t> buffer_;
+  std::vector<uint32_t> buffer_;
 };
 
 // Memory-mapped shards of one split, validated on open: magic, sizes against
@@ -60,13 +89,13 @@ class TokenShardSet {
 
   const TokenShardManifest& manifest() const { return manifest_; }
   int shard_count() const { return static_cast<int>(shards_.size()); }
-  absl::Span<const uint16_t> shard(int index) const { return shards_[index]; }
+  TokenIds shard(int index) const { return shards_[index]; }
   int64_t tokens() const { return manifest_.tokens(); }
 
  private:
   TokenShardSet() = default;
   TokenShardManifest manifest_;
-  std::vector<absl::Span<const uint16_t>> shards_;
+  std::vector<TokenIds> shards_;
   std::vector<std::pair<void*, size_t>> mappings_;
 };
 

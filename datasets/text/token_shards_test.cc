@@ -147,5 +147,98 @@ TEST_F(TokenShardsTest, WindowLongerThanEveryShardIsRejected) {
   EXPECT_TRUE(BatchSampler::Create(shards->get(), 1, 149, 0).ok());
 }
 
+// The bytes of a uint16 shard are those written before wider ids existed: the
+// header's word after the vocabulary size (id_bytes, once "reserved") is 0.
+TEST(TokenShardFormatTest, Uint16ShardBytesAreUnchanged) {
+  const std::string path =
+      absl::StrCat(std::getenv("TEST_TMPDIR"), "/narrow.bin");
+  const std::vector<uint16_t> tokens = {1, 258, 65535};
+  ASSERT_TRUE(WriteTokenShard(path, tokens, 50257).ok());
+  const std::string expected(
+      "SLTOKv1\0"                         // magic
+      "\x51\xc4\x00\x00"                  // vocab_size 50257
+      "\x00\x00\x00\x00"                  // id_bytes 0: uint16
+      "\x03\x00\x00\x00\x00\x00\x00\x00"  // tokens 3
+      "\x00\x00\x00\x00\x00\x00\x00\x00"  // reserved2
+      "\x01\x00\x02\x01\xff\xff",         // 1, 258, 65535
+      38);
+  EXPECT_EQ(*ReadFileToString(path), expected);
+}
+
+// A train split of one document written by TokenSplitWriter into a fresh
+// <TEST_TMPDIR>/<name>, with end-of-text id 128001.
+std::string WriteSplit(const std::string& name, int32_t vocab_size,
+                       const std::vector<int>& ids) {
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  std::filesystem::create_directories(dir);
+  TokenShardManifest header;
+  header.set_split("train");
+  header.set_vocab_size(vocab_size);
+  header.set_end_of_text_id(128001);
+  TokenSplitWriter writer(dir, header, 1 << 20);
+  EXPECT_TRUE(
+      writer.AddDocument(ids, /*end_of_text=*/vocab_size > 128001).ok());
+  EXPECT_EQ(writer.AddDocument({-1}, false).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(writer.Finish().ok());
+  return dir;
+}
+
+// Above 65,536 pieces (Llama 3's 128,256) the writer stores uint32 ids, the
+// header says 4 bytes, and the set and sampler serve them as they are.
+TEST(TokenShardFormatTest, WideVocabularyRoundTripsAsUint32) {
+  const std::string dir =
+      WriteSplit("wide", 128256, {0, 65535, 65536, 70000, 128000, 128255});
+
+  const std::string shard = *ReadFileToString(dir + "/train_000.bin");
+  ASSERT_EQ(shard.size(), 32u + 4 * 7);
+  EXPECT_EQ(shard.substr(8, 8), std::string("\x00\xf5\x01\x00\x04\x00\x00\x00",
+                                            8));  // 128256, id_bytes 4.
+  EXPECT_EQ(shard.substr(32 + 4 * 2, 4), std::string("\x00\x00\x01\x00", 4));
+
+  auto set = TokenShardSet::Open(dir + "/train.tokens.textproto");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const TokenIds stored = (*set)->shard(0);
+  EXPECT_EQ(stored.id_bytes(), 4);
+  std::vector<int64_t> read;
+  for (size_t i = 0; i < stored.size(); ++i) read.push_back(stored[i]);
+  EXPECT_THAT(read, ::testing::ElementsAre(0, 65535, 65536, 70000, 128000,
+                                           128255, 128001));
+  auto sampler = BatchSampler::Create(set->get(), 1, 6, 0);
+  ASSERT_TRUE(sampler.ok());
+  const TokenBatch batch = sampler->EvalBatch(0, 1);
+  EXPECT_THAT(batch.inputs,
+              ::testing::ElementsAre(0, 65535, 65536, 70000, 128000, 128255));
+  EXPECT_EQ(batch.targets.back(), 128001);
+}
+
+// A 65,536-piece vocabulary still fits uint16 (ids up to 65535).
+TEST(TokenShardFormatTest, SplitWriterKeepsUint16WhereIdsFit) {
+  const std::string dir = WriteSplit("fits", 65536, {7, 65535});
+  EXPECT_EQ(ReadFileToString(dir + "/train_000.bin")->substr(8, 24),
+            std::string("\x00\x00\x01\x00"  // 65536, id_bytes 0.
+                        "\x00\x00\x00\x00"
+                        "\x02\x00\x00\x00\x00\x00\x00\x00"
+                        "\x00\x00\x00\x00\x00\x00\x00\x00",
+                        24));
+  auto set = TokenShardSet::Open(dir + "/train.tokens.textproto");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ((*set)->shard(0)[1], 65535);
+}
+
+TEST_F(TokenShardsTest, UnknownIdWidthIsAClearError) {
+  std::fstream file(dir_ + "/s1.bin",
+                    std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(12);
+  file.put('\x03');
+  file.close();
+  auto shards = TokenShardSet::Open(manifest_path());
+  ASSERT_FALSE(shards.ok());
+  EXPECT_THAT(std::string(shards.status().message()),
+              ::testing::MatchesRegex(
+                  "token shard .*/s1.bin: ids of 3 bytes \\(this reader takes "
+                  "0 for uint16 or 4 for uint32\\)"));
+}
+
 }  // namespace
 }  // namespace sparse_layers::datasets

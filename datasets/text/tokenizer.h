@@ -15,8 +15,9 @@ class Tokenizer {
   // Returns null and sets *error when the model cannot be loaded. A path
   // ending in ".chars" is a character vocabulary (line 1, ids in order; line
   // 2, the delimiter used as eos); a directory, or a file named encoder.json,
-  // GPT-2's byte-level BPE (encoder.json and vocab.bpe, gpt2_bpe.h); anything
-  // else a SentencePiece model.
+  // vocab.json or tokenizer.json, byte-level BPE (GPT-2's encoder.json and
+  // vocab.bpe, or a Hugging Face tokenizer.json: gpt2_bpe.h); anything else a
+  // SentencePiece model.
   static std::unique_ptr<Tokenizer> Load(const std::string& model_path,
                                          std::string* error);
   virtual ~Tokenizer() = default;

@@ -214,8 +214,11 @@ TEST_F(ConstraintTest, ErrorNamesTheOverlayLine) {
 }
 
 TEST_F(ConstraintTest, ModelSizes) {
-  EXPECT_EQ(Reject("model { vocab_size: 70000 }"),
-            "field 'model.vocab_size': must be <= 65536");
+  EXPECT_EQ(Reject("model { vocab_size: 300000 }"),
+            "field 'model.vocab_size': must be <= 262144");
+  // Llama 3's vocabulary (uint32 token shards).
+  EXPECT_EQ(Reject("model { vocab_size: 128256 }"),
+            "accepted: model { vocab_size: 128256 }");
   EXPECT_EQ(Reject("model { n_layers: 0 }"),
             "field 'model.n_layers': must be > 0");
   EXPECT_EQ(Reject("model { d_model: 2000000 }"),

@@ -20,8 +20,9 @@ namespace {
 // Upper bounds far above every scale (paper: d_model 1024, context 1024), low
 // enough that a typo fails here instead of in a terabyte allocation.
 constexpr int64_t kMaxWidth = int64_t{1} << 20;
-// Token shards store ids as uint16 (datasets/text/token_shards.h).
-constexpr int64_t kMaxVocabulary = int64_t{1} << 16;
+// Token shards store ids as uint16, or uint32 above 65,536 pieces
+// (datasets/text/token_shards.h); Llama 3 has 128,256.
+constexpr int64_t kMaxVocabulary = int64_t{1} << 18;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxThreads = 1024;
 
