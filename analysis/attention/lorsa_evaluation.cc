@@ -47,7 +47,7 @@ absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
     if (!text.ok()) return text.status();
     for (absl::string_view word :
          absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
-      const std::vector<int> ids = tokenizer.Encode(std::string(word));
+      const std::vector<int> ids = tokenizer.EncodeWord(std::string(word));
       if (ids.size() != 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             path, ": '", word, "' is not one piece of the tokenizer"));
@@ -60,7 +60,7 @@ absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
     }
   } else {
     for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-      if (!datasets::WordOfPiece(tokenizer.Piece(id)).empty()) {
+      if (!tokenizer.WordOfPiece(id).empty()) {
         pool.push_back(id);
       }
     }
@@ -432,8 +432,10 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
           const int64_t w = flat / length, t = flat % length;
           std::string context;
           for (int64_t j = std::max<int64_t>(0, t - 12); j <= t; ++j) {
-            const std::string piece =
-                tok.Piece(static_cast<int>(held_out[w][j].item<int64_t>()));
+            const int id = static_cast<int>(held_out[w][j].item<int64_t>());
+            // Words as running text has them, whichever marker spells them.
+            const std::string word = tok.WordOfPiece(id);
+            const std::string piece = word.empty() ? tok.Piece(id) : " " + word;
             absl::StrAppend(&context, j == t ? "[[" : "", piece,
                             j == t ? "]]" : "");
           }

@@ -28,7 +28,7 @@ TEST(ProbeTokensTest, SpanRepeatsAfterBosFromWordInitialPieces) {
        std::vector<int64_t>(probe->data_ptr<int64_t>(),
                             probe->data_ptr<int64_t>() + probe->numel())) {
     if (id == tok->eos_id()) continue;
-    EXPECT_FALSE(datasets::WordOfPiece(tok->Piece(id)).empty()) << id;
+    EXPECT_FALSE(tok->WordOfPiece(static_cast<int>(id)).empty()) << id;
   }
   // The same draw again: the probe is a function of its arguments.
   EXPECT_TRUE(torch::equal(*ProbeTokens(*tok, 5, 7, ""), *probe));
@@ -41,9 +41,9 @@ TEST(ProbeTokensTest, WordListRestrictsThePiecesAndMustBeSinglePieces) {
   std::set<int64_t> allowed;
   std::string words;
   for (int id = 0; id < tok->vocab_size() && allowed.size() < 3; ++id) {
-    const std::string word = datasets::WordOfPiece(tok->Piece(id));
-    if (word.empty() || tok->Encode(word).size() != 1) continue;
-    allowed.insert(tok->Encode(word)[0]);
+    const std::string word = tok->WordOfPiece(id);
+    if (word.empty() || tok->EncodeWord(word).size() != 1) continue;
+    allowed.insert(tok->EncodeWord(word)[0]);
     absl::StrAppend(&words, word, "\n");
   }
   ASSERT_EQ(allowed.size(), 3u);

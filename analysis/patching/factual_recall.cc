@@ -352,7 +352,8 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
     if (piece == "." || piece == "," || piece == ";" || piece == ":" ||
         piece == "!" || piece == "?") {
       cls = "punctuation";
-    } else if (const std::string word = datasets::WordOfPiece(piece);
+    } else if (const std::string word =
+                   tok.WordOfPiece(static_cast<int>(batch.inputs[i]));
                !word.empty()) {
       auto it = lexicon.find(absl::AsciiStrToLower(word));
       if (it != lexicon.end()) cls = it->second;

@@ -13,11 +13,13 @@ absl::StatusOr<std::vector<std::string>> OnePieceWords(
     const Tokenizer& tokenizer) {
   std::vector<std::string> words;
   for (int id = 0; id < tokenizer.vocab_size(); ++id) {
-    const std::string word = WordOfPiece(tokenizer.Piece(id));
+    const std::string word = tokenizer.WordOfPiece(id);
     if (word.empty() || word.find_first_of(" \n.") != std::string::npos) {
       continue;
     }
-    if (tokenizer.Encode(word) == std::vector<int>{id}) words.push_back(word);
+    if (tokenizer.EncodeWord(word) == std::vector<int>{id}) {
+      words.push_back(word);
+    }
   }
   if (words.size() < 16) {
     return absl::FailedPreconditionError("fewer than 16 one-piece words");

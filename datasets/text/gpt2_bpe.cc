@@ -690,4 +690,16 @@ std::string Gpt2Bpe::Piece(int id) const {
   return id >= 0 && id < vocab_size() ? pieces_[id] : "";
 }
 
+std::string Gpt2Bpe::WordOfPiece(int id) const {
+  if (id < 0 || id >= vocab_size()) return "";
+  const std::string& bytes = bytes_[id];
+  return bytes.size() > 1 && bytes[0] == ' ' && bytes[1] != ' '
+             ? bytes.substr(1)
+             : "";
+}
+
+std::vector<int> Gpt2Bpe::EncodeWord(const std::string& word) const {
+  return Encode(" " + word);
+}
+
 }  // namespace sparse_layers::datasets

@@ -79,6 +79,11 @@ class Gpt2Bpe : public Tokenizer {
   std::string Piece(int id) const override;
   int vocab_size() const override { return static_cast<int>(bytes_.size()); }
   int eos_id() const override { return eos_id_; }
+  // The word of a piece whose bytes are a space and a word (" the", spelt
+  // "\u0120the"), as running text has words after a space; "" otherwise.
+  std::string WordOfPiece(int id) const override;
+  // Encode(" " + word): GPT-2's pre-tokens carry their leading space.
+  std::vector<int> EncodeWord(const std::string& word) const override;
 
   // The pre-tokens of valid UTF-8 `text`, views into it.
   std::vector<absl::string_view> PreTokenize(absl::string_view text) const;

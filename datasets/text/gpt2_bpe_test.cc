@@ -92,6 +92,30 @@ TEST(Gpt2BpeTest, WhitespaceBeforeAWordGivesItsLastCharacter) {
               ElementsAre("x", "\xe3\x80\x80", "\xe3\x80\x80", "y"));
 }
 
+// Words after a space are GPT-2's " word" pieces (spelt "\u0120word"), which
+// the Lorsa probe and the synthetic spans draw from.
+TEST(Gpt2BpeTest, WordOfPieceIsTheWordAfterASpace) {
+  const int the = Bpe().Encode(" the").at(0);
+  EXPECT_EQ(Bpe().Piece(the), "\xc4\xa0the");
+  EXPECT_EQ(Bpe().WordOfPiece(the), "the");
+  EXPECT_EQ(Bpe().EncodeWord("the"), std::vector<int>{the});
+  EXPECT_NE(Bpe().Encode("the"), std::vector<int>{the});
+  EXPECT_EQ(Bpe().WordOfPiece(Bpe().Encode("the").at(0)), "");
+  EXPECT_EQ(Bpe().WordOfPiece(Bpe().Encode(" ").at(0)), "");
+  EXPECT_EQ(Bpe().WordOfPiece(Bpe().Encode("  ").at(0)), "");
+  EXPECT_EQ(Bpe().WordOfPiece(Bpe().eos_id()), "");
+  EXPECT_EQ(Bpe().WordOfPiece(-1), "");
+  EXPECT_EQ(Bpe().WordOfPiece(Bpe().vocab_size()), "");
+  int words = 0;
+  for (int id = 0; id < Bpe().vocab_size(); ++id) {
+    const std::string word = Bpe().WordOfPiece(id);
+    if (word.empty()) continue;
+    ++words;
+    EXPECT_EQ(Bpe().Decode({id}), " " + word) << id;
+  }
+  EXPECT_GT(words, 25000);
+}
+
 TEST(Gpt2BpeTest, InvalidUtf8IsEncodedAsReplacementCharacters) {
   EXPECT_EQ(ReplaceInvalidUtf8("a\xff"
                                "b"),

@@ -132,13 +132,6 @@ std::unique_ptr<Tokenizer> Tokenizer::Load(const std::string& model_path,
   return std::unique_ptr<Tokenizer>(load(model_path, error));
 }
 
-std::string WordOfPiece(const std::string& piece) {
-  const std::string marker = kWordStart;
-  return piece.compare(0, marker.size(), marker) == 0
-             ? piece.substr(marker.size())
-             : std::string();
-}
-
 bool TrainSentencePiece(const std::string& arguments, std::string* error) {
   auto train =
       PluginFunction<TrainFunction>("SparseLayersTrainSentencePiece", error);

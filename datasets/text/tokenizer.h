@@ -10,6 +10,9 @@
 
 namespace sparse_layers::datasets {
 
+// SentencePiece's word-start marker U+2581 ("\u2581"), in UTF-8.
+inline constexpr char kWordStart[] = "\xe2\x96\x81";
+
 class Tokenizer {
  public:
   // Returns null and sets *error when the model cannot be loaded. A path
@@ -28,14 +31,23 @@ class Tokenizer {
   virtual std::string Piece(int id) const = 0;
   virtual int vocab_size() const = 0;
   virtual int eos_id() const = 0;
+  // The word a word-initial piece spells ("▁the" -> "the"); "" for any other
+  // piece and for the bare marker. Inline: the SentencePiece plugin inherits
+  // it.
+  virtual std::string WordOfPiece(int id) const {
+    const std::string piece = Piece(id);
+    const std::string marker = kWordStart;
+    return piece.size() > marker.size() &&
+                   piece.compare(0, marker.size(), marker) == 0
+               ? piece.substr(marker.size())
+               : std::string();
+  }
+  // The ids of `word` where it follows a space in running text, the pieces
+  // WordOfPiece reads (SentencePiece's dummy prefix makes that Encode(word)).
+  virtual std::vector<int> EncodeWord(const std::string& word) const {
+    return Encode(word);
+  }
 };
-
-// SentencePiece's word-start marker U+2581 ("\u2581"), in UTF-8.
-inline constexpr char kWordStart[] = "\xe2\x96\x81";
-
-// The word of a word-initial piece ("\u2581the" -> "the"); "" for any other
-// piece and for the bare marker.
-std::string WordOfPiece(const std::string& piece);
 
 // Runs SentencePieceTrainer with command-line style arguments; false and
 // *error on failure.

@@ -18,11 +18,26 @@ std::string Runfile(const std::string& path) {
 }
 
 TEST(TokenizerTest, WordOfPieceStripsOnlyTheWordStartMarker) {
-  EXPECT_EQ(WordOfPiece("\xe2\x96\x81the"), "the");
-  EXPECT_EQ(WordOfPiece(std::string(kWordStart) + "New"), "New");
-  EXPECT_EQ(WordOfPiece("ital"), "");
-  EXPECT_EQ(WordOfPiece("<0x0A>"), "");
-  EXPECT_EQ(WordOfPiece(kWordStart), "");
+  std::string error;
+  auto tokenizer = Tokenizer::Load(Runfile("datasets/text/bpe.model"), &error);
+  ASSERT_NE(tokenizer, nullptr) << error;
+  int words = 0;
+  for (int id = 0; id < tokenizer->vocab_size(); ++id) {
+    const std::string piece = tokenizer->Piece(id);
+    const std::string word = tokenizer->WordOfPiece(id);
+    if (piece.rfind(kWordStart, 0) == 0 && piece != kWordStart) {
+      EXPECT_EQ(kWordStart + word, piece) << id;
+      ++words;
+    } else {
+      EXPECT_EQ(word, "") << piece;
+    }
+  }
+  EXPECT_GT(words, 50);
+  const int the = tokenizer->Encode("the").at(0);
+  EXPECT_EQ(tokenizer->Piece(the), "\xe2\x96\x81the");
+  EXPECT_EQ(tokenizer->WordOfPiece(the), "the");
+  EXPECT_EQ(tokenizer->EncodeWord("the"), std::vector<int>{the});
+  EXPECT_EQ(tokenizer->WordOfPiece(tokenizer->eos_id()), "");
 }
 
 TEST(TokenizerTest, RoundTripsHeldOutDocumentsExactly) {
