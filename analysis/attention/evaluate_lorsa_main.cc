@@ -29,7 +29,8 @@
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
 ABSL_FLAG(std::string, tokens, "", "Held-out token split (manifest)");
-ABSL_FLAG(std::string, tokenizer, "", "SentencePiece model (listings)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "The base model's tokenizer (probe words, listings)");
 ABSL_FLAG(std::vector<std::string>, caches, {},
           "block=test attention-cache manifest, one per fitted block");
 ABSL_FLAG(int, batches, 16, "CE evaluation batches of 16 windows");
@@ -43,6 +44,8 @@ ABSL_FLAG(std::string, probe_words, "",
           "one per line (build_synthetic_documents --span_words_out); the "
           "probe draws from them instead of every word-initial piece");
 ABSL_FLAG(int, listing_windows, 64, "Held-out windows for top activations");
+ABSL_FLAG(int, sequence_length, 0,
+          "Window length for CE and listings (0: the base model's context)");
 ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
 
 namespace sparse_layers::analysis {
@@ -72,7 +75,8 @@ absl::Status Run(const std::vector<std::string>& paths) {
        FlagAtLeast(FLAGS_attribution_windows, 1),
        FlagAtLeast(FLAGS_min_active, 0), FlagAtLeast(FLAGS_probe_sequences, 1),
        FlagAtLeast(FLAGS_probe_period, 1),
-       FlagAtLeast(FLAGS_listing_windows, 1), FilesExist("fit", paths)}));
+       FlagAtLeast(FLAGS_listing_windows, 1),
+       FlagAtLeast(FLAGS_sequence_length, 0), FilesExist("fit", paths)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(const layers::LoadedModel base,
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));
@@ -93,6 +97,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   options.probe_period = absl::GetFlag(FLAGS_probe_period);
   options.probe_words = absl::GetFlag(FLAGS_probe_words);
   options.listing_windows = absl::GetFlag(FLAGS_listing_windows);
+  options.sequence_length = absl::GetFlag(FLAGS_sequence_length);
   ASSIGN_OR_RETURN(
       const analysis::LorsaTables tables,
       analysis::EvaluateLorsa(base, *tok, *tokens, caches, fits, options));

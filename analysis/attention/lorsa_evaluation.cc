@@ -113,13 +113,30 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     std::vector<LorsaFit>& fits, const LorsaEvaluationOptions& options) {
   torch::NoGradGuard no_grad;
   layers::GptImpl& model = *base.model;
-  const int length = model.options().context_length;
+  const int length = options.sequence_length > 0
+                         ? options.sequence_length
+                         : model.options().context_length;
+  if (length > model.options().context_length) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sequence_length ", length, " exceeds the base model's context of ",
+        model.options().context_length));
+  }
+  // The fits' seed (the seed column): each seed's fits of a pretrained base
+  // share that base, whose own config carries no seed of the study.
+  int64_t seed = base.config.runtime().seed();
+  for (size_t i = 0; i < fits.size(); ++i) {
+    const int64_t fit_seed = fits[i].loaded.config.runtime().seed();
+    if (i == 0) seed = fit_seed;
+    if (fit_seed != seed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(fits[i].name, " has seed ", fit_seed, ", ", fits[0].name,
+                       " seed ", seed, ": one seed per run"));
+    }
+  }
   ASSIGN_OR_RETURN(const datasets::BatchSampler sampler,
-                   datasets::BatchSampler::Create(
-                       &tokens, 16, length, base.config.runtime().seed()));
+                   datasets::BatchSampler::Create(&tokens, 16, length, seed));
   LorsaTables tables;
   const int batches = options.batches;
-  const int64_t seed = base.config.runtime().seed();
   // The K sweep's block (Lorsa Fig. 2: the block fitted at the most K) and
   // the per-layer K (Fig. 3: the K fitted at the most blocks); ties go to the
   // smallest. The claims select their rows by these marks, at every scale.

@@ -81,6 +81,9 @@ struct LorsaEvaluationOptions {
   int probe_period = 16;     // Length of the repeated span.
   std::string probe_words;   // Optional word list (see ProbeTokens).
   int listing_windows = 64;  // Held-out windows for top activations.
+  // Window length for CE and listings (0: the base model's context; a
+  // pretrained model's is longer than the paper's n, Lorsa Sec. 3.2).
+  int sequence_length = 0;
 };
 
 struct LorsaTables {

@@ -26,7 +26,7 @@ def _activation_cache_impl(ctx):
                 "--out_dir=" + directory.path,
                 "--threads=2",
                 CPU_SLOT_FLAG,
-            ],
+            ] + (["--sequence_length=%d" % ctx.attr.sequence_length] if ctx.attr.sequence_length else []),
             inputs = [checkpoint, shards[split]],
             outputs = [directory],
             mnemonic = "CacheActivations",
@@ -49,6 +49,7 @@ activation_cache = rule(
         "layer": attr.int(mandatory = True),
         "site": attr.string(default = "ffn", values = ["ffn", "attn"], doc = "ffn or attn (whole windows)."),
         "rows": attr.string_dict(mandatory = True),
+        "sequence_length": attr.int(default = 0, doc = "Window length (0: the model's context)."),
         "_cache_activations": attr.label(
             default = "//datasets/activations:cache_activations",
             executable = True,

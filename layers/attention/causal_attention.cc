@@ -63,15 +63,6 @@ int64_t CausalSelfAttentionImpl::KeyValueHeads() const {
   return options_.n_kv_heads > 0 ? options_.n_kv_heads : options_.n_heads;
 }
 
-torch::Tensor CausalSelfAttentionImpl::Rotate(const torch::Tensor& x) const {
-  const int64_t dims = options_.rotary_dims;
-  if (dims == 0 || dims == x.size(-1)) return rotary_.Apply(x);
-  // Only the leading `dims` of each head turn; the rest pass through
-  // (GPT-NeoX, arXiv:2204.06745 Sec. 2.1).
-  return torch::cat({rotary_.Apply(x.slice(-1, 0, dims)), x.slice(-1, dims)},
-                    -1);
-}
-
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t batch = x.size(0);
   const int64_t length = x.size(1);
@@ -105,8 +96,8 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     k = key_norm->forward(k);
   }
   if (rotary_.defined()) {
-    q = Rotate(q);
-    k = Rotate(k);
+    q = rotary_.Apply(q);
+    k = rotary_.Apply(k);
   }
   torch::Tensor heads_out;
   if (hook_pattern.active()) {

@@ -44,8 +44,6 @@ class CausalSelfAttentionImpl : public AttentionImpl {
 
  private:
   int64_t KeyValueHeads() const;
-  // Rotary positions on the leading rotary_dims of each head.
-  torch::Tensor Rotate(const torch::Tensor& x) const;
 
   AttentionOptions options_;
   RotaryEmbedding rotary_;

@@ -21,6 +21,10 @@ const AttentionRegistration kLorsa("lorsa", config::AttentionShape::kLorsa,
                                      lorsa.context_length =
                                          options.context_length;
                                      lorsa.rotary = options.rotary;
+                                     lorsa.rotary_dims = options.rotary_dims;
+                                     lorsa.rotary_base = options.rotary_base;
+                                     lorsa.rotary_scaling =
+                                         options.rotary_scaling;
                                      lorsa.relu = options.relu;
                                      return std::make_shared<LorsaImpl>(lorsa);
                                    });
@@ -48,7 +52,12 @@ LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
   torch::Tensor out = torch::randn({o.ov_heads, d});
   w_o = register_parameter("w_o", out / out.norm(2, 1, true));
   b_o = register_parameter("b_o", torch::zeros({d}));
-  if (o.rotary) rotary_ = RotaryEmbedding(o.qk_dim, o.context_length);
+  TORCH_CHECK(o.rotary_dims <= o.qk_dim, "rotary_dims exceeds the QK dim");
+  if (o.rotary) {
+    rotary_ =
+        RotaryEmbedding(o.rotary_dims > 0 ? o.rotary_dims : o.qk_dim,
+                        o.context_length, o.rotary_base, o.rotary_scaling);
+  }
   causal_mask_ = CausalMask(o.context_length);
 }
 

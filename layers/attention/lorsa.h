@@ -22,7 +22,13 @@ struct LorsaOptions {
   int64_t ov_heads = 0;  // H = H_QK * G.
   int64_t top_k = 0;     // K, active heads per token.
   int64_t context_length = 0;
-  bool rotary = true;  // Same rotary positions as the base model (App. A).
+  // The base model's rotary positions (App. A): the leading rotary_dims of
+  // each QK head (0: all; Pythia turns a quarter), base and scaling
+  // (Llama 3.1).
+  bool rotary = true;
+  int64_t rotary_dims = 0;
+  double rotary_base = 10000;
+  RotaryScaling rotary_scaling;
   // ReLU on z before selection (App. B.4); off ranks by |z| and keeps z.
   bool relu = true;
 };

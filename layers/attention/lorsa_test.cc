@@ -77,6 +77,58 @@ TEST(LorsaTest, EqualsTheAttentionLayerItCopiesAtKEqualsH) {
       torch::allclose(lorsa->forward(x), attention->forward(x), 1e-5, 1e-6));
 }
 
+// A Lorsa turns its queries and keys as the model's attention does: Pythia's
+// partial rotary, Llama's base and scaling (arXiv:2504.20938 App. A).
+TEST(LorsaTest, CopiesTheAttentionsPartialScaledRotary) {
+  torch::manual_seed(3);
+  AttentionOptions attention_options;
+  attention_options.d_model = 16;
+  attention_options.n_heads = 4;
+  attention_options.context_length = 12;
+  attention_options.rotary = true;
+  attention_options.rotary_dims = 2;
+  attention_options.rotary_base = 500;
+  attention_options.rotary_scaling.factor = 8;
+  attention_options.rotary_scaling.original_context = 4;
+  CausalSelfAttention attention(attention_options);
+  {
+    // Scores of order 1, so that positions visibly move the pattern.
+    torch::NoGradGuard no_grad;
+    attention->qkv->weight.slice(0, 0, 32).mul_(100);
+  }
+  LorsaOptions options = Small();
+  options.relu = false;
+  options.top_k = 16;
+  options.rotary_dims = 2;
+  options.rotary_base = 500;
+  options.rotary_scaling = attention_options.rotary_scaling;
+  Lorsa lorsa(options);
+  lorsa->CopyFromAttention(*attention);
+  const torch::Tensor x = torch::randn({3, 10, 16});
+  EXPECT_TRUE(
+      torch::allclose(lorsa->forward(x), attention->forward(x), 1e-5, 1e-6));
+  // Made by name from the model's attention options, it turns the same way.
+  attention_options.ov_heads = 16;
+  attention_options.lorsa_top_k = 16;
+  attention_options.relu = false;
+  absl::StatusOr<std::shared_ptr<AttentionImpl>> by_name =
+      AttentionRegistry::Create("lorsa", attention_options);
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  auto named = std::dynamic_pointer_cast<LorsaImpl>(*by_name);
+  ASSERT_NE(named, nullptr);
+  named->CopyFromAttention(*attention);
+  EXPECT_TRUE(
+      torch::allclose(named->forward(x), attention->forward(x), 1e-5, 1e-6));
+  // Every dim turned at the default base, it differs.
+  options = Small();
+  options.relu = false;
+  options.top_k = 16;
+  Lorsa full(options);
+  full->CopyFromAttention(*attention);
+  EXPECT_FALSE(
+      torch::allclose(full->forward(x), attention->forward(x), 1e-3, 1e-3));
+}
+
 TEST(LorsaTest, FoldedScalesEqualRunningOnScaledActivations) {
   torch::manual_seed(4);
   Lorsa lorsa(Small());

@@ -40,6 +40,11 @@ RotaryEmbedding::RotaryEmbedding(int64_t head_dim, int64_t max_positions,
 }
 
 torch::Tensor RotaryEmbedding::Apply(const torch::Tensor& x) const {
+  if (const int64_t dims = cos_.size(1); x.size(-1) > dims) {
+    // Only the leading `dims` of each head turn; the rest pass through
+    // (GPT-NeoX, arXiv:2204.06745 Sec. 2.1).
+    return torch::cat({Apply(x.slice(-1, 0, dims)), x.slice(-1, dims)}, -1);
+  }
   const int64_t length = x.size(-2);
   const int64_t half = x.size(-1) / 2;
   const torch::Tensor cos = cos_.slice(0, 0, length).to(x.device());

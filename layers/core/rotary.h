@@ -25,7 +25,8 @@ class RotaryEmbedding {
   RotaryEmbedding(int64_t head_dim, int64_t max_positions, double base = 10000,
                   const RotaryScaling& scaling = {});
 
-  // x: (..., T, head_dim) with T <= max_positions; positions 0..T-1.
+  // x: (..., T, D) with T <= max_positions; positions 0..T-1. The leading
+  // head_dim of D >= head_dim turn, the rest pass through (partial rotary).
   torch::Tensor Apply(const torch::Tensor& x) const;
   bool defined() const { return cos_.defined(); }
 
