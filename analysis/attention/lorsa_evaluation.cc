@@ -69,10 +69,12 @@ absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
   const torch::Tensor pieces = torch::tensor(pool, torch::kLong);
   const torch::Tensor span = pieces.index(
       {torch::randint(static_cast<int64_t>(pool.size()), {sequences, n})});
+  // A text's first piece: the tokenizer's begin-of-text, else end-of-text
+  // (GPT-2's and our BPE's document separator).
+  const int first =
+      tokenizer.bos_id() >= 0 ? tokenizer.bos_id() : tokenizer.eos_id();
   return torch::cat(
-      {torch::full({sequences, 1}, tokenizer.eos_id(), torch::kLong), span,
-       span},
-      1);
+      {torch::full({sequences, 1}, first, torch::kLong), span, span}, 1);
 }
 
 absl::StatusOr<std::vector<LorsaFit>> LoadLorsaFits(
@@ -452,7 +454,8 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
             const int id = static_cast<int>(held_out[w][j].item<int64_t>());
             // Words as running text has them, whichever marker spells them.
             const std::string word = tok.WordOfPiece(id);
-            const std::string piece = word.empty() ? tok.Piece(id) : " " + word;
+            const std::string piece =
+                word.empty() ? tok.Decode({id}) : " " + word;
             absl::StrAppend(&context, j == t ? "[[" : "", piece,
                             j == t ? "]]" : "");
           }

@@ -1,25 +1,34 @@
 """pretrained_model: the user's model (@hf_model) imported as a base model, a cached build action whose key is
 the source files' contents: <name>.pt (CheckpointInfo, as a trained base), <name>.textproto (the config fits
 build on), <name>.manifest.textproto (SHA-256 of every source file) and <name>_tokenizer/: vocab.json and
-merges.txt where the model has them (GPT-2), else tokenizer.json (Pythia, Llama 3) (TokenizerInfo: its byte-level
-BPE files, for token_shards and the tools that encode text)."""
+merges.txt where the model has them (GPT-2), else tokenizer.json (Pythia, Llama 3), or a nanoGPT model's
+vocabulary.chars (TokenizerInfo: the files Tokenizer::Load reads, for token_shards and the tools that encode
+text). `files` is a Hugging Face directory's files or a nanoGPT ckpt.pt with its meta.pkl."""
 
 load("//datasets/text:text_data.bzl", "TokenizerInfo")
 load("//tools/train:providers.bzl", "CheckpointInfo")
 
 def _pretrained_model_impl(ctx):
     configs = [f for f in ctx.files.files if f.basename == "config.json"]
-    if not configs:
-        fail("%s: no config.json among %s" % (ctx.label, ctx.attr.files.label))
-    # GPT-2's BPE files under their Hugging Face names, side by side (Tokenizer::Load of vocab.json), where the
-    # model has them; else its tokenizer.json (import_pretrained copies the same choice).
+    checkpoints = [f for f in ctx.files.files if f.basename.endswith(".pt")]
     names = [f.basename for f in ctx.files.files]
-    tokenizer_names = ["vocab.json", "merges.txt"] if "vocab.json" in names else ["tokenizer.json"]
+    if configs:
+        # A Hugging Face directory. GPT-2's BPE files under their Hugging Face names, side by side
+        # (Tokenizer::Load of vocab.json), where the model has them; else its tokenizer.json (import_pretrained
+        # copies the same choice).
+        source = configs[0].dirname
+        tokenizer_names = ["vocab.json", "merges.txt"] if "vocab.json" in names else ["tokenizer.json"]
+    elif checkpoints:
+        # A nanoGPT ckpt.pt; its meta.pkl becomes a character vocabulary.
+        source = checkpoints[0].path
+        tokenizer_names = ["vocabulary.chars"]
+    else:
+        fail("%s: neither config.json nor a nanoGPT ckpt.pt among %s" % (ctx.label, ctx.attr.files.label))
     tokenizer = [ctx.actions.declare_file(ctx.label.name + "_tokenizer/" + name) for name in tokenizer_names]
     ctx.actions.run(
         executable = ctx.executable._import_pretrained,
         arguments = [
-            "--from=" + configs[0].dirname,
+            "--from=" + source,
             "--out=" + ctx.outputs.checkpoint.path,
             "--config_out=" + ctx.outputs.config.path,
             "--manifest_out=" + ctx.outputs.manifest.path,
@@ -42,7 +51,11 @@ pretrained_model = rule(
     implementation = _pretrained_model_impl,
     doc = "import_pretrained on a Hugging Face model directory's files.",
     attrs = {
-        "files": attr.label(mandatory = True, allow_files = True, doc = "config.json, the safetensors, the tokenizer."),
+        "files": attr.label(
+            mandatory = True,
+            allow_files = True,
+            doc = "config.json, the safetensors, the tokenizer; or ckpt.pt and meta.pkl.",
+        ),
         "sequence_length": attr.int(default = 128, doc = "The experiments' token window (data.sequence_length)."),
         "_import_pretrained": attr.label(
             default = "//datasets/pretrained:import_pretrained",

@@ -60,6 +60,9 @@ absl::Status Run() {
         absl::GetFlag(FLAGS_tokenizer),
         ": no end-of-text piece (token shards separate documents with it)"));
   }
+  // Documents begin as the model saw them in training (Llama 3's
+  // <|begin_of_text|>); GPT-2's and Pythia's have no such piece.
+  const int begin_of_text = tokenizer->bos_id();
   absl::StatusOr<std::string> jsonl =
       ReadFileToString(absl::GetFlag(FLAGS_input));
   if (!jsonl.ok()) return jsonl.status();
@@ -85,8 +88,9 @@ absl::Status Run() {
        absl::StrSplit(*jsonl, '\n', absl::SkipEmpty())) {
     absl::StatusOr<Document> document = ParseJsonDocument(record);
     if (!document.ok()) return document.status();
-    if (absl::Status status = writer.AddDocument(
-            tokenizer->Encode(document->text()), /*end_of_text=*/true);
+    std::vector<int> ids = tokenizer->Encode(document->text());
+    if (begin_of_text >= 0) ids.insert(ids.begin(), begin_of_text);
+    if (absl::Status status = writer.AddDocument(ids, /*end_of_text=*/true);
         !status.ok()) {
       return status;
     }

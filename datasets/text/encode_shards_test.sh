@@ -48,4 +48,34 @@ echo "the previous complete set ($(ls "$work/previous" | wc -l) files) is untouc
 grep -q "tokenizer_sha256: \"$(sha256sum <"$gpt2_dir/encoder.json" | cut -d' ' -f1)\"" \
   "$work/gpt2/train.tokens.textproto" || fail "the digest is not encoder.json's"
 echo "a tokenizer directory encodes, with encoder.json's digest"
+
+# A tokenizer.json whose post-processor puts a begin-of-text piece before each text (Llama 3's TemplateProcessing):
+# GPT-2's vocabulary plus <|begin_of_text|> 50257; every document gains exactly that one piece.
+mkdir -p "$work/llama"
+/usr/bin/python3 - "$gpt2_dir" "$work/llama/tokenizer.json" <<'PY'
+import json, sys
+vocab = json.load(open(sys.argv[1] + "/encoder.json", encoding="utf-8"))
+merges = [line for line in open(sys.argv[1] + "/vocab.bpe", encoding="utf-8").read().split("\n")[1:] if line]
+bos = {"SpecialToken": {"id": "<|begin_of_text|>", "type_id": 0}}
+json.dump({"version": "1.0",
+           "added_tokens": [{"id": 50256, "content": "<|endoftext|>", "special": True},
+                            {"id": 50257, "content": "<|begin_of_text|>", "special": True}],
+           "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+           "post_processor": {"type": "Sequence", "processors": [
+               {"type": "ByteLevel", "trim_offsets": False},
+               {"type": "TemplateProcessing", "single": [bos, {"Sequence": {"id": "A", "type_id": 0}}],
+                "pair": [], "special_tokens": {}}]},
+           "model": {"type": "BPE", "vocab": vocab, "merges": merges}},
+          open(sys.argv[2], "w", encoding="utf-8"))
+PY
+"$encode" --split=train --tokenizer="$work/llama" --input="$work/good.jsonl" --out_dir="$work/llama_shards" \
+  2>/dev/null || fail "the tokenizer.json with a begin-of-text piece was refused"
+field() { sed -n "s/^$1: //p" "$2"; }
+gpt2_tokens=$(field tokens "$work/gpt2/train.tokens.textproto")
+llama_tokens=$(field tokens "$work/llama_shards/train.tokens.textproto")
+documents=$(field documents "$work/llama_shards/train.tokens.textproto")
+[[ "$llama_tokens" -eq $((gpt2_tokens + documents)) && "$documents" -eq 40 ]] ||
+  fail "expected $gpt2_tokens + $documents tokens with a begin-of-text piece per document, got $llama_tokens"
+echo "a begin-of-text piece before each of $documents documents ($gpt2_tokens -> $llama_tokens tokens)"
 echo PASS

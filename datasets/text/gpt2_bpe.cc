@@ -217,6 +217,41 @@ const google::protobuf::ListValue& ListField(
                           : google::protobuf::ListValue::default_instance();
 }
 
+// The special token tokenizer.json's post-processor puts before a text: the
+// first item of a TemplateProcessing's single template (Llama 3's
+// <|begin_of_text|>), alone or in a Sequence; -1 for none.
+absl::StatusOr<int> BeginOfTextId(
+    const std::string& path, const google::protobuf::Struct& root,
+    const absl::flat_hash_map<std::string, int>& id_of_piece) {
+  const google::protobuf::Struct& processor =
+      StructField(root, "post_processor");
+  std::vector<const google::protobuf::Struct*> steps = {&processor};
+  if (StringField(processor, "type") == "Sequence") {
+    steps.clear();
+    for (const auto& step : ListField(processor, "processors").values()) {
+      steps.push_back(&step.struct_value());
+    }
+  }
+  for (const google::protobuf::Struct* step : steps) {
+    const google::protobuf::ListValue& single = ListField(*step, "single");
+    if (StringField(*step, "type") != "TemplateProcessing" ||
+        single.values_size() == 0) {
+      continue;
+    }
+    const google::protobuf::Struct& special =
+        StructField(single.values(0).struct_value(), "SpecialToken");
+    if (special.fields().empty()) return -1;  // The text comes first.
+    const std::string name = StringField(special, "id");
+    auto it = id_of_piece.find(name);
+    if (it == id_of_piece.end()) {
+      return Corrupt(path, absl::StrCat("post_processor's special token '",
+                                        name, "' is not a piece"));
+    }
+    return it->second;
+  }
+  return -1;
+}
+
 // The pre-token pattern of tokenizer.json's pre_tokenizer: GPT-2's for a
 // ByteLevel that splits (use_regex, its default), a Split's regex for a
 // Sequence of it and a ByteLevel that does not (Llama 3's).
@@ -566,6 +601,7 @@ absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::FromTokenizerJson(
                              "whose concatenation is one"));
     }
   }
+  ASSIGN_OR_RETURN(bpe->bos_id_, BeginOfTextId(path, root, id_of_piece));
   if (BoolField(model, "ignore_merges")) {
     for (int id = 0; id < bpe->vocab_size(); ++id) {
       if (vocabulary.fields().contains(bpe->pieces_[id])) {

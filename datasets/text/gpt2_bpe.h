@@ -79,6 +79,9 @@ class Gpt2Bpe : public Tokenizer {
   std::string Piece(int id) const override;
   int vocab_size() const override { return static_cast<int>(bytes_.size()); }
   int eos_id() const override { return eos_id_; }
+  // tokenizer.json's TemplateProcessing (alone or in a Sequence) whose single
+  // template begins with a special token; -1 for none.
+  int bos_id() const override { return bos_id_; }
   // The word of a piece whose bytes are a space and a word (" the", spelt
   // "\u0120the"), as running text has words after a space; "" otherwise.
   std::string WordOfPiece(int id) const override;
@@ -113,6 +116,7 @@ class Gpt2Bpe : public Tokenizer {
   // (left id, right id) -> (rank, merged id).
   absl::flat_hash_map<std::pair<int, int>, std::pair<int, int>> merges_;
   int eos_id_ = -1;
+  int bos_id_ = -1;
   // tokenizer.json's ignore_merges (Llama 3): a pre-token that is a piece is
   // that piece. Bytes -> id, empty otherwise.
   absl::flat_hash_map<std::string, int> whole_pieces_;

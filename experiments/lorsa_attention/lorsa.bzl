@@ -11,7 +11,7 @@ the fits alone."""
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "seed_overlay", "seed_tags", "seeded_name", "seeds_by_scale")
+load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seed_tags", "seeded_name", "seeds_by_scale")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_HEAD_DIM", "HF_MODEL_N_HEADS", "HF_MODEL_N_LAYERS", "HF_MODEL_TYPE")
