@@ -120,8 +120,8 @@ class Gpt2Bpe : public Tokenizer {
   // tokenizer.json's ignore_merges (Llama 3): a pre-token that is a piece is
   // that piece. Bytes -> id, empty otherwise.
   absl::flat_hash_map<std::string, int> whole_pieces_;
-  // tokenizer.json's NFC normalizer (Pythia's), applied before
-  // pre-tokenization; null for none.
+  // Whether tokenizer.json has an NFC normalizer (Pythia's), applied before
+  // pre-tokenization.
   bool nfc_ = false;
   std::string
       pattern_error_;  // Why the pattern is not supported, if it is not.
