@@ -208,38 +208,37 @@ def lorsa_seed(seed, base_config, scale_configs):
     evaluation_s<seed>. With a pretrained base: lm_s<seed>_config is its config + runtime.seed (the fits'
     base config; no scale refines a model that exists), and the fits use the shared caches."""
     lm = seeded_name("lm", seed)
+    seed_overlay(name = lm + "_seed", seed = seed)
     if PRETRAINED:
-        seed_overlay(name = lm + "_seed", seed = seed)
         experiment_config(
             name = lm + "_config",
             base = PRETRAINED_MODEL + ".textproto",
             scales = {scale: ":%s_seed" % lm for scale in SCALES},
         )
+        base = PRETRAINED_MODEL
         caches = [_cache_name(slot, seed) for slot in BLOCK_SLOTS]
-        fits = attention_fits(base = PRETRAINED_MODEL, base_config = ":%s_config" % lm, seed = seed)
-        _evaluation(seeded_name("evaluation", seed), PRETRAINED_MODEL, caches, fits, seed)
-        return
-    native.genrule(
-        name = lm + "_name",
-        outs = [lm + "_name.textproto"],
-        cmd = "echo 'name: \"%s\"' > $@" % seeded_name("lorsa_base_lm", seed),
-    )
-    seed_overlay(name = lm + "_seed", seed = seed)
-    experiment_config(
-        name = lm + "_config",
-        base = base_config,
-        scales = scale_configs,
-        overlays = [":%s_name" % lm, ":%s_seed" % lm],
-    )
-    lm_checkpoint(
-        name = lm,
-        config = ":%s_config" % lm,
-        data = ":shards",
-        tags = seed_tags(seed, LORSA_SEEDS),
-    )
-    caches = attention_caches(":" + lm, seed)
-    fits = attention_fits(base = ":" + lm, base_config = ":%s_config" % lm, seed = seed)
-    _evaluation(seeded_name("evaluation", seed), ":" + lm, caches, fits, seed)
+    else:
+        native.genrule(
+            name = lm + "_name",
+            outs = [lm + "_name.textproto"],
+            cmd = "echo 'name: \"%s\"' > $@" % seeded_name("lorsa_base_lm", seed),
+        )
+        experiment_config(
+            name = lm + "_config",
+            base = base_config,
+            scales = scale_configs,
+            overlays = [":%s_name" % lm, ":%s_seed" % lm],
+        )
+        lm_checkpoint(
+            name = lm,
+            config = ":%s_config" % lm,
+            data = ":shards",
+            tags = seed_tags(seed, LORSA_SEEDS),
+        )
+        base = ":" + lm
+        caches = attention_caches(base, seed)
+    fits = attention_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
+    _evaluation(seeded_name("evaluation", seed), base, caches, fits, seed)
 
 
 def _lm(seed):
