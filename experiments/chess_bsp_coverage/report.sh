@@ -19,14 +19,8 @@ for f in "$@"; do
     *.bsp.csv) bsp+=("$f") ;;
     *.board.csv) board+=("$f") ;;
     */arms_not_run.txt) arms_not_run=$(cat "$f") ;;
-    */datasets/pretrained/*.manifest.textproto) pretrained=$f ;;
   esac
 done
-if [[ -n "${pretrained:-}" ]]; then
-  echo "Also measured: the user's nanoGPT chess model (CHESS_MODEL) as the arm chessgpt, one checkpoint (n = 1," \
-    "no interval; manifest.textproto: the SHA-256 of each of its files)."
-  echo
-fi
 mkdir -p "$out_dir"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

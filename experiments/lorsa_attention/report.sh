@@ -29,9 +29,6 @@ mkdir -p "$out_dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [[ -n "${pretrained:-}" ]]; then
-  echo "Base model: the pretrained $(sed -n 's/^model_type: //p' "$pretrained") of HF_MODEL, in place of the" \
-    "LMs trained here, every seed's fits on it (manifest.textproto: the SHA-256 of each of its files)."
-  echo
   echo "arm,parameters,steps,validation_loss,seed" >"$tmp/lm.csv"
 else
   "$summary_table" --out="$tmp/lm.csv" --fields=parameters,steps,validation_loss \

@@ -17,6 +17,10 @@ FIT_SCALES = {
     "paper": "//experiments/mxd_frontier:fit_paper.textproto",
 }
 
+# The MxD reports' first line when the base is a user's pretrained model (experiment_report's pretrained_line).
+PRETRAINED_BASE_LINE = ("Base model: the pretrained %s of HF_MODEL, in place of our base with its FFN (GELU for " +
+                        "GPT-2 and GPT-NeoX, SwiGLU for Llama)")
+
 def base_models():
     """The base LMs the MxD experiments (frontier, probing, steering) fit and compare layers on: our GELU-MLP
     (GPT-2 / Pythia analogue) and SwiGLU (Llama analogue) models, or, with --repo_env=HF_MODEL, the user's

@@ -21,7 +21,6 @@ mkdir -p "$out_dir"
 cp "$claims" "$out_dir/claims.textproto"
 # A base with no results (a user's pretrained model, HF_MODEL, stands in for one of ours): its claims read NOT
 # TESTABLE.
-pretrained_base_line "$@"
 not_run=$(bases_not_run _steering_s "${csvs[@]}")
 cat "${examples[@]}" > "$out_dir/examples.txt"
 "$judge" --claims="$claims" --out_dir="$out_dir" --arms_not_run="$not_run" \

@@ -10,7 +10,8 @@ defines
   <name>          (run)    prints section.md and copies the folder to <name>_report/ where bazel was run
   <name>_smoke_test        smoke_test.sh on the section built at the test's scale (smoke in `bazel test`)
 report.sh is called as `report.sh <out_dir> <tools...> <results...>`; smoke_test.sh gets the section folder, the
-claims engine and the claims file.
+claims engine and the claims file. `pretrained_line` opens section.md when a user's pretrained model (HF_MODEL,
+CHESS_MODEL: its import manifest) is among the results, its %s the model's type.
 """
 
 load("//tools/scale:scale.bzl", "by_scale")
@@ -26,6 +27,7 @@ def _report_section_impl(ctx):
             ctx.attr.scale,
             ctx.file._build_identity.path,
             ctx.file.script.path,
+            ctx.attr.pretrained_line,
             str(len(tool_paths)),
         ] + tool_paths + [f.path for f in ctx.files.results],
         inputs = [ctx.file.script, ctx.file._build_identity] + ctx.files.tools + ctx.files.results,
@@ -41,6 +43,7 @@ report_section = rule(
         "script": attr.label(mandatory = True, allow_single_file = True),
         "report_name": attr.string(mandatory = True),
         "scale": attr.string(mandatory = True),
+        "pretrained_line": attr.string(doc = "The section's first line when a pretrained model's import manifest is among the results; %s is its model_type."),
         "tools": attr.label_list(allow_files = True, doc = "Files passed before the results (plot scripts, paper tables)."),
         "results": attr.label_list(allow_files = True),
         "_build_section": attr.label(default = "//tools/report:build_section", executable = True, cfg = "exec"),
@@ -49,11 +52,12 @@ report_section = rule(
 )
 
 def experiment_report(name, results, tools = [], script = "report.sh", smoke_test = "smoke_test.sh",
-                      claims = "claims.textproto"):
+                      claims = "claims.textproto", pretrained_line = ""):
     report_section(
         name = name + "_section",
         script = script,
         report_name = name,
+        pretrained_line = pretrained_line,
         scale = by_scale({"smoke": "smoke", "cpu": "cpu", "paper": "paper"}),
         tools = tools,
         results = [results],
