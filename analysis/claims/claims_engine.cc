@@ -578,6 +578,7 @@ absl::StatusOr<std::map<std::string, double>> SeedMeans(
     average_indices.push_back(*index);
   }
   std::map<std::string, double> sum;
+  std::map<std::string, double> sum_of_magnitudes;
   std::map<std::string, int> count;
   std::map<std::string, std::set<std::vector<std::string>>> observations;
   for (size_t r = 0; r < table.rows().size(); ++r) {
@@ -603,6 +604,7 @@ absl::StatusOr<std::map<std::string, double>> SeedMeans(
         absl::StrCat(table.name(), " row ", r + 2, " column ", metric));
     if (!value.ok()) return value.status();
     sum[seed] += *value;
+    sum_of_magnitudes[seed] += std::abs(*value);
     ++count[seed];
   }
   if (sum.empty()) {
@@ -612,7 +614,15 @@ absl::StatusOr<std::map<std::string, double>> SeedMeans(
         level_index >= 0 ? " at " + level_column + "=" + level : "",
         " after the filters"));
   }
-  for (auto& [seed, total] : sum) total /= count[seed];
+  for (auto& [seed, total] : sum) {
+    // A sum of rounded values that cancel is zero up to its rounding error
+    // (about n eps sum|x|), not a tiny B a relative effect may divide by.
+    const int n = count[seed];
+    if (std::abs(total) <= 4.0 * n * std::numeric_limits<double>::epsilon() *
+                               sum_of_magnitudes[seed])
+      total = 0.0;
+    total /= n;
+  }
   return sum;
 }
 

@@ -131,6 +131,25 @@ TEST(ClaimsEngine, RelativeDifferenceOverAZeroBaselineIsUnresolved) {
   EXPECT_EQ(bound.verdict, Verdict::kUnresolved);
 }
 
+TEST(ClaimsEngine, AMeanThatCancelsToRoundingIsZero) {
+  // Seed 3's B averages 0.1, 0.2 and -0.3, which sum to 5.6e-17 in binary:
+  // zero, so the relative effect is undefined there (it divided by 1.9e-17).
+  const std::string csv =
+      "arm,seed,unit,loss\nnew,1,a,9\nnew,2,a,8\nnew,3,a,0.1\nnew,3,b,0\n"
+      "new,3,c,0\nold,1,a,10\nold,2,a,10\nold,3,a,0.1\nold,3,b,0.2\n"
+      "old,3,c,-0.3\n";
+  const ClaimResult r =
+      Judge(kBetter + " effect: RELATIVE_DIFFERENCE average_over: 'unit'", csv);
+  EXPECT_TRUE(std::isnan(r.levels[0].effect.estimate));
+  EXPECT_EQ(r.verdict, Verdict::kUnresolved);
+  // A small mean well above the rounding of its terms is kept.
+  const ClaimResult small =
+      Judge(kBetter + " effect: RELATIVE_DIFFERENCE",
+            "arm,seed,loss\nnew,1,0.9e-9\nnew,2,0.8e-9\nnew,3,0.85e-9\n"
+            "old,1,1e-9\nold,2,1e-9\nold,3,1e-9\n");
+  EXPECT_NEAR(small.levels[0].effect.estimate, -0.15, 1e-9);
+}
+
 TEST(ClaimsEngine, ControlNotBeatenMakesTheClaimNotTestable) {
   const std::string csv =
       "arm,seed,loss\nnew,1,1.0\nnew,2,1.4\nnew,3,0.95\nold,1,1.5\nold,2,2."
