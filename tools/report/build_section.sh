@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The action behind experiment_report's <name>_section: runs an experiment's report.sh into OUT_DIR, keeps its
 # printout as section.md (paths into the build tree shown as <name>_report/, where `bazel run` puts them) and
-# writes manifest.textproto: what went in (SHA-256 of every input file, and of a pretrained base model's source
+# writes manifest.textproto: what went in (SHA-256 of every input file, and of a pretrained model's source
 # files), build identity, scale, wall time. With a pretrained model's import manifest among the results,
 # section.md opens with PRETRAINED_LINE (printf format, %s its model_type) naming the model.
 # Usage: build_section.sh OUT_DIR NAME SCALE IDENTITY REPORT_SH PRETRAINED_LINE N_TOOLS TOOL... RESULT...
@@ -48,7 +48,7 @@ input_digests() {
   echo "# Written by tools/report/build_section.sh: what this report was made from."
   printf 'experiment: "%s"\nscale: "%s"\nreport_script_sha256: "%s"\n' "$name" "$scale" "$(sha256sum "$script" | cut -d' ' -f1)"
   input_digests
-  # A pretrained base model (datasets/pretrained, --repo_env=HF_MODEL): the SHA-256 of each of its source files.
+  # Each pretrained model (HF_MODEL, CHESS_MODEL): the SHA-256 of each of its source files.
   for path in "${pretrained_manifests[@]}"; do
     echo "pretrained_model {"
     grep -v '^#' "$path" | sed 's/^/  /'
