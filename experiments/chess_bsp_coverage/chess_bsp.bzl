@@ -5,9 +5,8 @@ against the uniform-legal-move floor; rows are named <name>, the seed is their `
 the same metrics for a random initialisation of a model's config at each seed; chess_results: the active
 scale's outputs for the report."""
 
-load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 load("@chess_model//:settings.bzl", "CHESS_MODEL")
@@ -55,12 +54,12 @@ _GAMES = "//datasets/chess:games"
 def chess_model(name, init_from = None):
     for seed in all_seeds(CHESS_SEEDS):
         run = seeded_name(name, seed)
-        seed_overlay(name = run + "_seed", seed = seed)
-        experiment_config(
-            name = run + "_config",
+        seeded_config(
+            name = run,
+            seed = seed,
             base = "base.textproto",
             scales = SCALES,
-            overlays = ["models/%s.textproto" % name, ":%s_seed" % run],
+            overlays = ["models/%s.textproto" % name],
         )
         lm_checkpoint(
             name = run,

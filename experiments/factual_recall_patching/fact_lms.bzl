@@ -4,9 +4,8 @@ _config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed
 (factual_recall on both: patching_s<seed>/{recall,patching,block_contrasts,neighbours}.csv, `seed` = the seed).
 fact_lm_results: the active scale's seeded outputs for the report."""
 
-load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -34,10 +33,11 @@ def _fact_lm(arm, seed):
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        cmd = "echo 'name: \"%s\" runtime { seed: %d }' > $@" % (name, seed),
+        cmd = "echo 'name: \"%s\"' > $@" % name,
     )
-    experiment_config(
-        name = name + "_config",
+    seeded_config(
+        name = name,
+        seed = seed,
         base = "base.textproto",
         scales = _SCALE_FILES,
         overlays = ARMS[arm] + [":%s_overlay" % name],

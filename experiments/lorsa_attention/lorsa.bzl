@@ -11,7 +11,15 @@ the fits alone."""
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seed_tags", "seeded_name", "seeds_by_scale")
+load(
+    "//tools/seeds:seeds.bzl",
+    "SEEDS",
+    "all_seeds",
+    "seed_tags",
+    "seeded_config",
+    "seeded_name",
+    "seeds_by_scale",
+)
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_HEAD_DIM", "HF_MODEL_N_HEADS", "HF_MODEL_N_LAYERS", "HF_MODEL_TYPE")
@@ -208,13 +216,8 @@ def lorsa_seed(seed, base_config, scale_configs):
     evaluation_s<seed>. With a pretrained base: lm_s<seed>_config is its config + runtime.seed (the fits'
     base config; no scale refines a model that exists), and the fits use the shared caches."""
     lm = seeded_name("lm", seed)
-    seed_overlay(name = lm + "_seed", seed = seed)
     if PRETRAINED:
-        experiment_config(
-            name = lm + "_config",
-            base = PRETRAINED_MODEL + ".textproto",
-            scales = {scale: ":%s_seed" % lm for scale in SCALES},
-        )
+        seeded_config(name = lm, seed = seed, base = PRETRAINED_MODEL + ".textproto", scales = None)
         base = PRETRAINED_MODEL
         caches = [_cache_name(slot, seed) for slot in BLOCK_SLOTS]
     else:
@@ -223,11 +226,12 @@ def lorsa_seed(seed, base_config, scale_configs):
             outs = [lm + "_name.textproto"],
             cmd = "echo 'name: \"%s\"' > $@" % seeded_name("lorsa_base_lm", seed),
         )
-        experiment_config(
-            name = lm + "_config",
+        seeded_config(
+            name = lm,
+            seed = seed,
             base = base_config,
             scales = scale_configs,
-            overlays = [":%s_name" % lm, ":%s_seed" % lm],
+            overlays = [":%s_name" % lm],
         )
         lm_checkpoint(
             name = lm,

@@ -4,9 +4,8 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 //datasets/text:shards_small), <name> = <variant>_s<seed>. mohd_runs: every variant at every seed.
 design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
-load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seed_tags", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -69,12 +68,12 @@ def mohd_run(variant_name, variant, seed):
             for scale in SCALES
         }),
     )
-    seed_overlay(name = name + "_seed", seed = seed)
-    experiment_config(
-        name = name + "_config",
+    seeded_config(
+        name = name,
+        seed = seed,
         base = "base.textproto",
         scales = {scale: scale + ".textproto" for scale in SCALES},
-        overlays = [":%s_overlay" % name, ":%s_seed" % name],
+        overlays = [":%s_overlay" % name],
     )
     lm_checkpoint(
         name = name,

@@ -5,9 +5,8 @@ built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evalu
 runs made from them (issue 20: seeds as a build dimension)."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
-load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_overlay", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -77,18 +76,18 @@ def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_o
     """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
     sets the layer's initialisation and the order of the cached rows; `layer`, when set, the replaced block
     (else fit_<scale>.textproto's)."""
-    seed_overlay(name = name + "_seed", seed = seed)
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
         cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s } }\\n' > $@" %
               (name, ffn, top_k, "true" if on_output else "false", "" if layer == None else " layer: %d" % layer),
     )
-    experiment_config(
-        name = name + "_config",
+    seeded_config(
+        name = name,
+        seed = seed,
         base = base_config,
         scales = FIT_SCALES,
-        overlays = ["//experiments/mxd_frontier:fit.textproto", ":%s_overlay" % name, ":%s_seed" % name],
+        overlays = ["//experiments/mxd_frontier:fit.textproto", ":%s_overlay" % name],
     )
     replacement_checkpoint(
         name = name,

@@ -4,9 +4,8 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 experiment's token shards), <name> = <type>_budget<i>_size<j>_s<seed>. isoflop_grid: every FFN type x budget
 x size at every seed; isoflop_results: the active scale's runs and configs."""
 
-load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_overlay", "seeded_name")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
@@ -73,12 +72,12 @@ def isoflop_run(name, ffn_type, budget_index, size_index, seed):
         }),
         tags = tags,
     )
-    seed_overlay(name = name + "_seed", seed = seed, tags = tags)
-    experiment_config(
-        name = name + "_config",
+    seeded_config(
+        name = name,
+        seed = seed,
         base = "base.textproto",
         scales = {scale: scale + ".textproto" for scale in SCALES},
-        overlays = [":%s_overlay" % name, ":%s_seed" % name],
+        overlays = [":%s_overlay" % name],
         tags = tags,
     )
     lm_checkpoint(

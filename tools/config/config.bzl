@@ -8,14 +8,16 @@ def experiment_config(name, base, scales, overlays = [], visibility = None, tags
     Args:
       name: target name; the output is <name>.textproto.
       base: the textproto shared by all scales.
-      scales: {"smoke": file, "cpu": file, "paper": file}, each refining `base`.
+      scales: {"smoke": file, "cpu": file, "paper": file}, each refining `base`; None when no scale refines
+        it (a pretrained model's config).
       overlays: files applied after the scale's, e.g. one model variant of an experiment.
       visibility: as usual.
       tags: as usual (e.g. manual for a config only some scale builds).
     """
     native.genrule(
         name = name,
-        srcs = [base] + by_scale({scale: [overlay] for scale, overlay in scales.items()}) + overlays,
+        srcs = [base] + (by_scale({scale: [overlay] for scale, overlay in scales.items()}) if scales else []) +
+               overlays,
         outs = [name + ".textproto"],
         exec_tools = ["//layers/models:check_config"],
         cmd = "$(location //layers/models:check_config) --out=$@ $(SRCS) >/dev/null",

@@ -4,14 +4,17 @@ A trained or sampled node that a claim compares is built once per seed: `<name>_
 initialisation and data order (runtime.seed of the config) or the sampler's draws (a tool's --seed), and the
 tidy CSVs carry a `seed` column so the claims engine (analysis/claims) computes intervals over them.
 
-    load("//tools/seeds:seeds.bzl", "SEEDS", "seed_overlay", "seeded_name")
-    [lm_checkpoint(name = seeded_name("dense", s), config = ...) for s in SEEDS["cpu"]]
+    load("//tools/seeds:seeds.bzl", "SEEDS", "seeded_config", "seeded_name")
+    for s in SEEDS["cpu"]:
+        seeded_config(name = seeded_name("dense", s), seed = s, base = "base.textproto", scales = ...)
+        lm_checkpoint(name = seeded_name("dense", s), config = ":%s_config" % seeded_name("dense", s), ...)
 
 Which list is active follows --//tools/scale; macros that need the names at loading time (every scale's
 targets exist, only the active scale's are built) take ALL_SEEDS and select with `by_scale` where a target
 gathers them (`seeds_by_scale`).
 """
 
+load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
 
 # smoke: 2 (tests); cpu: 3 where a node is cheap (fits, probes, samples), CHEAP_NODE_SEEDS vs
@@ -51,11 +54,23 @@ def seed_tags(seed, seeds = SEEDS):
     `bazel test //...` at smoke never trains a seed only the paper scale needs."""
     return [] if seed in seeds["smoke"] + seeds["cpu"] else ["manual"]
 
-def seed_overlay(name, seed, tags = None):
+def _seed_overlay(name, seed, tags = None):
     """<name>.textproto: a config overlay `runtime { seed: <seed> }` for experiment_config(overlays=...)."""
     native.genrule(
         name = name,
         outs = [name + ".textproto"],
         cmd = "echo 'runtime { seed: %d }' > $@" % seed,
+        tags = tags,
+    )
+
+def seeded_config(name, seed, base, scales, overlays = [], tags = None):
+    """<name>_config: experiment_config of `base`, `scales` and `overlays`, then <name>_seed (_seed_overlay) last,
+    so the seed overrides any runtime.seed before it; `name` is a seeded_name."""
+    _seed_overlay(name = name + "_seed", seed = seed, tags = tags)
+    experiment_config(
+        name = name + "_config",
+        base = base,
+        scales = scales,
+        overlays = overlays + [":%s_seed" % name],
         tags = tags,
     )
