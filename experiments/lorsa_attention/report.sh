@@ -3,8 +3,8 @@
 # (summary_table, one row per seed), then the claims engine on claims.textproto and every seed's tidy CSVs
 # from evaluate_lorsa, merged per table (tables of mean +- 95% CI over seeds, figures, controls, verdicts;
 # verdicts.csv and the merged CSVs land in <out_dir>), then the top activations of the best-scoring Lorsa
-# heads as evaluate_lorsa listed them for each seed. With a pretrained base (HF_MODEL) no LM was trained: the
-# report names the model and its base LM table is empty.
+# heads as evaluate_lorsa listed them for each seed. With a pretrained base (HF_MODEL) no LM was trained: its
+# base LM table is empty (build_section.sh names the model).
 # Usage: report.sh <out_dir> <judge_claims> <plot_lines.sh> <summary_table> <claims.textproto> <results...>
 set -euo pipefail
 out_dir=$1
