@@ -15,7 +15,7 @@ fail() { echo "smoke_test: $*"; exit 1; }
 rows() { echo $(($(wc -l <"$1") - 1)); }
 col() { head -1 "$1" | tr , '\n' | grep -nx "$2" | cut -d: -f1; }
 
-# The smoke seeds of FACT_LM_SEEDS (//tools/seeds SEEDS), each in every CSV.
+# The smoke seeds of FACT_LM_SEEDS (fact_lms.bzl), each in every CSV.
 for t in recall patching block_contrasts neighbours; do
   seeds=$(awk -F, -v c="$(col "$out/$t.csv" seed)" 'NR > 1 { print $c }' "$out/$t.csv" | sort -u | tr '\n' ' ')
   [[ "$seeds" == "1 2 " ]] || fail "$t.csv: expected seeds 1 and 2, got '$seeds'"
