@@ -17,8 +17,9 @@ gathers them (`seeds_by_scale`).
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "by_scale")
 
-# smoke: 2 (tests); cpu: 3 where a node is cheap (fits, probes, samples), CHEAP_NODE_SEEDS vs
-# COSTLY_NODE_SEEDS for whole language models; paper: 3 (the papers report single runs or 3 seeds).
+# smoke: 2 (tests); cpu: 3 where a node is cheap (fits, probes, samples), COSTLY_SEEDS for whole language
+# models, and an experiment whose effects need more derives its own (e.g. dict(SEEDS, cpu = [1, 2, 3, 4]));
+# paper: 3 (the papers report single runs or 3 seeds).
 SEEDS = {
     "smoke": [1, 2],
     "cpu": [1, 2, 3],
