@@ -10,7 +10,7 @@ tidy CSVs carry a `seed` column so the claims engine (analysis/claims) computes 
         lm_checkpoint(name = seeded_name("dense", s), config = ":%s_config" % seeded_name("dense", s), ...)
 
 Which list is active follows --//tools/scale; macros that need the names at loading time (every scale's
-targets exist, only the active scale's are built) take ALL_SEEDS and select with `by_scale` where a target
+targets exist, only the active scale's are built) take all_seeds() and select with `by_scale` where a target
 gathers them (`seeds_by_scale`).
 """
 
@@ -51,9 +51,9 @@ def seeds_by_scale(name_fn, seeds = SEEDS):
     return by_scale({scale: [name_fn(s) for s in seeds[scale]] for scale in seeds})
 
 def seed_tags(seed, seeds = SEEDS):
-    """Tags of a target built at `seed`: manual when no wildcard-built scale (smoke, cpu) uses the seed, so
-    `bazel test //...` at smoke never trains a seed only the paper scale needs."""
-    return [] if seed in seeds["smoke"] + seeds["cpu"] else ["manual"]
+    """Tags of a target built at `seed`: manual unless smoke uses the seed, so `bazel test //...` (smoke) never
+    trains a seed only cpu or paper needs; a scale's reports pull in its seeds (seeds_by_scale)."""
+    return [] if seed in seeds["smoke"] else ["manual"]
 
 def _seed_overlay(name, seed, tags = None):
     """<name>.textproto: a config overlay `runtime { seed: <seed> }` for experiment_config(overlays=...)."""
