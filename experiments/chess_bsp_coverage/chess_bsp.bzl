@@ -6,7 +6,7 @@ the same metrics for a random initialisation of a model's config at each seed; c
 scale's outputs for the report."""
 
 load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 load("@chess_model//:settings.bzl", "CHESS_MODEL")
@@ -47,7 +47,7 @@ CPU_CONTROLS = [
 # its scale needs.
 def _tags(seed, at_cpu):
     """Tags of a seeded target: manual unless a wildcard build of smoke and cpu needs it."""
-    return [] if seed in CHESS_SEEDS["smoke"] and at_cpu else ["manual"]
+    return seed_tags(seed, CHESS_SEEDS) if at_cpu else ["manual"]
 
 _GAMES = "//datasets/chess:games"
 

@@ -5,7 +5,7 @@ experiment's token shards), <name> = <type>_budget<i>_size<j>_s<seed>. isoflop_g
 x size at every seed; isoflop_results: the active scale's runs and configs."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
@@ -29,9 +29,6 @@ ISOFLOP_TYPES = ["mlp", "swiglu", "moe", "peer", "sgatlin"]
 ABLATIONS = ["sgatlin_relu", "sgatlin_gelu", "sgatlin_swish", "sgatlin_peer_router"]
 ABLATION_POINT = (1, 1)  # (budget index, size index)
 
-# Seeds some wildcard-built scale uses; seeds only the paper scale uses are kept out of wildcard builds.
-_WILDCARD_SEEDS = [s for s in all_seeds(COSTLY_SEEDS) if s in COSTLY_SEEDS["smoke"] + COSTLY_SEEDS["cpu"]]
-
 def _in_grid(scale, budget_index, size_index):
     grid = GRID[scale]
     return budget_index < len(grid.budgets) and size_index < len(grid.sizes[budget_index])
@@ -49,10 +46,10 @@ def _points():
 def isoflop_run(name, ffn_type, budget_index, size_index, seed):
     """One run; a scale whose grid lacks the point fails its overlay with a message."""
 
-    # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only what both scales sweep.
-    wildcard = (seed in _WILDCARD_SEEDS and _in_grid("smoke", budget_index, size_index) and
-                _in_grid("cpu", budget_index, size_index))
-    tags = [] if wildcard else ["manual"]
+    # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only smoke's seeds (seed_tags) at
+    # points both scales sweep; the report pulls in the rest of its scale's grid.
+    in_both_grids = _in_grid("smoke", budget_index, size_index) and _in_grid("cpu", budget_index, size_index)
+    tags = seed_tags(seed, COSTLY_SEEDS) if in_both_grids else ["manual"]
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
