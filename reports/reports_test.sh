@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks the combined report built at the test's scale (smoke in `bazel test`): one section per experiment with
 # its manifest, verdicts.csv and figures, and a summary row per experiment whose counts are the claims' verdicts
-# in that experiment's verdicts.csv (kind "claim", summary rows only), with the controls counted apart.
+# in that experiment's verdicts.csv (kind "claim", summary rows only), with the controls and the design statements
+# (kind "design") counted apart.
 set -euo pipefail
 dir=$1
 report="$dir/report.md"
@@ -33,9 +34,11 @@ expected_counts() {
     v = f[col["verdict"]]
     if (f[col["kind"]] == "claim") claims[v]++
     else if (f[col["kind"]] == "control") { total++; if (v == "HOLDS") held++ }
+    else if (f[col["kind"]] == "design") design++
   }
-  END { printf "%d %d %d %d %d %d\n", claims["HOLDS"], claims["DOES NOT HOLD"], claims["UNRESOLVED"],
-        claims["NOT TESTABLE"], held, total }' "$1"
+  END { printf "%d %d %d %d %d %d %d %d\n", claims["HOLDS"], claims["DOES NOT HOLD"], claims["UNRESOLVED"],
+        claims["NOT TESTABLE"], held, total, claims["HOLDS"] + claims["DOES NOT HOLD"] + claims["UNRESOLVED"],
+        design }' "$1"
 }
 
 for n in "${experiments[@]}"; do
@@ -47,16 +50,17 @@ for n in "${experiments[@]}"; do
   grep -q '^build_identity: "libtorch: ' "$dir/$n/manifest.textproto" || fail "$n: no build identity"
   csv="$dir/$n/verdicts.csv"
   [[ -s "$csv" ]] || fail "no verdicts.csv for $n"
-  header="experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,n,paper_effect,reason"
+  header="experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,n,paper_effect,reason,confidence"
   [[ "$(head -1 "$csv")" == "$header" ]] ||
     fail "$n: verdicts.csv header is $(head -1 "$csv")"
   want=$(expected_counts "$csv") || fail "$n: verdicts.csv: $want"
-  # The summary row: | [n](#n) | holds | does not hold | unresolved | not testable | held / total |
+  # The summary row: | [n](#n) | holds | does not hold | unresolved | not testable | held / total | judged |
+  # chance | by construction |
   row=$(grep -F "| [$n](#$n) |" "$report" | head -1)
   [[ -n "$row" ]] || fail "no summary row for $n"
-  got=$(awk -F'|' '{ gsub(/\//, " ", $7); print $3, $4, $5, $6, $7 }' <<<"$row" | xargs)
+  got=$(awk -F'|' '{ gsub(/\//, " ", $7); print $3, $4, $5, $6, $7, $8, $10 }' <<<"$row" | xargs)
   [[ "$got" == "$want" ]] ||
-    fail "$n: summary row says '$got', verdicts.csv has '$want' (claims that hold, do not hold, are unresolved, are not testable; controls that hold, controls)"
+    fail "$n: summary row says '$got', verdicts.csv has '$want' (claims that hold, do not hold, are unresolved, are not testable; controls that hold, controls; empirical claims judged; design statements)"
   for f in "$dir/$n"/*.svg; do
     [[ -e "$f" ]] || continue
     grep -qF "]($n/$(basename "$f"))" "$report" || fail "figure $f not shown"

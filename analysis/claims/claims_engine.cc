@@ -99,7 +99,8 @@ absl::StatusOr<Sides> CollectSides(const Claim& claim, const TidyTable& table,
 // whichever way the metric improves; undefined (no interval) unless A, B and C
 // have the same seeds and B beats C (in `better`'s direction) in every seed, so
 // a seed where B is at or below chance cannot flip or blow up the ratio.
-LevelResult GainRatioInterval(const Claim& claim, const Sides& sides) {
+LevelResult GainRatioInterval(const Claim& claim, const Sides& sides,
+                              double confidence) {
   LevelResult out;
   out.method = IntervalMethod::kPairedT;
   const double sign = claim.better() == LOWER_IS_BETTER ? -1.0 : 1.0;
@@ -116,26 +117,36 @@ LevelResult GainRatioInterval(const Claim& claim, const Sides& sides) {
     if (sign * (b->second - c->second) <= 0) defined = false;
     per_seed.push_back((a - c->second) / (b->second - c->second) - 1.0);
   }
-  out.effect = MeanInterval(per_seed, kConfidence);
+  out.effect = MeanInterval(per_seed, confidence);
+  out.no_spread = NoSpread(per_seed);
   if (!defined || !AllFinite(per_seed))
     out.effect = Undefined(static_cast<int>(per_seed.size()));
   return out;
 }
 
-// Mean and interval of the A-against-B effect: one-sample, paired or Welch.
-LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
+// Mean and interval of the A-against-B effect at `confidence`: one-sample,
+// paired or Welch.
+LevelResult EffectInterval(const Claim& claim, const Sides& sides,
+                           double confidence) {
   LevelResult out;
+  out.confidence = confidence;
   const Effect effect =
       claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
-  if (effect == GAIN_RATIO) return GainRatioInterval(claim, sides);
+  if (effect == GAIN_RATIO) {
+    out = GainRatioInterval(claim, sides, confidence);
+    out.confidence = confidence;
+    return out;
+  }
   const std::vector<double> a_values = SeedValues(sides.a);
   const std::vector<double> b_values = SeedValues(sides.b);
   std::vector<double> paired;
   if (sides.against_reference) {
     for (double a : a_values)
       paired.push_back(EffectOf(a, claim.reference_value(), effect));
-    out.effect = MeanInterval(paired, kConfidence);
+    out.effect = MeanInterval(paired, confidence);
     out.method = IntervalMethod::kOneSampleT;
+    out.no_spread = NoSpread(paired);
+    if (!AllFinite(paired)) out.effect = Undefined(out.effect.n);
     return out;
   }
   bool same_seeds = sides.a.size() == sides.b.size();
@@ -148,27 +159,20 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides) {
     paired.push_back(EffectOf(value, it->second, effect));
   }
   if (same_seeds) {
-    out.effect = MeanInterval(paired, kConfidence);
+    out.effect = MeanInterval(paired, confidence);
     out.method = IntervalMethod::kPairedT;
+    out.no_spread = NoSpread(paired);
     // A relative effect over a seed whose B is 0 is undefined: no interval.
     if (!AllFinite(paired)) out.effect = Undefined(out.effect.n);
     return out;
   }
-  // Unpaired: Welch's interval of the difference; relative effects divide it by
-  // B's mean.
+  // Unpaired: Welch's interval of the difference; a relative effect's interval
+  // carries B's uncertainty too (RatioInterval).
   out.method = IntervalMethod::kWelchT;
-  out.effect = WelchInterval(a_values, b_values, kConfidence);
-  if (effect == RELATIVE_DIFFERENCE && !b_values.empty()) {
-    const double mean_b = Mean(b_values);
-    if (mean_b == 0) {
-      out.effect = Undefined(out.effect.n);
-      return out;
-    }
-    out.effect.estimate /= mean_b;
-    out.effect.low /= mean_b;
-    out.effect.high /= mean_b;
-    if (mean_b < 0) std::swap(out.effect.low, out.effect.high);
-  }
+  out.no_spread = NoSpread(a_values) && NoSpread(b_values);
+  out.effect = effect == RELATIVE_DIFFERENCE
+                   ? RatioInterval(a_values, b_values, confidence)
+                   : WelchInterval(a_values, b_values, confidence);
   return out;
 }
 
@@ -256,10 +260,15 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
   };
   const bool pooled = claim.quantifier() == POOLED && !claim.over().empty();
   if (!pooled) {
+    // Simultaneous intervals over the levels (Bonferroni): a claim over L
+    // levels errs anywhere with probability at most 5%.
+    const int family = static_cast<int>(levels.size());
+    const double confidence = 1.0 - (1.0 - kConfidence) / family;
     for (const std::string& level : levels) {
       auto sides = CollectSides(claim, table, level);
       if (!sides.ok()) return sides.status();
-      LevelResult level_result = EffectInterval(claim, *sides);
+      LevelResult level_result = EffectInterval(claim, *sides, confidence);
+      level_result.family_size = family;
       level_result.level = level;
       level_result.verdict = judge(level_result.effect);
       result.levels.push_back(level_result);
@@ -267,7 +276,9 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
     result.verdict = Every(result.levels);
     return result;
   }
-  // POOLED: per seed, the mean over levels of each side, then one interval.
+  // POOLED: per seed, the mean over levels of each side, then one interval;
+  // only seeds present at every level count, so each seed averages the same
+  // levels.
   Sides pooled_sides;
   std::map<std::string, int> a_count, b_count;
   for (const std::string& level : levels) {
@@ -279,9 +290,23 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
     for (const auto& [seed, v] : sides->b)
       pooled_sides.b[seed] += v, ++b_count[seed];
   }
-  for (auto& [seed, v] : pooled_sides.a) v /= a_count[seed];
-  for (auto& [seed, v] : pooled_sides.b) v /= b_count[seed];
-  LevelResult level_result = EffectInterval(claim, pooled_sides);
+  const int n_levels = static_cast<int>(levels.size());
+  for (auto* side : {&pooled_sides.a, &pooled_sides.b}) {
+    auto& count = side == &pooled_sides.a ? a_count : b_count;
+    for (auto it = side->begin(); it != side->end();) {
+      if (count[it->first] != n_levels) {
+        it = side->erase(it);
+      } else {
+        it->second /= n_levels;
+        ++it;
+      }
+    }
+  }
+  if (pooled_sides.a.empty())
+    return absl::NotFoundError(
+        absl::StrCat("claim ", claim.id(),
+                     ": no seed has rows at every level of ", claim.over()));
+  LevelResult level_result = EffectInterval(claim, pooled_sides, kConfidence);
   level_result.verdict = judge(level_result.effect);
   result.levels.push_back(level_result);
   result.verdict = level_result.verdict;
@@ -328,9 +353,11 @@ absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
     }
   }
   std::vector<double> slopes;
+  bool finite = true;
   for (const auto& [seed, curve] : curves) {
-    if (present[seed] == static_cast<int>(levels->size()))
-      slopes.push_back(Slope(*x, curve));
+    if (present[seed] != static_cast<int>(levels->size())) continue;
+    finite = finite && AllFinite(curve);
+    slopes.push_back(Slope(*x, curve));
   }
   if (slopes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -340,6 +367,9 @@ absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
   LevelResult level_result;
   level_result.effect = MeanInterval(slopes, kConfidence);
   level_result.method = IntervalMethod::kSlopeT;
+  level_result.no_spread = NoSpread(slopes);
+  // A relative effect over a zero B at some level: no slope.
+  if (!finite) level_result.effect = Undefined(level_result.effect.n);
   // The advantage grows: a rising effect, or a falling one when lower is
   // better.
   level_result.verdict = BetterVerdict(claim, level_result.effect);
@@ -450,8 +480,8 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
                               : absl::StrCat(" (", precondition.why(), ")"));
     }
     case Precondition::MIN_SEEDS: {
-      // Distinct seeds among arm A's rows (every level counted together).
-      std::set<std::string> seeds;
+      // Distinct seeds of each compared arm (A, B and GAIN_RATIO's baseline;
+      // every level counted together); the fewest count.
       const bool has_seed = (*table)->HasColumn(seed);
       const int seed_index = has_seed ? *(*table)->Column(seed) : -1;
       int arm_index = -1;
@@ -460,14 +490,24 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
         if (!index.ok()) return index.status();
         arm_index = *index;
       }
-      for (const auto& row : (*table)->rows()) {
-        if (!PassesFilters(**table, row, claim.where())) continue;
-        if (arm_index >= 0 && row[arm_index] != claim.a()) continue;
-        seeds.insert(has_seed ? row[seed_index] : "1");
+      std::vector<std::string> arms = {claim.a()};
+      if (arm_index >= 0) {
+        for (const std::string& arm : {claim.b(), claim.baseline()})
+          if (!arm.empty()) arms.push_back(arm);
       }
-      if (static_cast<int>(seeds.size()) >= precondition.min_seeds())
+      size_t fewest = std::numeric_limits<size_t>::max();
+      for (const std::string& arm : arms) {
+        std::set<std::string> seeds;
+        for (const auto& row : (*table)->rows()) {
+          if (!PassesFilters(**table, row, claim.where())) continue;
+          if (arm_index >= 0 && row[arm_index] != arm) continue;
+          seeds.insert(has_seed ? row[seed_index] : "1");
+        }
+        fewest = std::min(fewest, seeds.size());
+      }
+      if (static_cast<int>(fewest) >= precondition.min_seeds())
         return std::string();
-      return absl::StrCat("n = ", seeds.size(), " seeds, fewer than ",
+      return absl::StrCat("n = ", fewest, " seeds, fewer than ",
                           precondition.min_seeds(),
                           precondition.why().empty()
                               ? ""
@@ -653,6 +693,17 @@ absl::StatusOr<std::vector<std::string>> Levels(
 absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
   std::set<std::string> ids;
   std::set<std::string> control_ids;
+  std::set<std::string> replicates = {"seed"};
+  replicates.insert(claims.independent_replicates().begin(),
+                    claims.independent_replicates().end());
+  for (const Amendment& amendment : claims.amendments()) {
+    if (amendment.date().size() != 10 || amendment.what().empty() ||
+        amendment.why().empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("amendment '", amendment.what(),
+                       "': needs a date (YYYY-MM-DD), what and why"));
+    }
+  }
   auto check = [&](const Claim& claim, bool is_control) -> absl::Status {
     const std::string who =
         absl::StrCat(is_control ? "control " : "claim ", claim.id());
@@ -698,6 +749,45 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
     if (!claim.baseline().empty() && claim.effect() != GAIN_RATIO) {
       return absl::InvalidArgumentError(
           absl::StrCat(who, ": baseline is only read by effect GAIN_RATIO"));
+    }
+    if (!replicates.count(SeedColumnOrDefault(claim.seed_column()))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, ": its interval is over '", claim.seed_column(),
+          "', which is not declared an independent replicate "
+          "(independent_replicates): per-token or per-subject spreads are "
+          "descriptive, average them within a seed (average_over)"));
+    }
+    if (claim.basis() == BY_DESIGN) {
+      if (is_control || claim.design_reason().empty() ||
+          claim.comparison() == CORRELATION) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            who,
+            ": a BY_DESIGN statement is a claim (not a control, not a "
+            "CORRELATION) with a design_reason"));
+      }
+    } else if (!is_control && claim.not_testable_reason().empty()) {
+      if (claim.controls().empty() == claim.no_control_reason().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who,
+                         ": an empirical claim names controls or gives "
+                         "no_control_reason (one of the two)"));
+      }
+      if ((claim.comparison() == BETTER || claim.comparison() == MONOTONE) &&
+          (!(claim.smallest_effect() > 0) ||
+           claim.smallest_effect_reason().empty())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(who,
+                         ": an empirical BETTER or MONOTONE claim states its "
+                         "smallest_effect (> 0) and smallest_effect_reason"));
+      }
+    }
+    if (claim.seeds_needed() < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(who, ": seeds_needed < 0"));
+    if (claim.effect() == RELATIVE_DIFFERENCE && claim.b().empty() &&
+        claim.b_metric().empty() && claim.reference_value() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, ": a relative effect against reference_value 0 is undefined"));
     }
     if (claim.magnitude_claimed() && !claim.has_paper_effect()) {
       return absl::InvalidArgumentError(
@@ -757,9 +847,25 @@ absl::StatusOr<ClaimResult> JudgeClaim(
       return absl::InvalidArgumentError(
           absl::StrCat("claim ", claim.id(), ": no comparison"));
   }
-  // Controls first, then preconditions: either makes the claim NOT TESTABLE,
-  // the effect still shown.
+  // A design statement must not vary: a seed that differs is a wrong label.
+  if (judged.ok() && claim.basis() == BY_DESIGN) {
+    for (const LevelResult& level : judged->levels) {
+      if (level.effect.n >= 2 && !level.no_spread &&
+          level.method != IntervalMethod::kFisherZ) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "claim ", claim.id(),
+            " is BY_DESIGN but its effect differs between ", "seeds",
+            level.level.empty() ? "" : " at " + claim.over() + " = ",
+            level.level, " (mean ", level.effect.estimate,
+            "): a measured quantity is EMPIRICAL"));
+      }
+    }
+  }
+  // The claim's own reason, controls, preconditions, the seed plan and the
+  // noise estimate: each makes the claim NOT TESTABLE, the effect still shown.
   std::vector<std::string> reasons;
+  if (!claim.not_testable_reason().empty())
+    reasons.push_back(claim.not_testable_reason());
   for (const std::string& control : claim.controls()) {
     auto it = control_verdicts.find(control);
     const Verdict verdict =
@@ -786,6 +892,31 @@ absl::StatusOr<ClaimResult> JudgeClaim(
     return absl::Status(
         judged.status().code(),
         absl::StrCat("claim ", claim.id(), ": ", judged.status().message()));
+  }
+  // Claims only: a control may read one fixed model (the base LM every seed's
+  // fit shares), whose value no seed changes.
+  if (!is_control && claim.basis() == EMPIRICAL) {
+    int fewest = std::numeric_limits<int>::max();
+    for (const LevelResult& level : judged->levels) {
+      if (level.method != IntervalMethod::kFisherZ)
+        fewest = std::min(fewest, level.effect.n);
+      if (level.no_spread) {
+        reasons.push_back(absl::StrCat(
+            "every seed gives the same effect (", level.effect.estimate,
+            level.level.empty() ? "" : " at ",
+            level.level.empty() ? "" : claim.over() + " = " + level.level,
+            "): no noise estimate; a value fixed by the configuration is "
+            "basis BY_DESIGN"));
+        break;
+      }
+    }
+    if (claim.seeds_needed() > 0 && fewest < claim.seeds_needed()) {
+      reasons.push_back(absl::StrCat(
+          "underpowered: the seed plan needs n = ", claim.seeds_needed(),
+          " seeds for 80% power at the smallest effect of interest, the data "
+          "has n = ",
+          fewest));
+    }
   }
   if (!reasons.empty()) {
     judged->verdict = Verdict::kNotTestable;

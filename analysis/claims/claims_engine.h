@@ -5,7 +5,11 @@
 // (paired where both arms have the same seeds, Welch otherwise; GAIN_RATIO
 // paired only; Fisher z for correlations), and one verdict: HOLDS, DOES NOT
 // HOLD, UNRESOLVED or NOT TESTABLE. Controls are judged first; a claim whose
-// control does not hold, or whose precondition fails, is NOT TESTABLE.
+// control does not hold, or whose precondition fails, is NOT TESTABLE. A claim
+// over several levels has simultaneous intervals (Bonferroni: 95% family-wise).
+// An empirical claim whose seeds all give the same value is NOT TESTABLE (no
+// noise estimate); a BY_DESIGN claim must give the same value in every seed.
+// A claim with fewer seeds than its seed plan needs is NOT TESTABLE.
 #ifndef SPARSE_LAYERS_ANALYSIS_CLAIMS_CLAIMS_ENGINE_H_
 #define SPARSE_LAYERS_ANALYSIS_CLAIMS_CLAIMS_ENGINE_H_
 
@@ -48,6 +52,12 @@ struct LevelResult {
   Interval effect;
   IntervalMethod method = IntervalMethod::kPairedT;
   Verdict verdict = Verdict::kUnresolved;
+  // The interval's own confidence: 1 - 0.05 / levels for a claim over several
+  // levels (Bonferroni), so its levels' intervals hold together at 95%.
+  double confidence = kConfidence;
+  int family_size = 1;
+  // Every seed (n >= 2) gave the same effect: no noise estimate (NoSpread).
+  bool no_spread = false;
 };
 
 struct ClaimResult {

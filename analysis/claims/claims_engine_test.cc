@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "analysis/claims/section_renderer.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -234,12 +235,12 @@ TEST(ClaimsEngine, GainRatioKeepsAShareOfTheBaselinesGainOverTheControl) {
 }
 
 TEST(ClaimsEngine, GainRatioIsOrientedForLowerIsBetterAndNeedsBToBeatC) {
-  // Cross-entropy (lower is better): C = 3, B = 1, A = 2 keeps half of B's
-  // gain: -0.5 in every seed, so NOT_WORSE within 0.6 holds and within 0.4
-  // does not (no sign flip).
+  // Cross-entropy (lower is better): C = 3, B = 1, A = 2 +- 0.02 keeps about
+  // half of B's gain: -0.5 +- 0.01, so NOT_WORSE within 0.6 holds and within
+  // 0.4 does not (no sign flip).
   const std::string csv =
-      "arm,seed,ce\nnew,1,2\nnew,2,2\nold,1,1\nold,2,1\n"
-      "random,1,3\nrandom,2,3\n";
+      "arm,seed,ce\nnew,1,2\nnew,2,2.02\nnew,3,1.98\nold,1,1\nold,2,1\n"
+      "old,3,1\nrandom,1,3\nrandom,2,3\nrandom,3,3\n";
   const std::string claim =
       "id: 'c' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' "
       "baseline: 'random' metric: 'ce' better: LOWER_IS_BETTER "
@@ -300,10 +301,12 @@ TEST(ClaimSet, FiltersNotRunMakeTheirClaimsNotTestable) {
       "experiment: 'x' "
       "claims { id: 'gelu' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' "
       "where { column: 'base' value: 'gelu' } metric: 'f1' "
-      "better: HIGHER_IS_BETTER comparison: BETTER } "
+      "better: HIGHER_IS_BETTER comparison: BETTER smallest_effect: 0.01 "
+      "smallest_effect_reason: 'r' no_control_reason: 'n' } "
       "claims { id: 'swiglu' table: 't.csv' arm_column: 'arm' a: 'new' "
       "b: 'old' where { column: 'base' value: 'swiglu' } metric: 'f1' "
-      "better: HIGHER_IS_BETTER comparison: BETTER }",
+      "better: HIGHER_IS_BETTER comparison: BETTER smallest_effect: 0.01 "
+      "smallest_effect_reason: 'r' no_control_reason: 'n' }",
       &set));
   const Tables tables = OneTable(
       "base,arm,seed,f1\ngelu,new,1,0.6\ngelu,new,2,0.62\ngelu,new,3,0.61\n"
@@ -331,14 +334,17 @@ TEST(ClaimSet, ArmsNotRunMakeTheirClaimsNotTestableAndCatchTypos) {
       "a: 'skip' b: 'random_skip' metric: 'f1' better: HIGHER_IS_BETTER "
       "comparison: BETTER } "
       "claims { id: 'new_beats_old' table: 't.csv' arm_column: 'arm' a: 'new' "
-      "b: 'old' metric: 'f1' better: HIGHER_IS_BETTER comparison: BETTER } "
+      "b: 'old' metric: 'f1' better: HIGHER_IS_BETTER comparison: BETTER "
+      "smallest_effect: 0.01 smallest_effect_reason: 'r' no_control_reason: "
+      "'n' } "
       "claims { id: 'new_beats_skip' table: 't.csv' arm_column: 'arm' "
       "a: 'new' b: 'skip' metric: 'f1' better: HIGHER_IS_BETTER "
-      "comparison: BETTER controls: 'skip_beats_random' } "
+      "comparison: BETTER controls: 'skip_beats_random' smallest_effect: 0.01 "
+      "smallest_effect_reason: 'r' } "
       "claims { id: 'new_keeps_gain' table: 't.csv' arm_column: 'arm' "
       "a: 'new' b: 'old' baseline: 'chance' metric: 'f1' "
       "better: HIGHER_IS_BETTER effect: GAIN_RATIO comparison: NOT_WORSE "
-      "tolerance: 0.5 }",
+      "tolerance: 0.5 no_control_reason: 'n' }",
       &set));
   // The arm `skip` and its random initialisation are not trained at this
   // scale: they have no rows.
@@ -462,7 +468,8 @@ TEST(ClaimsEngine, MonotoneOnLogScale) {
   std::string csv = "arm,k,seed,loss\n";
   for (int seed = 1; seed <= 3; ++seed) {
     for (int k : {2, 4, 8, 16}) {
-      const double gap = -0.1 * std::log2(k) - 0.01 * seed;
+      const double gap =
+          (-0.1 + 0.001 * (seed - 2)) * std::log2(k) - 0.01 * seed;
       csv += "new," + std::to_string(k) + "," + std::to_string(seed) + "," +
              std::to_string(1.0 + gap) + "\n";
       csv += "old," + std::to_string(k) + "," + std::to_string(seed) + ",1\n";
@@ -575,7 +582,8 @@ TEST(ClaimSet, ValidationNamesTheProblem) {
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
       "experiment: 'x' claims { id: 'c' table: 't.csv' arm_column: 'arm' a: "
       "'new' b: 'old' metric: 'nope' "
-      "better: LOWER_IS_BETTER comparison: BETTER }",
+      "better: LOWER_IS_BETTER comparison: BETTER smallest_effect: 0.01 "
+      "smallest_effect_reason: 'r' no_control_reason: 'n' }",
       &set));
   const Tables tables = OneTable("arm,seed,loss\nnew,1,1\nold,1,2\n");
   const absl::Status status = ValidateClaimSet(set, tables);
@@ -583,6 +591,7 @@ TEST(ClaimSet, ValidationNamesTheProblem) {
   EXPECT_NE(status.message().find("no column 'nope'"), std::string::npos)
       << status;
   set.mutable_claims(0)->set_metric("loss");
+  set.mutable_claims(0)->clear_no_control_reason();
   set.mutable_claims(0)->add_controls("undefined");
   EXPECT_NE(ValidateClaimSet(set, tables).message().find("control 'undefined'"),
             std::string::npos);
@@ -613,6 +622,282 @@ TEST(Renderer, VerdictLineCarriesEffectIntervalAndN) {
                       "-0.4258], n = 3 seeds (paired t)"),
             std::string::npos)
       << line;
+}
+
+// Issue 44: design statements apart, simultaneous intervals, one unit of
+// replication, the seed plan. Each test below failed on the engine before it.
+
+ClaimSet ParseSet(const std::string& text) {
+  ClaimSet set;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &set))
+      << text;
+  return set;
+}
+
+TEST(Basis, ADesignStatementThatVariesBetweenSeedsIsAnError) {
+  const Claim claim = ParseClaim(
+      kBetter + " basis: BY_DESIGN design_reason: 'the config fixes it'");
+  auto varies = JudgeClaim(
+      claim, false,
+      OneTable("arm,seed,loss\nnew,1,1.0\nnew,2,1.1\nold,1,2.0\nold,2,2.0\n"),
+      {});
+  ASSERT_FALSE(varies.ok());
+  EXPECT_NE(varies.status().message().find("BY_DESIGN but its effect differs"),
+            std::string::npos)
+      << varies.status();
+  auto fixed = JudgeClaim(
+      claim, false,
+      OneTable("arm,seed,loss\nnew,1,1.0\nnew,2,1.0\nold,1,2.0\nold,2,2.0\n"),
+      {});
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->verdict, Verdict::kHolds);
+}
+
+TEST(Basis, AnEmpiricalClaimWhoseSeedsAgreeIsNotTestable) {
+  // A zero-width interval used to read HOLDS without any noise estimate.
+  const ClaimResult r = Judge(
+      kBetter, "arm,seed,loss\nnew,1,1.0\nnew,2,1.0\nold,1,2.0\nold,2,2.0\n");
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  EXPECT_NE(r.reason.find("every seed gives the same effect"),
+            std::string::npos)
+      << r.reason;
+  // Unpaired arms that are each constant: Welch's se is 0 too.
+  const ClaimResult welch = Judge(
+      kBetter, "arm,seed,loss\nnew,1,1.0\nnew,2,1.0\nold,3,2.0\nold,4,2.0\n");
+  EXPECT_EQ(welch.levels[0].method, IntervalMethod::kWelchT);
+  EXPECT_EQ(welch.verdict, Verdict::kNotTestable);
+  // A control may read one fixed model that every seed shares (the base LM):
+  // it is judged on its value.
+  Claim control = ParseClaim(kBetter);
+  auto fixed = JudgeClaim(
+      control, true,
+      OneTable("arm,seed,loss\nnew,1,1.0\nnew,2,1.0\nold,1,2.0\nold,2,2.0\n"),
+      {});
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->verdict, Verdict::kHolds);
+}
+
+TEST(Basis, DesignStatementsAreListedApartAndNeverCounted) {
+  const ClaimSet set = ParseSet(
+      "experiment: 'x' "
+      "claims { id: 'd' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' "
+      "  metric: 'params' better: HIGHER_IS_BETTER comparison: BETTER "
+      "  basis: BY_DESIGN design_reason: 'width 2x' } "
+      "claims { id: 'e' table: 't.csv' arm_column: 'arm' a: 'new' b: 'old' "
+      "  metric: 'loss' better: LOWER_IS_BETTER comparison: BETTER "
+      "  smallest_effect: 0.1 smallest_effect_reason: 'r' "
+      "  no_control_reason: 'none' }");
+  const Tables tables = OneTable(
+      "arm,seed,params,loss\nnew,1,20,1.0\nnew,2,20,1.4\nnew,3,20,0.95\n"
+      "old,1,10,1.5\nold,2,10,2.0\nold,3,10,1.5\n");
+  auto results = JudgeClaimSet(set, tables);
+  ASSERT_TRUE(results.ok()) << results.status();
+  const TidyTable verdicts = VerdictsTable("x", *results);
+  EXPECT_NE(verdicts.ToCsv().find("x,design,d,"), std::string::npos);
+  auto summary = SummarizeVerdicts({verdicts});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  // One empirical claim (HOLDS), judged; the design statement apart.
+  EXPECT_NE(summary->find("| [x](#x) | 1 | 0 | 0 | 0 | 0 / 0 | 1 | 0.05 | 1 |"),
+            std::string::npos)
+      << *summary;
+  auto section = RenderSection(set, tables, *results, {});
+  ASSERT_TRUE(section.ok()) << section.status();
+  EXPECT_NE(section->find("## Checked by construction"), std::string::npos);
+  EXPECT_NE(section->find("1 empirical claims judged"), std::string::npos)
+      << *section;
+  auto checked = VerifyVerdicts(set, verdicts, 2);
+  EXPECT_TRUE(checked.ok()) << checked.status();
+}
+
+TEST(Bonferroni, FiveLevelsHaveSimultaneousIntervals) {
+  // At each k the paired differences are -3, -4, -5 (mean -4, s 1): the
+  // interval is -4 +- t_{1 - 0.01/2, 2} / sqrt(3) = -4 +- 9.9248 / sqrt(3)
+  // (each level at 99%), where a per-level 95% interval was -4 +- 4.3027 /
+  // sqrt(3) and excluded zero.
+  std::string csv = "arm,seed,k,loss\n";
+  for (int k = 1; k <= 5; ++k) {
+    for (int seed = 1; seed <= 3; ++seed) {
+      absl::StrAppend(&csv, "new,", seed, ",", k, ",", 8 - seed, "\n", "old,",
+                      seed, ",", k, ",10\n");
+    }
+  }
+  const ClaimResult r = Judge(kBetter + " over: 'k' quantifier: EVERY", csv);
+  ASSERT_EQ(r.levels.size(), 5u);
+  for (const LevelResult& level : r.levels) {
+    EXPECT_EQ(level.family_size, 5);
+    EXPECT_NEAR(level.confidence, 0.99, 1e-12);
+    EXPECT_NEAR(level.effect.low, -4 - 9.924843 / std::sqrt(3.0), 1e-5);
+    EXPECT_NEAR(level.effect.high, -4 + 9.924843 / std::sqrt(3.0), 1e-5);
+    EXPECT_EQ(level.verdict, Verdict::kUnresolved);
+  }
+  EXPECT_EQ(r.verdict, Verdict::kUnresolved);
+  EXPECT_NE(RenderVerdict(r).find("99% CI ["), std::string::npos)
+      << RenderVerdict(r);
+  // One level alone keeps its 95% interval, which excludes zero.
+  const ClaimResult one =
+      Judge(kBetter + " where { column: 'k' value: '1' }", csv);
+  EXPECT_NEAR(one.levels[0].effect.high, -4 + 4.302653 / std::sqrt(3.0), 1e-5);
+  EXPECT_EQ(one.verdict, Verdict::kHolds);
+}
+
+TEST(Replicates, AClaimOverTokensIsRejected) {
+  ClaimSet set = ParseSet(
+      "experiment: 'x' "
+      "controls { id: 'c' table: 't.csv' a: 'x' metric: 'loss' "
+      "  better: LOWER_IS_BETTER comparison: BETTER seed_column: 'token_id' }");
+  const Tables tables = OneTable("token_id,seed,loss\n1,1,1\n2,1,2\n3,1,1.5\n");
+  const absl::Status status = ValidateClaimSet(set, tables);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("not declared an independent replicate"),
+            std::string::npos)
+      << status;
+  // Declared as indexing independent trainings, it is accepted.
+  set.add_independent_replicates("token_id");
+  EXPECT_TRUE(ValidateClaimSet(set, tables).ok());
+}
+
+TEST(MinSeeds, CountsEveryComparedArm) {
+  // A has 3 seeds, B only 2: the comparison rests on 2.
+  const std::string claim =
+      kBetter + " preconditions { kind: MIN_SEEDS min_seeds: 3 why: 'noise' }";
+  const ClaimResult r = Judge(claim,
+                              "arm,seed,loss\nnew,1,1.0\nnew,2,1.1\nnew,3,0.9\n"
+                              "old,1,2.0\nold,2,2.2\n");
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  EXPECT_NE(r.reason.find("n = 2 seeds, fewer than 3"), std::string::npos)
+      << r.reason;
+}
+
+TEST(SeedPlan, FewerSeedsThanPlannedAreUnderpowered) {
+  const ClaimResult r =
+      Judge(kBetter + " seeds_needed: 4",
+            "arm,seed,loss\nnew,1,1.0\nnew,2,1.4\nnew,3,0.95\n"
+            "old,1,1.5\nold,2,2.0\nold,3,1.5\n");
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  EXPECT_NE(r.reason.find("underpowered: the seed plan needs n = 4"),
+            std::string::npos)
+      << r.reason;
+  // The effect is still shown.
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.55, 1e-12);
+}
+
+TEST(NotTestableReason, IsTheVerdictWithTheEffectShown) {
+  const ClaimResult r =
+      Judge(kBetter + " not_testable_reason: 'holds at initialisation'",
+            "arm,seed,loss\nnew,1,1.0\nnew,2,1.4\nnew,3,0.95\n"
+            "old,1,1.5\nold,2,2.0\nold,3,1.5\n");
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  EXPECT_EQ(r.reason, "holds at initialisation");
+  EXPECT_NEAR(r.levels[0].effect.estimate, -0.55, 1e-12);
+}
+
+TEST(Welch, ARelativeEffectCarriesBsUncertainty) {
+  // A = {8, 10, 12} (seeds 1-3), B = {4, 5, 6} (seeds 4-6): 10 / 5 - 1 = 1.
+  // Delta method: var(mean A) / 25 + 100 var(mean B) / 625 = 0.0533 + 0.0533
+  // on Welch-Satterthwaite's df = 4; the old rule, the difference's interval
+  // over B's mean, had var (4/3 + 1/3) / 25 = 0.0667 as if B's mean were exact.
+  const ClaimResult r = Judge(kBetter + " effect: RELATIVE_DIFFERENCE",
+                              "arm,seed,loss\nnew,1,8\nnew,2,10\nnew,3,12\n"
+                              "old,4,4\nold,5,5\nold,6,6\n");
+  ASSERT_EQ(r.levels[0].method, IntervalMethod::kWelchT);
+  const double half =
+      StudentTQuantile(0.975, 4.0) * std::sqrt(4.0 / 75 + 4.0 / 75);
+  EXPECT_NEAR(r.levels[0].effect.estimate, 1.0, 1e-12);
+  EXPECT_NEAR(r.levels[0].effect.low, 1.0 - half, 1e-9);
+  EXPECT_NEAR(r.levels[0].effect.high, 1.0 + half, 1e-9);
+  const Interval welch = WelchInterval({8, 10, 12}, {4, 5, 6}, kConfidence);
+  EXPECT_GT(half, (welch.high - welch.estimate) / 5 + 0.05);
+}
+
+TEST(Pooled, EachSeedAveragesTheSameLevels) {
+  // Seed 3 has no row at k = 2: it would average only k = 1, where both arms
+  // are far apart; it is left out, not pooled over fewer levels.
+  const std::string claim = kBetter + " over: 'k' quantifier: POOLED";
+  const ClaimResult r =
+      Judge(claim,
+            "arm,seed,k,loss\n"
+            "new,1,1,1.0\nnew,1,2,2.0\nold,1,1,1.2\nold,1,2,2.1\n"
+            "new,2,1,1.1\nnew,2,2,2.0\nold,2,1,1.2\nold,2,2,2.2\n"
+            "new,3,1,0.0\nold,3,1,5.0\n");
+  EXPECT_EQ(r.levels[0].effect.n, 2);
+  EXPECT_NEAR(r.levels[0].effect.estimate, (-0.15 + -0.15) / 2, 1e-12);
+}
+
+TEST(ZeroBaseline, ARelativeEffectOverZeroIsUndefinedOnEveryPath) {
+  const std::string relative = kBetter + " effect: RELATIVE_DIFFERENCE";
+  // Paired: B is 0 in seed 2.
+  EXPECT_TRUE(std::isnan(Judge(relative,
+                               "arm,seed,loss\nnew,1,1\nnew,2,1\nnew,3,2\n"
+                               "old,1,2\nold,2,0\nold,3,3\n")
+                             .levels[0]
+                             .effect.estimate));
+  // Welch: B's mean is 0.
+  const ClaimResult welch =
+      Judge(relative, "arm,seed,loss\nnew,1,1\nnew,2,2\nold,3,-1\nold,4,1\n");
+  EXPECT_TRUE(std::isnan(welch.levels[0].effect.estimate));
+  EXPECT_EQ(welch.verdict, Verdict::kUnresolved);
+  // Against a reference value of 0: a validation error, and undefined if
+  // judged directly.
+  const std::string reference =
+      "id: 'c' table: 't.csv' a: 'x' metric: 'loss' better: LOWER_IS_BETTER "
+      "comparison: BETTER effect: RELATIVE_DIFFERENCE reference_value: 0 "
+      "smallest_effect: 0.1 smallest_effect_reason: 'r' no_control_reason: 'n'";
+  const ClaimResult one = Judge(reference, "seed,loss\n1,1\n2,2\n3,3\n");
+  EXPECT_TRUE(std::isnan(one.levels[0].effect.estimate));
+  EXPECT_EQ(one.verdict, Verdict::kUnresolved);
+  ClaimSet set = ParseSet("experiment: 'x'");
+  *set.add_claims() = ParseClaim(reference);
+  EXPECT_NE(ValidateClaimSet(set, OneTable("seed,loss\n1,1\n"))
+                .message()
+                .find("reference_value 0 is undefined"),
+            std::string::npos);
+  // MONOTONE: B is 0 at one level of seed 1.
+  const ClaimResult slope =
+      Judge(std::string(kArms) +
+                "effect: RELATIVE_DIFFERENCE comparison: MONOTONE over: 'k'",
+            "arm,seed,k,loss\nnew,1,1,1\nnew,1,2,2\nold,1,1,0\nold,1,2,3\n"
+            "new,2,1,1\nnew,2,2,2\nold,2,1,2\nold,2,2,3\n");
+  EXPECT_TRUE(std::isnan(slope.levels[0].effect.estimate));
+  EXPECT_TRUE(std::isinf(slope.levels[0].effect.low));
+  EXPECT_EQ(slope.verdict, Verdict::kUnresolved);
+  // POOLED: B's mean over levels is 0 in seed 1.
+  const ClaimResult pooled =
+      Judge(relative + " over: 'k' quantifier: POOLED",
+            "arm,seed,k,loss\nnew,1,1,1\nnew,1,2,2\nold,1,1,-1\nold,1,2,1\n"
+            "new,2,1,1\nnew,2,2,2\nold,2,1,2\nold,2,2,3\n");
+  EXPECT_TRUE(std::isnan(pooled.levels[0].effect.estimate));
+}
+
+TEST(ClaimSet, AnEmpiricalClaimNamesAControlAndItsSmallestEffect) {
+  ClaimSet set = ParseSet(
+      "experiment: 'x' claims { id: 'c' table: 't.csv' arm_column: 'arm' "
+      "a: 'new' b: 'old' metric: 'loss' better: LOWER_IS_BETTER "
+      "comparison: BETTER smallest_effect: 0.1 smallest_effect_reason: 'r' }");
+  const Tables tables = OneTable("arm,seed,loss\nnew,1,1\nold,1,2\n");
+  EXPECT_NE(ValidateClaimSet(set, tables).message().find("no_control_reason"),
+            std::string::npos);
+  set.mutable_claims(0)->set_no_control_reason("none applies");
+  EXPECT_TRUE(ValidateClaimSet(set, tables).ok());
+  set.mutable_claims(0)->clear_smallest_effect();
+  EXPECT_NE(ValidateClaimSet(set, tables).message().find("smallest_effect"),
+            std::string::npos);
+}
+
+TEST(Renderer, SeedPlanAndAmendmentsArePrinted) {
+  const ClaimSet set = ParseSet(
+      "experiment: 'x' seed_plan: 'pilot: smoke; n = 6' "
+      "amendments { date: '2026-11-26' what: 'seeds 4-6 added' "
+      "why: 'after looking at C2' }");
+  auto section = RenderSection(set, {}, {}, {});
+  ASSERT_TRUE(section.ok()) << section.status();
+  EXPECT_NE(section->find("Seed plan (fixed before the run): pilot: smoke"),
+            std::string::npos);
+  EXPECT_NE(section->find("- 2026-11-26: seeds 4-6 added Why: after looking"),
+            std::string::npos)
+      << *section;
+  ClaimSet bad = set;
+  bad.mutable_amendments(0)->clear_why();
+  EXPECT_FALSE(ValidateClaimSet(bad, {}).ok());
 }
 
 }  // namespace

@@ -84,8 +84,9 @@ std::string IntervalText(const LevelResult& level, bool percent,
       (level.method == IntervalMethod::kFisherZ && e.n < 4)) {
     bounds = "no interval";
   } else {
-    bounds = absl::StrCat("95% CI [", Signed(e.low, percent), ", ",
-                          Signed(e.high, percent), "]");
+    bounds = absl::StrCat(Number(100.0 * level.confidence, 4), "% CI [",
+                          Signed(e.low, percent), ", ", Signed(e.high, percent),
+                          "]");
   }
   const std::string unit = level.method == IntervalMethod::kFisherZ
                                ? " points"
@@ -94,6 +95,16 @@ std::string IntervalText(const LevelResult& level, bool percent,
                                       : absl::StrCat(" (", seed_column, ")"));
   return absl::StrCat(Signed(e.estimate, percent), ", ", bounds, ", n = ", e.n,
                       unit, " (", IntervalMethodName(level.method), ")");
+}
+
+// What chance alone would resolve among `judged` empirical claims.
+std::string ChanceLine(int judged) {
+  return absl::StrFormat(
+      "Error rate: %d empirical claims judged (not NOT TESTABLE), each at a "
+      "95%% family-wise level over its levels (Bonferroni); with no true "
+      "effect anywhere, chance alone resolves each with probability at most "
+      "5%%, about %.2g of them in expectation. Not corrected across claims.",
+      judged, 0.05 * judged);
 }
 
 std::string Bold(Verdict verdict) {
@@ -307,7 +318,14 @@ std::string RenderVerdict(const ClaimResult& result) {
         IntervalText(result.levels[0], percent, claim.seed_column()), ".");
   } else if (per_level) {
     absl::StrAppend(&line, " ", EffectName(claim), " at each ", claim.over(),
-                    " below.");
+                    " below");
+    if (result.levels[0].family_size > 1) {
+      absl::StrAppend(&line, ", simultaneous 95% intervals over its ",
+                      result.levels[0].family_size,
+                      " levels (Bonferroni: each at ",
+                      Number(100.0 * result.levels[0].confidence, 4), "%)");
+    }
+    line += ".";
   } else {
     // Nothing measured (an arm not run, no rows): the effect it would be.
     absl::StrAppend(&line, " ", EffectName(claim), ": not measured.");
@@ -331,6 +349,20 @@ std::string RenderVerdict(const ClaimResult& result) {
   if (!claim.controls().empty()) {
     absl::StrAppend(&line, " Controls: ", absl::StrJoin(claim.controls(), ", "),
                     ".");
+  } else if (!claim.no_control_reason().empty()) {
+    absl::StrAppend(&line, " No control: ", claim.no_control_reason(), ".");
+  }
+  if (claim.basis() == BY_DESIGN)
+    absl::StrAppend(&line, " By design: ", claim.design_reason(), ".");
+  if (claim.has_smallest_effect() && claim.basis() == EMPIRICAL) {
+    absl::StrAppend(
+        &line, " Smallest effect of interest: ",
+        percent ? absl::StrFormat("%.2f%%", 100 * claim.smallest_effect())
+                : Number(claim.smallest_effect()),
+        claim.seeds_needed() > 0
+            ? absl::StrCat(" (seed plan: n = ", claim.seeds_needed(), ")")
+            : "",
+        ".");
   }
   if (!result.reason.empty())
     absl::StrAppend(&line, " Not testable: ", result.reason, ".");
@@ -351,6 +383,9 @@ absl::StatusOr<std::string> RenderSection(
   std::string out;
   for (const std::string& paragraph : claims.preamble())
     absl::StrAppend(&out, paragraph, "\n\n");
+  if (!claims.seed_plan().empty())
+    absl::StrAppend(
+        &out, "Seed plan (fixed before the run): ", claims.seed_plan(), "\n\n");
   if (claims.tables_size() > 0) {
     absl::StrAppend(&out,
                     "Table cells: mean ± half-width of the 95% t interval "
@@ -412,19 +447,33 @@ absl::StatusOr<std::string> RenderSection(
                       ".\n\n");
     }
   }
-  std::string controls, paper_claims;
+  std::string controls, paper_claims, design;
+  int judged = 0;
   for (const ClaimResult& result : results) {
-    absl::StrAppend(result.is_control ? &controls : &paper_claims,
+    const bool by_design = result.claim->basis() == BY_DESIGN;
+    absl::StrAppend(result.is_control ? &controls
+                    : by_design       ? &design
+                                      : &paper_claims,
                     RenderVerdict(result));
+    if (!result.is_control && !by_design &&
+        result.verdict != Verdict::kNotTestable)
+      ++judged;
   }
   if (!controls.empty()) {
     absl::StrAppend(
         &out, "## Controls and sanity checks (not counted as paper claims)\n\n",
         controls, "\n");
   }
+  if (!design.empty()) {
+    absl::StrAppend(&out,
+                    "## Checked by construction (fixed by the configuration or "
+                    "a theorem: design statements, not evidence, never "
+                    "counted)\n\n",
+                    design, "\n");
+  }
   if (!paper_claims.empty()) {
     absl::StrAppend(&out, "## The papers' claims on our data\n\n", paper_claims,
-                    "\n");
+                    "\n", ChanceLine(judged), "\n\n");
   }
   absl::StrAppend(&out,
                   "Verdicts: HOLDS when the 95% interval excludes zero in the "
@@ -432,18 +481,38 @@ absl::StatusOr<std::string> RenderSection(
                   "claimed magnitude), DOES NOT HOLD when it excludes zero the "
                   "other way (or the claimed "
                   "magnitude), UNRESOLVED when it contains zero, NOT TESTABLE "
-                  "when a control does not hold or a "
-                  "precondition fails (analysis/claims).\n");
+                  "when a control does not hold, a "
+                  "precondition fails, the seed plan's n is not reached or "
+                  "every seed gives the same value (analysis/claims).\n");
   for (const std::string& note : claims.notes())
     absl::StrAppend(&out, "\n", note, "\n");
+  if (claims.amendments_size() > 0) {
+    absl::StrAppend(&out,
+                    "\n## Amendments (changes of seeds, base models or claims "
+                    "after the seed plan)\n\n");
+    for (const Amendment& amendment : claims.amendments()) {
+      absl::StrAppend(&out, "- ", amendment.date(), ": ", amendment.what(),
+                      " Why: ", amendment.why(), "\n");
+    }
+  }
   return out;
 }
+
+namespace {
+
+// verdicts.csv's kind: a control, a design statement or an empirical claim.
+const char* KindName(const ClaimResult& result) {
+  if (result.is_control) return "control";
+  return result.claim->basis() == BY_DESIGN ? "design" : "claim";
+}
+
+}  // namespace
 
 TidyTable VerdictsTable(const std::string& experiment,
                         const std::vector<ClaimResult>& results) {
   std::string csv =
       "experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,"
-      "n,paper_effect,reason\n";
+      "n,paper_effect,reason,confidence\n";
   auto row = [&](const ClaimResult& result, const LevelResult* level,
                  bool summary) {
     const Claim& claim = *result.claim;
@@ -451,16 +520,16 @@ TidyTable VerdictsTable(const std::string& experiment,
     const bool bounded = level && !std::isinf(level->effect.low) &&
                          !std::isinf(level->effect.high);
     absl::StrAppend(
-        &csv, CsvField(experiment), ",",
-        result.is_control ? "control" : "claim", ",", CsvField(claim.id()), ",",
-        CsvField(claim.source()), ",", CsvField(claim.statement()), ",",
-        summary ? "" : CsvField(level->level), ",",
-        VerdictName(summary ? result.verdict : level->verdict), ",", effect,
-        ",", bounded ? Number(level->effect.low, 8) : "", ",",
+        &csv, CsvField(experiment), ",", KindName(result), ",",
+        CsvField(claim.id()), ",", CsvField(claim.source()), ",",
+        CsvField(claim.statement()), ",", summary ? "" : CsvField(level->level),
+        ",", VerdictName(summary ? result.verdict : level->verdict), ",",
+        effect, ",", bounded ? Number(level->effect.low, 8) : "", ",",
         bounded ? Number(level->effect.high, 8) : "", ",",
         level ? absl::StrCat(level->effect.n) : "", ",",
         claim.has_paper_effect() ? Number(claim.paper_effect(), 8) : "", ",",
-        summary ? CsvField(result.reason) : "", "\n");
+        summary ? CsvField(result.reason) : "", ",",
+        level ? Number(level->confidence, 8) : "", "\n");
   };
   for (const ClaimResult& result : results) {
     const bool per_level =
@@ -480,6 +549,7 @@ absl::StatusOr<std::string> SummarizeVerdicts(
   std::vector<std::string> order;
   std::map<std::string, std::map<std::string, int>> counts;
   std::map<std::string, std::pair<int, int>> controls;
+  std::map<std::string, int> design;
   for (const TidyTable& table : verdicts) {
     auto experiment = table.Column("experiment");
     auto kind = table.Column("kind");
@@ -504,6 +574,8 @@ absl::StatusOr<std::string> SummarizeVerdicts(
       }
       if (row[*kind] == "claim") {
         ++counts[name][v];
+      } else if (row[*kind] == "design") {
+        ++design[name];
       } else if (row[*kind] == "control") {
         ++controls[name].second;
         if (v == "HOLDS") ++controls[name].first;
@@ -515,15 +587,31 @@ absl::StatusOr<std::string> SummarizeVerdicts(
   }
   std::string out =
       "| experiment | holds | does not hold | unresolved | not testable | "
-      "controls that hold |\n"
-      "|---|---|---|---|---|---|\n";
+      "controls that hold | empirical claims judged | resolved by chance "
+      "alone (expected, at most) | checked by construction |\n"
+      "|---|---|---|---|---|---|---|---|---|\n";
+  int all_judged = 0;
   for (const std::string& name : order) {
     auto& c = counts[name];
+    const int judged = c["HOLDS"] + c["DOES NOT HOLD"] + c["UNRESOLVED"];
+    all_judged += judged;
     absl::StrAppend(&out, "| [", name, "](#", name, ") | ", c["HOLDS"], " | ",
                     c["DOES NOT HOLD"], " | ", c["UNRESOLVED"], " | ",
                     c["NOT TESTABLE"], " | ", controls[name].first, " / ",
-                    controls[name].second, " |\n");
+                    controls[name].second, " | ", judged, " | ",
+                    absl::StrFormat("%.2g", 0.05 * judged), " | ", design[name],
+                    " |\n");
   }
+  absl::StrAppend(
+      &out,
+      "\nEach empirical claim is judged at a 95% family-wise level over "
+      "its levels (Bonferroni): with no true effect, it resolves (HOLDS "
+      "or DOES NOT HOLD) by chance with probability at most 5%, so of the ",
+      all_judged, " judged here about ",
+      absl::StrFormat("%.2g", 0.05 * all_judged),
+      " would resolve by chance alone; claims are not corrected across each "
+      "other. Design statements (checked by construction) and controls are "
+      "never counted.\n");
   return out;
 }
 
@@ -532,7 +620,8 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
   std::map<std::string, std::string> kind_of;
   for (const Claim& control : claims.controls())
     kind_of[control.id()] = "control";
-  for (const Claim& claim : claims.claims()) kind_of[claim.id()] = "claim";
+  for (const Claim& claim : claims.claims())
+    kind_of[claim.id()] = claim.basis() == BY_DESIGN ? "design" : "claim";
   int columns[6];
   const char* names[6] = {"experiment", "kind", "id", "level", "verdict", "n"};
   for (int i = 0; i < 6; ++i) {

@@ -159,6 +159,69 @@ Interval WelchInterval(const std::vector<double>& a,
   return out;
 }
 
+Interval RatioInterval(const std::vector<double>& a,
+                       const std::vector<double>& b, double confidence) {
+  Interval out;
+  out.n = static_cast<int>(std::min(a.size(), b.size()));
+  out.low = -kInf;
+  out.high = kInf;
+  if (a.empty() || b.empty() || Mean(b) == 0.0) {
+    out.estimate = std::numeric_limits<double>::quiet_NaN();
+    return out;
+  }
+  const double mean_a = Mean(a), mean_b = Mean(b);
+  out.estimate = mean_a / mean_b - 1.0;
+  if (a.size() < 2 || b.size() < 2) return out;
+  // Delta method: the ratio's variance from both means' variances.
+  const double ca = Variance(a, mean_a) / a.size() / (mean_b * mean_b);
+  const double cb = mean_a * mean_a * Variance(b, mean_b) / b.size() /
+                    (mean_b * mean_b * mean_b * mean_b);
+  const double se = std::sqrt(ca + cb);
+  if (se == 0.0) {
+    out.low = out.high = out.estimate;
+    return out;
+  }
+  const double df = (ca + cb) * (ca + cb) /
+                    (ca * ca / (a.size() - 1.0) + cb * cb / (b.size() - 1.0));
+  const double half = StudentTQuantile(0.5 * (1.0 + confidence), df) * se;
+  out.low = out.estimate - half;
+  out.high = out.estimate + half;
+  return out;
+}
+
+bool NoSpread(const std::vector<double>& values) {
+  if (values.size() < 2) return false;
+  for (double v : values) {
+    if (!std::isfinite(v)) return false;
+  }
+  const auto [low, high] = std::minmax_element(values.begin(), values.end());
+  const double scale = std::max(std::fabs(*low), std::fabs(*high));
+  return *high - *low <= 1e-9 * std::max(scale, 1e-300);
+}
+
+int SeedsForPower(double sd, double effect, double alpha, double power,
+                  bool two_sided_band, int cap) {
+  if (!(effect > 0) || !std::isfinite(sd)) return cap + 1;
+  if (sd == 0.0) return 2;
+  for (int n = 2; n <= cap; ++n) {
+    const double df = n - 1.0;
+    const double critical = StudentTQuantile(1.0 - 0.5 * alpha, df);
+    const double shift = effect * std::sqrt(static_cast<double>(n)) / sd;
+    // P(T + shift > critical), T central t: the one-sided power.
+    double achieved = 1.0 - StudentTCdf(critical - shift, df);
+    // Both one-sided tests of an equivalence band must pass.
+    if (two_sided_band) achieved = 1.0 - 2.0 * (1.0 - achieved);
+    if (achieved >= power) return n;
+  }
+  return cap + 1;
+}
+
+double SdFromHalfWidth(double half, int n, double confidence) {
+  if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+  return half * std::sqrt(static_cast<double>(n)) /
+         StudentTQuantile(0.5 * (1.0 + confidence), n - 1.0);
+}
+
 Interval CorrelationInterval(const std::vector<double>& x,
                              const std::vector<double>& y, double confidence) {
   Interval out;

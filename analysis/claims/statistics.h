@@ -38,6 +38,31 @@ Interval MeanInterval(const std::vector<double>& values, double confidence);
 Interval WelchInterval(const std::vector<double>& a,
                        const std::vector<double>& b, double confidence);
 
+// mean(a) / mean(b) - 1 with a delta-method interval that carries both arms'
+// sampling variances (var(mean a) / mb^2 + ma^2 var(mean b) / mb^4) on
+// Welch-Satterthwaite degrees of freedom; undefined (NaN estimate, unbounded)
+// when mean(b) is 0, unbounded when either side has fewer than 2 values.
+Interval RatioInterval(const std::vector<double>& a,
+                       const std::vector<double>& b, double confidence);
+
+// Whether `values` (at least 2) agree to within 1e-9 of their scale: every seed
+// gave the same value, so a t interval has no noise estimate.
+bool NoSpread(const std::vector<double>& values);
+
+// The smallest n >= 2 at which a one-sample t test at two-sided level `alpha`
+// detects a true mean `effect` (> 0) with probability `power`, when values
+// scatter with standard deviation `sd`; uses the shifted central t
+// approximation to the noncentral t. `two_sided_band` (equivalence: both ends
+// of the interval inside +-effect when the truth is 0) needs both one-sided
+// tests to pass. Returns `cap` + 1 when even `cap` seeds are not enough.
+int SeedsForPower(double sd, double effect, double alpha, double power,
+                  bool two_sided_band, int cap);
+
+// The standard deviation behind a two-sided interval of half-width `half` at
+// `confidence` on n values (half = t_{(1+c)/2, n-1} sd / sqrt(n)); NaN for n
+// < 2.
+double SdFromHalfWidth(double half, int n, double confidence);
+
 // Pearson's r of (x, y) with Fisher's z interval tanh(atanh(r) +- z_{(1+c)/2} /
 // sqrt(m - 3)); unbounded (in
 // [-1, 1]) for m < 4 points. n is the number of points.

@@ -1,6 +1,7 @@
 #include "analysis/scaling/isoflop_frontier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -33,7 +34,12 @@ std::string Row(const std::vector<std::string>& fields) {
 
 }  // namespace
 
-absl::StatusOr<IsoflopCsv> IsoflopFrontier(const TidyTable& runs) {
+absl::StatusOr<IsoflopCsv> IsoflopFrontier(const TidyTable& runs,
+                                           double unigram_validation_loss) {
+  if (!std::isfinite(unigram_validation_loss) || unigram_validation_loss <= 0)
+    return absl::InvalidArgumentError(
+        absl::StrCat("unigram validation loss ", unigram_validation_loss,
+                     " is not a positive number"));
   std::map<std::string, int> at;
   for (const char* name :
        {"arm", "seed", "ffn", "budget", "parameters", "forward_flops_per_token",
@@ -102,7 +108,7 @@ absl::StatusOr<IsoflopCsv> IsoflopFrontier(const TidyTable& runs) {
   }
   out.frontier = Row({"ffn", "budget", "seed", "sizes", "best_size_rank",
                       "best_arm", "best_parameters", "best_validation_loss",
-                      "best_validation_perplexity"});
+                      "best_validation_perplexity", "unigram_validation_loss"});
   for (const auto& [key, group] : best) {
     const Run& run = parsed[group.run];
     absl::StrAppend(
@@ -110,7 +116,8 @@ absl::StatusOr<IsoflopCsv> IsoflopFrontier(const TidyTable& runs) {
         Row({run.ffn, run.budget_text, run.seed, absl::StrCat(group.sizes),
              absl::StrCat(group.rank), run.arm, (*run.row)[at["parameters"]],
              (*run.row)[at["validation_loss"]],
-             (*run.row)[at["validation_perplexity"]]}));
+             (*run.row)[at["validation_perplexity"]],
+             absl::StrFormat("%.6g", unigram_validation_loss)}));
   }
   return out;
 }

@@ -7,7 +7,9 @@
 //   frontier  per (ffn, budget, seed) the run of lowest validation loss over
 //             the swept sizes (Fig. 1's compute-optimal model): its arm,
 //             parameters, loss and perplexity, its rank among the sizes by
-//             parameters (0: the smallest) and how many sizes were swept.
+//             parameters (0: the smallest), how many sizes were swept, and
+//             the unigram control's validation loss (unigram_baseline.h), the
+//             loss every trained model must beat.
 // The input needs the columns arm, seed, ffn, budget, parameters,
 // forward_flops_per_token, validation_loss and validation_perplexity.
 #ifndef SPARSE_LAYERS_ANALYSIS_SCALING_ISOFLOP_FRONTIER_H_
@@ -25,7 +27,8 @@ struct IsoflopCsv {
   std::string frontier;
 };
 
-absl::StatusOr<IsoflopCsv> IsoflopFrontier(const claims::TidyTable& runs);
+absl::StatusOr<IsoflopCsv> IsoflopFrontier(const claims::TidyTable& runs,
+                                           double unigram_validation_loss);
 
 }  // namespace sparse_layers::analysis
 

@@ -12,6 +12,8 @@
 #include "absl/status/status.h"
 #include "analysis/claims/tidy_table.h"
 #include "analysis/scaling/isoflop_frontier.h"
+#include "analysis/scaling/unigram_baseline.h"
+#include "datasets/text/token_shards.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
 #include "tools/common/staged_outputs.h"
@@ -20,15 +22,20 @@ ABSL_FLAG(std::string, runs, "",
           "Tidy CSV of the runs (//tools/train:summary_table).");
 ABSL_FLAG(std::string, runs_out, "", "The runs with compute_sparsity.");
 ABSL_FLAG(std::string, frontier_out, "", "Best run per (ffn, budget, seed).");
+ABSL_FLAG(std::string, train_tokens, "",
+          "The training split's token manifest (the unigram control's fit).");
+ABSL_FLAG(std::string, validation_tokens, "",
+          "The validation split's token manifest (the runs' validation loss).");
 
 namespace sparse_layers::analysis {
 namespace {
 
 absl::Status Run() {
   const std::string path = absl::GetFlag(FLAGS_runs);
-  if (absl::Status s =
-          FirstError({RequiredFile(FLAGS_runs), RequiredFlag(FLAGS_runs_out),
-                      RequiredFlag(FLAGS_frontier_out)});
+  if (absl::Status s = FirstError(
+          {RequiredFile(FLAGS_runs), RequiredFlag(FLAGS_runs_out),
+           RequiredFlag(FLAGS_frontier_out), RequiredFile(FLAGS_train_tokens),
+           RequiredFile(FLAGS_validation_tokens)});
       !s.ok()) {
     return s;
   }
@@ -36,7 +43,14 @@ absl::Status Run() {
   if (!text.ok()) return text.status();
   auto runs = claims::TidyTable::Parse(*text, path);
   if (!runs.ok()) return runs.status();
-  auto tables = IsoflopFrontier(*runs);
+  auto train = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_train_tokens));
+  if (!train.ok()) return train.status();
+  auto validation =
+      datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_validation_tokens));
+  if (!validation.ok()) return validation.status();
+  auto unigram = UnigramCrossEntropy(**train, **validation);
+  if (!unigram.ok()) return unigram.status();
+  auto tables = IsoflopFrontier(*runs, *unigram);
   if (!tables.ok()) return tables.status();
   StagedOutputs outputs;  // Both tables or neither.
   if (absl::Status s =

@@ -1,5 +1,7 @@
 #include "analysis/scaling/isoflop_frontier.h"
 
+#include <cmath>
+
 #include "analysis/claims/tidy_table.h"
 #include "gtest/gtest.h"
 
@@ -21,7 +23,7 @@ constexpr char kRuns[] =
 TEST(IsoflopFrontierTest, AddsComputeSparsitySortedByBudget) {
   auto runs = TidyTable::Parse(kRuns, "runs.csv");
   ASSERT_TRUE(runs.ok()) << runs.status();
-  auto tables = IsoflopFrontier(*runs);
+  auto tables = IsoflopFrontier(*runs, 4.0);
   ASSERT_TRUE(tables.ok()) << tables.status();
   auto out = TidyTable::Parse(tables->runs, "isoflop.csv");
   ASSERT_TRUE(out.ok()) << out.status();
@@ -38,7 +40,7 @@ TEST(IsoflopFrontierTest, AddsComputeSparsitySortedByBudget) {
 TEST(IsoflopFrontierTest, BestSizePerFfnBudgetAndSeed) {
   auto runs = TidyTable::Parse(kRuns, "runs.csv");
   ASSERT_TRUE(runs.ok()) << runs.status();
-  auto tables = IsoflopFrontier(*runs);
+  auto tables = IsoflopFrontier(*runs, 4.0);
   ASSERT_TRUE(tables.ok()) << tables.status();
   auto frontier = TidyTable::Parse(tables->frontier, "frontier.csv");
   ASSERT_TRUE(frontier.ok()) << frontier.status();
@@ -56,6 +58,9 @@ TEST(IsoflopFrontierTest, BestSizePerFfnBudgetAndSeed) {
   EXPECT_EQ(frontier->rows()[2][*frontier->Column("best_arm")],
             "moe_budget0_size0");
   EXPECT_EQ(frontier->rows()[2][*frontier->Column("sizes")], "1");
+  // The unigram control's loss on every row, for the claims' b_metric.
+  EXPECT_EQ(moe[*frontier->Column("unigram_validation_loss")], "4");
+  EXPECT_FALSE(IsoflopFrontier(*runs, std::nan("")).ok());
 }
 
 TEST(IsoflopFrontierTest, MissingColumnOrNumberIsAnError) {
@@ -64,13 +69,13 @@ TEST(IsoflopFrontierTest, MissingColumnOrNumberIsAnError) {
       "validation_perplexity\na,b,1,1,1,1,1\n",
       "runs.csv");
   ASSERT_TRUE(no_seed.ok());
-  EXPECT_FALSE(IsoflopFrontier(*no_seed).ok());
+  EXPECT_FALSE(IsoflopFrontier(*no_seed, 4.0).ok());
   auto nan_loss = TidyTable::Parse(
       "arm,seed,ffn,budget,parameters,forward_flops_per_token,"
       "validation_loss,validation_perplexity\na,1,b,1,1,1,nan,1\n",
       "runs.csv");
   ASSERT_TRUE(nan_loss.ok());
-  EXPECT_FALSE(IsoflopFrontier(*nan_loss).ok());
+  EXPECT_FALSE(IsoflopFrontier(*nan_loss, 4.0).ok());
 }
 
 }  // namespace
