@@ -281,9 +281,13 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
   // levels.
   Sides pooled_sides;
   std::map<std::string, int> a_count, b_count;
+  bool level_without_spread = false;
   for (const std::string& level : levels) {
     auto sides = CollectSides(claim, table, level);
     if (!sides.ok()) return sides.status();
+    // Pooling must not make spread where a level has none.
+    level_without_spread = level_without_spread ||
+                           EffectInterval(claim, *sides, kConfidence).no_spread;
     pooled_sides.against_reference = sides->against_reference;
     for (const auto& [seed, v] : sides->a)
       pooled_sides.a[seed] += v, ++a_count[seed];
@@ -307,6 +311,7 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
         absl::StrCat("claim ", claim.id(),
                      ": no seed has rows at every level of ", claim.over()));
   LevelResult level_result = EffectInterval(claim, pooled_sides, kConfidence);
+  level_result.no_spread = level_result.no_spread || level_without_spread;
   level_result.verdict = judge(level_result.effect);
   result.levels.push_back(level_result);
   result.verdict = level_result.verdict;
@@ -383,7 +388,9 @@ absl::StatusOr<ClaimResult> JudgeCorrelation(const Claim& claim,
                                              ClaimResult result) {
   auto levels = Levels(table, claim.where(), claim.over());
   if (!levels.ok()) return levels.status();
-  std::vector<double> xs, ys;
+  // Per seed, A's and B's metric at every level; only seeds with both sides at
+  // every level count, so each r is over the same levels.
+  std::map<std::string, std::vector<double>> xs, ys;
   for (const std::string& level : *levels) {
     auto sides = CollectSides(claim, table, level);
     if (!sides.ok()) return sides.status();
@@ -391,13 +398,33 @@ absl::StatusOr<ClaimResult> JudgeCorrelation(const Claim& claim,
       return absl::InvalidArgumentError(absl::StrCat(
           "claim ", claim.id(), ": CORRELATION needs b or b_metric"));
     }
-    if (sides->a.empty() || sides->b.empty()) continue;
-    xs.push_back(Mean(SeedValues(sides->a)));
-    ys.push_back(Mean(SeedValues(sides->b)));
+    for (const auto& [seed, a] : sides->a) {
+      auto b = sides->b.find(seed);
+      if (b == sides->b.end()) continue;
+      xs[seed].push_back(a);
+      ys[seed].push_back(b->second);
+    }
+  }
+  // One r per seed (a trained model), Fisher's z of each, a t interval over
+  // seeds, back to r: the replicates are trainings, not levels.
+  std::vector<double> z;
+  for (const auto& [seed, x] : xs) {
+    if (x.size() != levels->size() || x.size() < 3) continue;
+    const double r = CorrelationInterval(x, ys[seed], kConfidence).estimate;
+    z.push_back(
+        std::isnan(r) ? r : std::atanh(std::clamp(r, -1 + 1e-12, 1 - 1e-12)));
   }
   LevelResult level_result;
-  level_result.effect = CorrelationInterval(xs, ys, kConfidence);
   level_result.method = IntervalMethod::kFisherZ;
+  level_result.effect = AllFinite(z) ? MeanInterval(z, kConfidence)
+                                     : Undefined(static_cast<int>(z.size()));
+  level_result.no_spread = NoSpread(z);
+  for (double* bound : {&level_result.effect.estimate, &level_result.effect.low,
+                        &level_result.effect.high}) {
+    if (std::isfinite(*bound)) *bound = std::tanh(*bound);
+  }
+  if (std::isinf(level_result.effect.low)) level_result.effect.low = -1.0;
+  if (std::isinf(level_result.effect.high)) level_result.effect.high = 1.0;
   const Interval& r = level_result.effect;
   const bool negative = claim.negative_correlation();
   if (std::isnan(r.estimate)) {
@@ -564,7 +591,7 @@ const char* IntervalMethodName(IntervalMethod method) {
     case IntervalMethod::kSlopeT:
       return "t over per-seed slopes";
     case IntervalMethod::kFisherZ:
-      return "Fisher z";
+      return "t over per-seed Fisher z";
   }
   return "?";
 }
@@ -732,8 +759,8 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
     }
     if ((claim.comparison() == WITHIN || claim.comparison() == NOT_WORSE) &&
         claim.tolerance() <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(who, ": WITHIN needs a positive tolerance"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          who, ": WITHIN and NOT_WORSE need a positive tolerance"));
     }
     if (claim.effect() == GAIN_RATIO &&
         (claim.baseline().empty() || claim.b().empty() ||
@@ -850,8 +877,7 @@ absl::StatusOr<ClaimResult> JudgeClaim(
   // A design statement must not vary: a seed that differs is a wrong label.
   if (judged.ok() && claim.basis() == BY_DESIGN) {
     for (const LevelResult& level : judged->levels) {
-      if (level.effect.n >= 2 && !level.no_spread &&
-          level.method != IntervalMethod::kFisherZ) {
+      if (level.effect.n >= 2 && !level.no_spread) {
         return absl::InvalidArgumentError(absl::StrCat(
             "claim ", claim.id(),
             " is BY_DESIGN but its effect differs between ", "seeds",
@@ -897,19 +923,24 @@ absl::StatusOr<ClaimResult> JudgeClaim(
   // fit shares), whose value no seed changes.
   if (!is_control && claim.basis() == EMPIRICAL) {
     int fewest = std::numeric_limits<int>::max();
+    bool undefined = false, flat = false;
     for (const LevelResult& level : judged->levels) {
-      if (level.method != IntervalMethod::kFisherZ)
-        fewest = std::min(fewest, level.effect.n);
-      if (level.no_spread) {
+      fewest = std::min(fewest, level.effect.n);
+      undefined = undefined || std::isnan(level.effect.estimate);
+      if (level.no_spread && !flat) {
+        flat = true;
         reasons.push_back(absl::StrCat(
             "every seed gives the same effect (", level.effect.estimate,
             level.level.empty() ? "" : " at ",
             level.level.empty() ? "" : claim.over() + " = " + level.level,
             "): no noise estimate; a value fixed by the configuration is "
             "basis BY_DESIGN"));
-        break;
       }
     }
+    // No estimate (a relative effect over a B of zero): nothing was judged.
+    if (undefined)
+      reasons.push_back(
+          "the effect is undefined (a relative effect over B = 0)");
     if (claim.seeds_needed() > 0 && fewest < claim.seeds_needed()) {
       reasons.push_back(absl::StrCat(
           "underpowered: the seed plan needs n = ", claim.seeds_needed(),

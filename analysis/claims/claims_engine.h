@@ -3,7 +3,8 @@
 // tables. Each effect (A - B, A / B - 1, or GAIN_RATIO's (A - C) / (B - C) - 1
 // against a control arm C) gets its mean and 95% Student-t interval over seeds
 // (paired where both arms have the same seeds, Welch otherwise; GAIN_RATIO
-// paired only; Fisher z for correlations), and one verdict: HOLDS, DOES NOT
+// paired only; for correlations, each seed's r across the levels and a t
+// interval of their Fisher z over seeds), and one verdict: HOLDS, DOES NOT
 // HOLD, UNRESOLVED or NOT TESTABLE. Controls are judged first; a claim whose
 // control does not hold, or whose precondition fails, is NOT TESTABLE. A claim
 // over several levels has simultaneous intervals (Bonferroni: 95% family-wise).

@@ -116,20 +116,21 @@ TEST(ClaimsEngine, RelativeDifferencePairsBySeed) {
   EXPECT_EQ(r.verdict, Verdict::kHolds);
 }
 
-TEST(ClaimsEngine, RelativeDifferenceOverAZeroBaselineIsUnresolved) {
+TEST(ClaimsEngine, RelativeDifferenceOverAZeroBaselineIsNotTestable) {
   // Seed 3's B is 0: A / B - 1 is undefined there, so no interval, however
-  // favourable the other seeds (a bound like NOT_WORSE must not hold on it).
+  // favourable the other seeds (a bound like NOT_WORSE must not hold on it):
+  // nothing is judged, so the claim is NOT TESTABLE, not a counted UNRESOLVED.
   const std::string csv =
       "arm,seed,loss\nnew,1,9\nnew,2,8\nnew,3,1\nold,1,10\nold,2,10\nold,3,0\n";
   const ClaimResult r = Judge(kBetter + " effect: RELATIVE_DIFFERENCE", csv);
   EXPECT_TRUE(std::isnan(r.levels[0].effect.estimate));
-  EXPECT_EQ(r.verdict, Verdict::kUnresolved);
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
   const ClaimResult bound =
       Judge(std::string(kArms) +
                 "effect: RELATIVE_DIFFERENCE comparison: NOT_WORSE "
                 "tolerance: 0.5",
             csv);
-  EXPECT_EQ(bound.verdict, Verdict::kUnresolved);
+  EXPECT_EQ(bound.verdict, Verdict::kNotTestable);
 }
 
 TEST(ClaimsEngine, AMeanThatCancelsToRoundingIsZero) {
@@ -142,7 +143,7 @@ TEST(ClaimsEngine, AMeanThatCancelsToRoundingIsZero) {
   const ClaimResult r =
       Judge(kBetter + " effect: RELATIVE_DIFFERENCE average_over: 'unit'", csv);
   EXPECT_TRUE(std::isnan(r.levels[0].effect.estimate));
-  EXPECT_EQ(r.verdict, Verdict::kUnresolved);
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
   // A small mean well above the rounding of its terms is kept.
   const ClaimResult small =
       Judge(kBetter + " effect: RELATIVE_DIFFERENCE",
@@ -231,7 +232,7 @@ TEST(ClaimsEngine, GainRatioKeepsAShareOfTheBaselinesGainOverTheControl) {
             "old,1,0.5\nold,2,0.72\nold,3,0.66\n"
             "random,1,0.5\nrandom,2,0.5\nrandom,3,0.5\n");
   EXPECT_TRUE(std::isnan(no_gain.levels[0].effect.estimate));
-  EXPECT_EQ(no_gain.verdict, Verdict::kUnresolved);
+  EXPECT_EQ(no_gain.verdict, Verdict::kNotTestable);
 }
 
 TEST(ClaimsEngine, GainRatioIsOrientedForLowerIsBetterAndNeedsBToBeatC) {
@@ -257,7 +258,7 @@ TEST(ClaimsEngine, GainRatioIsOrientedForLowerIsBetterAndNeedsBToBeatC) {
             "random,1,3\nrandom,2,3\n");
   EXPECT_TRUE(std::isnan(b_below_chance.levels[0].effect.estimate));
   EXPECT_EQ(b_below_chance.levels[0].effect.n, 2);
-  EXPECT_EQ(b_below_chance.verdict, Verdict::kUnresolved);
+  EXPECT_EQ(b_below_chance.verdict, Verdict::kNotTestable);
 }
 
 TEST(ClaimSet, GainRatioNeedsABaselineArm) {
@@ -529,25 +530,38 @@ TEST(ClaimsEngine, MonotoneSlopeOverSeeds) {
   EXPECT_EQ(r.verdict, Verdict::kHolds);
 }
 
-TEST(ClaimsEngine, CorrelationOverFourPointsIsWide) {
+TEST(ClaimsEngine, CorrelationIsOverSeedsNotLevels) {
   const std::string claim =
       "id: 'c' table: 't.csv' arm_column: 'arm' a: 'lorsa' b: 'sae' metric: "
-      "'fvu' comparison: CORRELATION "
-      "over: 'block'";
-  // r = 0.8 over 4 blocks: Fisher z cannot exclude 0.
-  const ClaimResult few = Judge(
-      claim,
+      "'fvu' comparison: CORRELATION over: 'block'";
+  // One seed: its r = 0.8 over 4 blocks is one observation, no interval (the
+  // old rule took Fisher z over the 4 blocks as if they were replicates).
+  const std::string one_seed =
       "arm,block,seed,fvu\nlorsa,0,1,1\nlorsa,1,1,2\nlorsa,2,1,3\nlorsa,3,1,4\n"
-      "sae,0,1,1\nsae,1,1,3\nsae,2,1,2\nsae,3,1,4\n");
-  EXPECT_NEAR(few.levels[0].effect.estimate, 0.8, 1e-12);
+      "sae,0,1,1\nsae,1,1,3\nsae,2,1,2\nsae,3,1,4\n";
+  const ClaimResult few = Judge(claim, one_seed);
+  EXPECT_NEAR(few.levels[0].effect.estimate, 0.8, 1e-9);
+  EXPECT_EQ(few.levels[0].effect.n, 1);
   EXPECT_EQ(few.verdict, Verdict::kUnresolved);
+  // Three seeds with r = 0.8, 0.4, 0.6 (SAE values permuted per seed): the t
+  // interval of their Fisher z over seeds, back through tanh.
   std::string csv = "arm,block,seed,fvu\n";
-  for (int b = 0; b < 10; ++b) {
-    csv += "lorsa," + std::to_string(b) + ",1," + std::to_string(b) + "\n";
-    csv += "sae," + std::to_string(b) + ",1," +
-           std::to_string(b + (b % 2) * 0.5) + "\n";
+  const int sae[3][4] = {{1, 3, 2, 4}, {2, 3, 1, 4}, {2, 1, 4, 3}};
+  for (int seed = 1; seed <= 3; ++seed) {
+    for (int b = 0; b < 4; ++b) {
+      absl::StrAppend(&csv, "lorsa,", b, ",", seed, ",", b + 1, "\n", "sae,", b,
+                      ",", seed, ",", sae[seed - 1][b], "\n");
+    }
   }
-  EXPECT_EQ(Judge(claim, csv).verdict, Verdict::kHolds);
+  const ClaimResult r = Judge(claim, csv);
+  const std::vector<double> z = {std::atanh(0.8), std::atanh(0.4),
+                                 std::atanh(0.6)};
+  const Interval zi = MeanInterval(z, kConfidence);
+  EXPECT_EQ(r.levels[0].effect.n, 3);
+  EXPECT_NEAR(r.levels[0].effect.estimate, std::tanh(zi.estimate), 1e-9);
+  EXPECT_NEAR(r.levels[0].effect.low, std::tanh(zi.low), 1e-9);
+  EXPECT_NEAR(r.levels[0].effect.high, std::tanh(zi.high), 1e-9);
+  EXPECT_EQ(r.verdict, zi.low > 0 ? Verdict::kHolds : Verdict::kUnresolved);
 }
 
 TEST(ClaimsEngine, AgainstAnotherColumnOfTheSameRows) {
@@ -709,6 +723,29 @@ TEST(Basis, DesignStatementsAreListedApartAndNeverCounted) {
   EXPECT_TRUE(checked.ok()) << checked.status();
 }
 
+TEST(Verify, ACountedVerdictOnAZeroWidthIntervalIsAnError) {
+  const ClaimSet set = ParseSet(
+      "experiment: 'x' claims { id: 'c' comparison: BETTER } "
+      "claims { id: 'd' comparison: BETTER basis: BY_DESIGN }");
+  const std::string header =
+      "experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,"
+      "n,paper_effect,reason,confidence\n";
+  const std::string design = "x,design,d,,,,HOLDS,1,1,1,3,,,0.95\n";
+  auto flat = TidyTable::Parse(
+      header + "x,claim,c,,,,HOLDS,1,1,1,3,,,0.95\n" + design, "v.csv");
+  ASSERT_TRUE(flat.ok());
+  auto checked = VerifyVerdicts(set, *flat, 2);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_NE(checked.status().message().find("zero-width interval"),
+            std::string::npos)
+      << checked.status();
+  // A design statement may have one; a claim with spread passes.
+  auto fine = TidyTable::Parse(
+      header + "x,claim,c,,,,HOLDS,1,0.5,1.5,3,,,0.95\n" + design, "v.csv");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_TRUE(VerifyVerdicts(set, *fine, 2).ok());
+}
+
 TEST(Bonferroni, FiveLevelsHaveSimultaneousIntervals) {
   // At each k the paired differences are -3, -4, -5 (mean -4, s 1): the
   // interval is -4 +- t_{1 - 0.01/2, 2} / sqrt(3) = -4 +- 9.9248 / sqrt(3)
@@ -835,7 +872,13 @@ TEST(ZeroBaseline, ARelativeEffectOverZeroIsUndefinedOnEveryPath) {
   const ClaimResult welch =
       Judge(relative, "arm,seed,loss\nnew,1,1\nnew,2,2\nold,3,-1\nold,4,1\n");
   EXPECT_TRUE(std::isnan(welch.levels[0].effect.estimate));
-  EXPECT_EQ(welch.verdict, Verdict::kUnresolved);
+  EXPECT_NE(welch.reason.find("undefined"), std::string::npos) << welch.reason;
+  // Welch: B's mean is 0.5 but its own interval (t_{.975,1} 1.5) reaches 0.
+  EXPECT_TRUE(std::isnan(
+      Judge(relative, "arm,seed,loss\nnew,1,1\nnew,2,2\nold,3,-1\nold,4,2\n")
+          .levels[0]
+          .effect.estimate));
+  EXPECT_EQ(welch.verdict, Verdict::kNotTestable);
   // Against a reference value of 0: a validation error, and undefined if
   // judged directly.
   const std::string reference =
@@ -844,7 +887,7 @@ TEST(ZeroBaseline, ARelativeEffectOverZeroIsUndefinedOnEveryPath) {
       "smallest_effect: 0.1 smallest_effect_reason: 'r' no_control_reason: 'n'";
   const ClaimResult one = Judge(reference, "seed,loss\n1,1\n2,2\n3,3\n");
   EXPECT_TRUE(std::isnan(one.levels[0].effect.estimate));
-  EXPECT_EQ(one.verdict, Verdict::kUnresolved);
+  EXPECT_EQ(one.verdict, Verdict::kNotTestable);
   ClaimSet set = ParseSet("experiment: 'x'");
   *set.add_claims() = ParseClaim(reference);
   EXPECT_NE(ValidateClaimSet(set, OneTable("seed,loss\n1,1\n"))
@@ -859,7 +902,7 @@ TEST(ZeroBaseline, ARelativeEffectOverZeroIsUndefinedOnEveryPath) {
             "new,2,1,1\nnew,2,2,2\nold,2,1,2\nold,2,2,3\n");
   EXPECT_TRUE(std::isnan(slope.levels[0].effect.estimate));
   EXPECT_TRUE(std::isinf(slope.levels[0].effect.low));
-  EXPECT_EQ(slope.verdict, Verdict::kUnresolved);
+  EXPECT_EQ(slope.verdict, Verdict::kNotTestable);
   // POOLED: B's mean over levels is 0 in seed 1.
   const ClaimResult pooled =
       Judge(relative + " over: 'k' quantifier: POOLED",
@@ -890,8 +933,7 @@ TEST(Renderer, SeedPlanAndAmendmentsArePrinted) {
       "why: 'after looking at C2' }");
   auto section = RenderSection(set, {}, {}, {});
   ASSERT_TRUE(section.ok()) << section.status();
-  EXPECT_NE(section->find("Seed plan (fixed before the run): pilot: smoke"),
-            std::string::npos);
+  EXPECT_NE(section->find("Seed plan: pilot: smoke"), std::string::npos);
   EXPECT_NE(section->find("- 2026-11-26: seeds 4-6 added Why: after looking"),
             std::string::npos)
       << *section;

@@ -71,10 +71,11 @@ grep -q 'mxd,2,4.02,' "$dir/out/ce.points.csv" || fail "figure points"
 "$judge" --summarize "$dir/out/verdicts.csv" | grep -qxF '| [toy](#toy) | 1 | 0 | 0 | 1 | 1 / 2 | 1 | 0.05 | 1 |' ||
   fail "summary"
 
-# The seed plan from this run as the pilot: C1's sd 0.03055 at each of its 2 levels, for 0.05 at 2.5% each.
+# The seed plan from this run as the pilot: C1's sd 0.03055 at each of its 2 levels, for 0.05 at 2.5% each and
+# 0.8^(1/2) = 89% power each (7 seeds give 88.9%).
 "$plan" --claims="$dir/claims.textproto" --pilot="$dir/out/verdicts.csv" --max_seeds=3 >"$dir/plan.md"
 cat "$dir/plan.md"
-grep -q '^| C1 | 0.05 | 2 | 3 | 0.03055 | 7 | underpowered (needs 7) |$' "$dir/plan.md" || fail "seed plan of C1"
+grep -q '^| C1 | 0.05 | 2 | 3 | 0.03055 | 8 | underpowered (needs 8) |$' "$dir/plan.md" || fail "seed plan of C1"
 grep -q '^| D1 | .*not planned: design statement' "$dir/plan.md" || fail "seed plan of D1"
 
 # --verify: the section's verdicts against its claims file (what every experiment's smoke test runs).

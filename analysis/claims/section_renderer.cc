@@ -80,30 +80,30 @@ std::string IntervalText(const LevelResult& level, bool percent,
                          const std::string& seed_column) {
   const Interval& e = level.effect;
   std::string bounds;
-  if (std::isinf(e.low) || std::isinf(e.high) ||
-      (level.method == IntervalMethod::kFisherZ && e.n < 4)) {
+  if (std::isinf(e.low) || std::isinf(e.high) || std::isnan(e.estimate) ||
+      (level.method == IntervalMethod::kFisherZ && e.n < 2)) {
     bounds = "no interval";
   } else {
     bounds = absl::StrCat(Number(100.0 * level.confidence, 4), "% CI [",
                           Signed(e.low, percent), ", ", Signed(e.high, percent),
                           "]");
   }
-  const std::string unit = level.method == IntervalMethod::kFisherZ
-                               ? " points"
-                               : (seed_column.empty() || seed_column == "seed"
-                                      ? (e.n == 1 ? " seed" : " seeds")
-                                      : absl::StrCat(" (", seed_column, ")"));
+  const std::string unit = seed_column.empty() || seed_column == "seed"
+                               ? (e.n == 1 ? " seed" : " seeds")
+                               : absl::StrCat(" (", seed_column, ")");
   return absl::StrCat(Signed(e.estimate, percent), ", ", bounds, ", n = ", e.n,
                       unit, " (", IntervalMethodName(level.method), ")");
 }
 
-// What chance alone would resolve among `judged` empirical claims.
+// How many of `judged` empirical claims' verdicts chance alone would make
+// wrong.
 std::string ChanceLine(int judged) {
   return absl::StrFormat(
       "Error rate: %d empirical claims judged (not NOT TESTABLE), each at a "
-      "95%% family-wise level over its levels (Bonferroni); with no true "
-      "effect anywhere, chance alone resolves each with probability at most "
-      "5%%, about %.2g of them in expectation. Not corrected across claims.",
+      "95%% family-wise level over its levels (Bonferroni): each verdict "
+      "(HOLDS or DOES NOT HOLD) is wrong with probability at most 5%%, so at "
+      "most about %.2g wrong verdicts are expected by chance alone. Not "
+      "corrected across claims.",
       judged, 0.05 * judged);
 }
 
@@ -384,8 +384,7 @@ absl::StatusOr<std::string> RenderSection(
   for (const std::string& paragraph : claims.preamble())
     absl::StrAppend(&out, paragraph, "\n\n");
   if (!claims.seed_plan().empty())
-    absl::StrAppend(
-        &out, "Seed plan (fixed before the run): ", claims.seed_plan(), "\n\n");
+    absl::StrAppend(&out, "Seed plan: ", claims.seed_plan(), "\n\n");
   if (claims.tables_size() > 0) {
     absl::StrAppend(&out,
                     "Table cells: mean ± half-width of the 95% t interval "
@@ -476,7 +475,8 @@ absl::StatusOr<std::string> RenderSection(
                     "\n", ChanceLine(judged), "\n\n");
   }
   absl::StrAppend(&out,
-                  "Verdicts: HOLDS when the 95% interval excludes zero in the "
+                  "Verdicts: HOLDS when the interval (95%, simultaneous over a "
+                  "claim's levels) excludes zero in the "
                   "paper's direction (and reaches a "
                   "claimed magnitude), DOES NOT HOLD when it excludes zero the "
                   "other way (or the claimed "
@@ -604,14 +604,14 @@ absl::StatusOr<std::string> SummarizeVerdicts(
   }
   absl::StrAppend(
       &out,
-      "\nEach empirical claim is judged at a 95% family-wise level over "
-      "its levels (Bonferroni): with no true effect, it resolves (HOLDS "
-      "or DOES NOT HOLD) by chance with probability at most 5%, so of the ",
-      all_judged, " judged here about ",
+      "\nEach empirical claim is judged at a 95% family-wise level over its "
+      "levels (Bonferroni): its verdict (HOLDS or DOES NOT HOLD) is wrong with "
+      "probability at most 5%, so of the ",
+      all_judged, " judged here at most about ",
       absl::StrFormat("%.2g", 0.05 * all_judged),
-      " would resolve by chance alone; claims are not corrected across each "
-      "other. Design statements (checked by construction) and controls are "
-      "never counted.\n");
+      " verdicts are expected wrong by chance alone; claims are not corrected "
+      "across each other. Design statements (checked by construction) and "
+      "controls are never counted.\n");
   return out;
 }
 
@@ -622,9 +622,10 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
     kind_of[control.id()] = "control";
   for (const Claim& claim : claims.claims())
     kind_of[claim.id()] = claim.basis() == BY_DESIGN ? "design" : "claim";
-  int columns[6];
-  const char* names[6] = {"experiment", "kind", "id", "level", "verdict", "n"};
-  for (int i = 0; i < 6; ++i) {
+  int columns[8];
+  const char* names[8] = {"experiment", "kind", "id",     "level",
+                          "verdict",    "n",    "ci_low", "ci_high"};
+  for (int i = 0; i < 8; ++i) {
     auto index = verdicts.Column(names[i]);
     if (!index.ok()) return index.status();
     columns[i] = *index;
@@ -654,6 +655,14 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
                        "' is not in the vocabulary"));
     }
     if (row[columns[3]].empty()) ++summary_rows[id];
+    // A counted verdict rests on a noise estimate: never a zero-width interval.
+    if (it->second == "claim" && row[columns[3]].empty() &&
+        (v == "HOLDS" || v == "DOES NOT HOLD") && !row[columns[6]].empty() &&
+        row[columns[6]] == row[columns[7]]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(verdicts.name(), ": claim ", id, " is ", v,
+                       " on a zero-width interval"));
+    }
     if (min_n > 0 && !row[columns[5]].empty()) {
       auto n =
           ParseNumber(row[columns[5]], absl::StrCat(verdicts.name(), " ", id));

@@ -42,7 +42,8 @@ absl::StatusOr<std::string> RenderSection(
     const std::vector<ClaimResult>& results, const RenderOptions& options);
 
 // verdicts.csv:
-// experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,n,paper_effect,reason;
+// experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,n,paper_effect,reason,confidence;
+// kind is control, claim or design (a BY_DESIGN claim);
 // one row per claim (level empty) and one per level of claims checked at every
 // level.
 TidyTable VerdictsTable(const std::string& experiment,
@@ -56,9 +57,12 @@ absl::StatusOr<std::string> SummarizeVerdicts(
 
 // Checks a section's verdicts.csv against its claims file, as smoke tests need:
 // every control and claim has exactly one summary row of the right kind, no row
-// names an unknown id, every verdict is in the vocabulary, and every interval
-// rests on at least `min_n` observations (0: no check). Returns how many were
-// checked.
+// names an unknown id, every verdict is in the vocabulary, no claim's summary
+// row HOLDS or DOES NOT HOLD on a zero-width interval (a claim over levels
+// gives its verdict per level too; those rows are not counted, and the engine
+// reads a claim with a level of no spread NOT TESTABLE), and every interval
+// rests on at least
+// `min_n` observations (0: no check). Returns how many were checked.
 absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
                                    const TidyTable& verdicts, int min_n);
 

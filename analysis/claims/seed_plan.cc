@@ -77,8 +77,7 @@ absl::StatusOr<std::vector<ClaimPlan>> PlanSeeds(const ClaimSet& claims,
     if (claim.basis() == BY_DESIGN) {
       plan.why_not = "design statement";
     } else if (claim.comparison() == CORRELATION) {
-      plan.why_not =
-          "a correlation over levels: its n is the levels, not seeds";
+      plan.why_not = "a correlation: no effect of interest in r";
     } else if (band || claim.comparison() == NOT_WORSE) {
       plan.effect_of_interest = std::fabs(claim.tolerance());
     } else {
@@ -92,15 +91,21 @@ absl::StatusOr<std::vector<ClaimPlan>> PlanSeeds(const ClaimSet& claims,
       plans.push_back(plan);
       continue;
     }
-    // A claim's levels if the pilot has them, else its one summary row.
+    // An EVERY claim's levels if the pilot has them; a claim with one interval
+    // (POOLED, MONOTONE, a single comparison) its summary row.
+    const bool every = claim.quantifier() != POOLED &&
+                       claim.comparison() != MONOTONE && !claim.over().empty();
     std::vector<PilotRow> levels;
-    for (const PilotRow& row : found->second)
-      if (!row.level.empty()) levels.push_back(row);
+    for (const PilotRow& row : found->second) {
+      if (every ? !row.level.empty() : row.level.empty()) levels.push_back(row);
+    }
     if (levels.empty()) levels = found->second;
     plan.levels = static_cast<int>(levels.size());
     plan.pilot_n = cap + 1;
-    // Each level at the Bonferroni share of 5%, as the engine judges it.
+    // Each level at the Bonferroni share of 5%, as the engine judges it, and
+    // at power^(1/L), so that every level holds together with `power`.
     const double alpha = (1.0 - kConfidence) / plan.levels;
+    const double level_power = std::pow(power, 1.0 / plan.levels);
     for (const PilotRow& row : levels) {
       plan.pilot_n = std::min(plan.pilot_n, row.n);
       if (!row.bounded || row.n < 2) {
@@ -109,10 +114,14 @@ absl::StatusOr<std::vector<ClaimPlan>> PlanSeeds(const ClaimSet& claims,
       }
       const double sd =
           SdFromHalfWidth(0.5 * (row.high - row.low), row.n, row.confidence);
+      if (!(sd > 0)) {
+        plan.why_not = "no spread in the pilot";
+        break;
+      }
       plan.pilot_sd = std::max(plan.pilot_sd, sd);
       plan.seeds_needed = std::max(
-          plan.seeds_needed,
-          SeedsForPower(sd, plan.effect_of_interest, alpha, power, band, cap));
+          plan.seeds_needed, SeedsForPower(sd, plan.effect_of_interest, alpha,
+                                           level_power, band, cap));
     }
     if (!plan.why_not.empty()) plan.seeds_needed = 0;
     plans.push_back(plan);

@@ -15,7 +15,9 @@
 
 namespace sparse_layers::claims {
 
-// One claim's plan.
+// One claim's plan: an EVERY claim over L levels needs power^(1/L) at each
+// level at the Bonferroni level 0.05 / L, so that all its levels hold together
+// with `power`.
 struct ClaimPlan {
   std::string id;
   // The effect the claim is powered for: smallest_effect (BETTER, MONOTONE)

@@ -38,7 +38,8 @@ ClaimSet Claims() {
       "claims { id: 'keeps' comparison: NOT_WORSE tolerance: 1 } "
       "claims { id: 'r' comparison: CORRELATION over: 'k' } "
       "claims { id: 'fixed' comparison: BETTER basis: BY_DESIGN } "
-      "claims { id: 'unseen' comparison: BETTER smallest_effect: 1 }",
+      "claims { id: 'unseen' comparison: BETTER smallest_effect: 1 } "
+      "claims { id: 'flat' comparison: BETTER smallest_effect: 1 }",
       &set));
   return set;
 }
@@ -56,22 +57,27 @@ TEST(PlanSeeds, FromThePilotsIntervals) {
   row("keeps", "");
   row("r", "");
   row("fixed", "");
+  csv += "flat,,0,0,0,3\n";
   auto pilot = TidyTable::Parse(csv, "pilot.csv");
   ASSERT_TRUE(pilot.ok()) << pilot.status();
   auto plans = PlanSeeds(Claims(), *pilot, 0.8, 1000);
   ASSERT_TRUE(plans.ok()) << plans.status();
-  ASSERT_EQ(plans->size(), 6u);
+  ASSERT_EQ(plans->size(), 7u);
   EXPECT_NEAR((*plans)[0].pilot_sd, 1.0, 1e-5);
   EXPECT_EQ((*plans)[0].seeds_needed, 10);
-  // Five levels: each at 1% (Bonferroni), as the engine judges them.
+  // Five levels: each at 1% (Bonferroni), as the engine judges them, and at
+  // 0.8^(1/5) power, so that all five hold together with 80%.
   EXPECT_EQ((*plans)[1].levels, 5);
   EXPECT_EQ((*plans)[1].seeds_needed,
+            SeedsForPower(1.0, 1.0, 0.01, std::pow(0.8, 0.2), false, 1000));
+  EXPECT_GT((*plans)[1].seeds_needed,
             SeedsForPower(1.0, 1.0, 0.01, 0.8, false, 1000));
   // NOT_WORSE: powered at its tolerance, a true effect of 0.
   EXPECT_EQ((*plans)[2].seeds_needed, 10);
-  EXPECT_NE((*plans)[3].why_not.find("correlation"), std::string::npos);
+  EXPECT_NE((*plans)[3].why_not.find("a correlation"), std::string::npos);
   EXPECT_EQ((*plans)[4].why_not, "design statement");
   EXPECT_EQ((*plans)[5].why_not, "no pilot rows");
+  EXPECT_EQ((*plans)[6].why_not, "no spread in the pilot");
   const std::string table = RenderSeedPlan(*plans, 0.8, 6);
   EXPECT_NE(
       table.find("| one | 1 | 1 | 3 | 1 | 10 | underpowered (needs 10) |"),

@@ -177,6 +177,13 @@ Interval RatioInterval(const std::vector<double>& a,
   const double cb = mean_a * mean_a * Variance(b, mean_b) / b.size() /
                     (mean_b * mean_b * mean_b * mean_b);
   const double se = std::sqrt(ca + cb);
+  // B's own interval reaching zero: the ratio is unbounded (Fieller).
+  const double se_b = std::sqrt(Variance(b, mean_b) / b.size());
+  if (std::fabs(mean_b) <=
+      StudentTQuantile(0.5 * (1.0 + confidence), b.size() - 1.0) * se_b) {
+    out.estimate = std::numeric_limits<double>::quiet_NaN();
+    return out;
+  }
   if (se == 0.0) {
     out.low = out.high = out.estimate;
     return out;

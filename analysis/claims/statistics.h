@@ -41,7 +41,8 @@ Interval WelchInterval(const std::vector<double>& a,
 // mean(a) / mean(b) - 1 with a delta-method interval that carries both arms'
 // sampling variances (var(mean a) / mb^2 + ma^2 var(mean b) / mb^4) on
 // Welch-Satterthwaite degrees of freedom; undefined (NaN estimate, unbounded)
-// when mean(b) is 0, unbounded when either side has fewer than 2 values.
+// when mean(b) is 0 or B's own interval reaches 0 (the ratio is then
+// unbounded), unbounded when either side has fewer than 2 values.
 Interval RatioInterval(const std::vector<double>& a,
                        const std::vector<double>& b, double confidence);
 
