@@ -103,6 +103,7 @@ LevelResult GainRatioInterval(const Claim& claim, const Sides& sides,
                               double confidence) {
   LevelResult out;
   out.method = IntervalMethod::kPairedT;
+  out.confidence = confidence;
   const double sign = claim.better() == LOWER_IS_BETTER ? -1.0 : 1.0;
   std::vector<double> per_seed;
   bool defined = sides.a.size() == sides.b.size() &&
@@ -132,11 +133,7 @@ LevelResult EffectInterval(const Claim& claim, const Sides& sides,
   out.confidence = confidence;
   const Effect effect =
       claim.effect() == EFFECT_UNSPECIFIED ? DIFFERENCE : claim.effect();
-  if (effect == GAIN_RATIO) {
-    out = GainRatioInterval(claim, sides, confidence);
-    out.confidence = confidence;
-    return out;
-  }
+  if (effect == GAIN_RATIO) return GainRatioInterval(claim, sides, confidence);
   const std::vector<double> a_values = SeedValues(sides.a);
   const std::vector<double> b_values = SeedValues(sides.b);
   std::vector<double> paired;
@@ -880,7 +877,7 @@ absl::StatusOr<ClaimResult> JudgeClaim(
       if (level.effect.n >= 2 && !level.no_spread) {
         return absl::InvalidArgumentError(absl::StrCat(
             "claim ", claim.id(),
-            " is BY_DESIGN but its effect differs between ", "seeds",
+            " is BY_DESIGN but its effect differs between seeds",
             level.level.empty() ? "" : " at " + claim.over() + " = ",
             level.level, " (mean ", level.effect.estimate,
             "): a measured quantity is EMPIRICAL"));
