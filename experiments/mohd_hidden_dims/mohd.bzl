@@ -11,20 +11,24 @@ load("//tools/train:tool_run.bzl", "tool_run")
 
 # The dense model's shape per scale, as base.textproto + <scale>.textproto set it (keep in sync: the smoke
 # test checks d_model against the merged configs): width d, blocks L, attention inner width q, FFN width.
-# MoHD expansion xk sets D = k d.
+# MoHD expansion xk sets D = k d. d_ffn_matching_x2: the FFN width that gives a dense model x2's total parameter
+# count (x2 adds V d of embedding and head and, per block, the blocks' weights at width 2d and its routers, all
+# put into the dense FFN's 3 d d_ff; design claim D_matched_parameters checks the counts within 0.1%).
 DENSE_SHAPE = {
-    "smoke": struct(width = 32, layers = 2, inner = 32, d_ffn = 80),
-    "cpu": struct(width = 128, layers = 4, inner = 128, d_ffn = 320),
-    "paper": struct(width = 1024, layers = 24, inner = 1024, d_ffn = 2560),
+    "smoke": struct(width = 32, layers = 2, inner = 32, d_ffn = 80, d_ffn_matching_x2 = 386),
+    "cpu": struct(width = 128, layers = 4, inner = 128, d_ffn = 320, d_ffn_matching_x2 = 1165),
+    "paper": struct(width = 1024, layers = 24, inner = 1024, d_ffn = 2560, d_ffn_matching_x2 = 6726),
 }
 
 # Variants (Table 2's 50% / 75% compression read as N = 8 with K = 4 / 6, S = 3; x2 expansion and Table 4's
-# ablations of it; random routing and the wide-embedding dense model, controls not in the paper): expansion
-# k (D = k d), sub-dims N, active K, shared S, extra layer_options; or, for the dense control with x2's
-# embedding and LM head width (2d, projected to and from the blocks' d), embedding_expand.
+# ablations of it; random routing and two dense models, controls not in the paper): expansion k (D = k d),
+# sub-dims N, active K, shared S, extra layer_options; or, for the dense control with x2's embedding and LM head
+# width (2d, projected to and from the blocks' d), embedding_expand; or, for the dense control with x2's total
+# parameter count from a wider FFN, matched_parameters.
 VARIANTS = {
     "dense": None,
     "dense_wide_embedding": struct(embedding_expand = 2),
+    "dense_matched_parameters": struct(matched_parameters = True),
     "mohd_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = ""),
     "mohd_75": struct(expand = 1, n = 8, k = 6, shared = 3, extra = ""),
     "mohd_x2": struct(expand = 2, n = 8, k = 4, shared = 3, extra = ""),
@@ -41,12 +45,15 @@ VARIANTS = {
 MOHD_SEEDS = dict(SEEDS, cpu = [1, 2, 3, 4, 5])
 
 def _is_mohd(variant):
-    return variant != None and not hasattr(variant, "embedding_expand")
+    return variant != None and hasattr(variant, "expand")
 
-def _overlay(name, variant, width):
+def _overlay(name, variant, shape):
+    width = shape.width
     text = "name: \"%s\"" % name
-    if variant and not _is_mohd(variant):
+    if variant and hasattr(variant, "embedding_expand"):
         text += " model { embedding_width: %d }" % (variant.embedding_expand * width)
+    elif variant and hasattr(variant, "matched_parameters"):
+        text += " model { d_ffn: %d }" % shape.d_ffn_matching_x2
     elif variant:
         # MoHD attention and SwiGLU FFN read and write K of N sub-dims of D; q and d_ff stay the dense model's.
         text += (" model { d_model: %d attention_inner: %d attention: \"mohd\" ffn: \"mohd_swiglu\"" +
@@ -66,7 +73,7 @@ def mohd_run(variant_name, variant, seed):
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
         cmd = by_scale({
-            scale: "echo '%s' > $@" % _overlay(name, variant, DENSE_SHAPE[scale].width)
+            scale: "echo '%s' > $@" % _overlay(name, variant, DENSE_SHAPE[scale])
             for scale in SCALES
         }),
     )
@@ -95,19 +102,21 @@ def _design_csv(scale):
     # Activated parameters as the paper counts them (Table 2's "# Activate": no embeddings; routers and
     # fusion left out too): L a (4 q + 3 d_ff) with a = K D / N the active width (d when dense).
     shape = DENSE_SHAPE[scale]
-    rows = ["variant,d_model,sub_dims,active,shared,active_width,activated_parameters"]
+    rows = ["variant,d_model,d_ffn,sub_dims,active,shared,active_width,activated_parameters"]
     for name, variant in VARIANTS.items():
         v = variant if _is_mohd(variant) else None
         d_model = shape.width * (v.expand if v else 1)
+        d_ffn = shape.d_ffn_matching_x2 if variant and hasattr(variant, "matched_parameters") else shape.d_ffn
         active_width = v.k * d_model // v.n if v else d_model
-        rows.append("%s,%d,%d,%d,%d,%d,%d" % (
+        rows.append("%s,%d,%d,%d,%d,%d,%d,%d" % (
             name,
             d_model,
+            d_ffn,
             v.n if v else 0,
             v.k if v else 0,
             v.shared if v else 0,
             active_width,
-            shape.layers * active_width * (4 * shape.inner + 3 * shape.d_ffn),
+            shape.layers * active_width * (4 * shape.inner + 3 * d_ffn),
         ))
     return "\\n".join(rows)
 

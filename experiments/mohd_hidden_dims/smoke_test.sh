@@ -11,8 +11,8 @@ cp -r "$1" "$out"
 section="$out/section.md"
 cat "$section"
 fail() { echo "smoke_test: $*"; exit 1; }
-variants=(dense dense_wide_embedding mohd_50 mohd_75 mohd_x2 mohd_x2_no_scaling mohd_x2_no_fusion mohd_x2_no_shared mohd_x2_random_routing)
-ids=(E9_learned_routing E9_embedding_width C1 C2_50 C2_75 C3 C3_dense_like C3_worst_vs_shared C3_worst_vs_fusion C4 C5
+variants=(dense dense_wide_embedding dense_matched_parameters mohd_50 mohd_75 mohd_x2 mohd_x2_no_scaling mohd_x2_no_fusion mohd_x2_no_shared mohd_x2_random_routing)
+ids=(E9_learned_routing E9_embedding_width E9_matched_parameters C1 D_matched_parameters C2_50 C2_75 C3 C3_dense_like C3_worst_vs_shared C3_worst_vs_fusion C4 C5
   order_shared_vs_fusion M1 M2_attention_median M2_ffn_median M3 M4 M5)
 
 # runs.csv (summary_table): arm,name,validation_perplexity,...,seed,d_model,...
@@ -28,12 +28,13 @@ for v in "${variants[@]}"; do
   done
 done
 
-# design.csv: variant,d_model,sub_dims,active,shared,active_width,activated_parameters
+# design.csv: variant,d_model,d_ffn,sub_dims,active,shared,active_width,activated_parameters
 awk -F, 'NR == FNR { if (FNR > 1) width[$1] = $9; next }
-  FNR > 1 { act[$1] = $7; if (width[$1] != $2) { print "design d_model of " $1 " is " $2 ", config " width[$1]; bad = 1 } }
+  FNR > 1 { act[$1] = $8; if (width[$1] != $2) { print "design d_model of " $1 " is " $2 ", config " width[$1]; bad = 1 } }
   END {
     if (act["mohd_50"] * 2 != act["dense"] || act["mohd_75"] * 4 != act["dense"] * 3) { print "compressed activations wrong"; bad = 1 }
     for (v in act) if (v ~ /^mohd_x2/ && act[v] != act["dense"]) { print v " is not matched to dense"; bad = 1 }
+    if (act["dense_matched_parameters"] <= act["dense"]) { print "dense_matched_parameters has no wider FFN"; bad = 1 }
     exit bad }' "$out/runs.csv" "$out/design.csv" || fail "design.csv disagrees"
 
 # flow.csv: seed,model,block,site,width,...,share_top10..share_top50_without_top3 ($10-$14), sparsity ($15-$16).
@@ -58,6 +59,9 @@ done
 # The engine checks the verdicts against the claims file: every control and claim once, each verdict in
 # its vocabulary, n = 2 seeds or more behind every interval (judge_claims --verify, analysis/claims).
 "$2" --verify --claims="$3" --min_n=2 "$out/verdicts.csv" || fail "verdicts.csv"
+# The parameter-matched dense control is matched at every scale (a design statement: a wrong width is a bug).
+grep -q '^mohd_hidden_dims,design,D_matched_parameters,.*,HOLDS,' "$out/verdicts.csv" ||
+  fail "dense_matched_parameters does not have x2's parameter count: $(grep D_matched_parameters "$out/verdicts.csv")"
 for id in "${ids[@]}"; do
   grep -qE "^- $id \(.*\*\*[A-Z ]+\*\*" "$section" || fail "no verdict line for $id in the section"
 done
