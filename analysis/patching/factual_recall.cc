@@ -57,6 +57,10 @@ std::string BlocksName(const std::vector<int>& blocks, int n_layers) {
 struct PooledEffect {
   int64_t pairs = 0;
   double nie = 0, flips = 0, patched = 0, clean = 0, counterfactual = 0;
+  // The pairs with a third fact: the counterfactual patch's NIE on them and
+  // the third fact's (the disruption null).
+  int64_t third_fact_pairs = 0;
+  double nie_on_third_fact_pairs = 0, third_fact_nie = 0;
   void Add(const analysis::PatchEffect& e, const torch::Tensor& m_clean,
            const torch::Tensor& m_cf) {
     const int64_t n = m_clean.size(0);
@@ -67,7 +71,34 @@ struct PooledEffect {
     clean += m_clean.sum().item<double>();
     counterfactual += m_cf.sum().item<double>();
   }
+  void AddThirdFact(const analysis::PatchEffect& counterfactual_patch,
+                    const analysis::PatchEffect& third_fact_patch, int64_t n) {
+    third_fact_pairs += n;
+    nie_on_third_fact_pairs += n * counterfactual_patch.mean_nie;
+    third_fact_nie += n * third_fact_patch.mean_nie;
+  }
 };
+
+// For each ordered pair (clean a, counterfactual b) of `group`, the index of
+// a third fact whose answer token is neither a's nor b's (the first after b,
+// cyclically), or -1 when the group has none.
+std::vector<int> ThirdFacts(const std::vector<const Fact*>& group,
+                            const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<int> third;
+  const int size = static_cast<int>(group.size());
+  for (const auto& [a, b] : pairs) {
+    int found = -1;
+    for (int step = 1; step < size && found < 0; ++step) {
+      const int c = (b + step) % size;
+      if (group[c]->answer_id != group[a]->answer_id &&
+          group[c]->answer_id != group[b]->answer_id) {
+        found = c;
+      }
+    }
+    third.push_back(found);
+  }
+  return third;
+}
 
 }  // namespace
 
@@ -159,7 +190,8 @@ FactRecallTables::FactRecallTables()
       patching(
           "seed,model,patched,facts,blocks,position,token,pairs,mean_nie,"
           "rank_flip_rate,mean_logit_difference,mean_logit_difference_clean,"
-          "mean_logit_difference_counterfactual\n"),
+          "mean_logit_difference_counterfactual,third_fact_pairs,"
+          "mean_nie_on_third_fact_pairs,third_fact_nie\n"),
       block_contrasts(
           "seed,model,patched,facts,block,token,pairs,mean_nie,"
           "all_blocks_nie,best_other_block,best_other_block_nie\n"),
@@ -230,18 +262,32 @@ void AppendPatching(const std::string& model_name, int64_t seed,
   std::string groups_log;
   for (const auto& [length, group] : groups) {
     std::vector<int64_t> clean, counterfactual, clean_answer, cf_answer;
-    for (const Fact* a : group) {
-      for (const Fact* b : group) {
-        if (a->answer_id == b->answer_id) continue;
-        clean.insert(clean.end(), a->prompt.begin(), a->prompt.end());
-        counterfactual.insert(counterfactual.end(), b->prompt.begin(),
-                              b->prompt.end());
-        clean_answer.push_back(a->answer_id);
-        cf_answer.push_back(b->answer_id);
+    std::vector<std::pair<int, int>> pair_facts;
+    for (int a = 0; a < static_cast<int>(group.size()); ++a) {
+      for (int b = 0; b < static_cast<int>(group.size()); ++b) {
+        if (group[a]->answer_id == group[b]->answer_id) continue;
+        const std::vector<int64_t>& pa = group[a]->prompt;
+        const std::vector<int64_t>& pb = group[b]->prompt;
+        clean.insert(clean.end(), pa.begin(), pa.end());
+        counterfactual.insert(counterfactual.end(), pb.begin(), pb.end());
+        clean_answer.push_back(group[a]->answer_id);
+        cf_answer.push_back(group[b]->answer_id);
+        pair_facts.emplace_back(a, b);
       }
     }
     const int64_t pairs = static_cast<int64_t>(clean_answer.size());
     if (pairs == 0) continue;
+    // The disruption null (issue 44): the clean prompt patched with a third
+    // fact's state moves the logit difference only as far as any
+    // intervention's damage does, since its answer is neither a's nor b's.
+    std::vector<int64_t> third_fact_rows, third_fact_tokens;
+    const std::vector<int> third = ThirdFacts(group, pair_facts);
+    for (int64_t p = 0; p < pairs; ++p) {
+      if (third[p] < 0) continue;
+      third_fact_rows.push_back(p);
+      const std::vector<int64_t>& pc = group[third[p]]->prompt;
+      third_fact_tokens.insert(third_fact_tokens.end(), pc.begin(), pc.end());
+    }
     const int64_t subject_tokens =
         static_cast<int64_t>(length) - static_cast<int64_t>(prefix.size()) - 1;
     absl::StrAppend(&groups_log, " ", subject_tokens,
@@ -257,6 +303,20 @@ void AppendPatching(const std::string& model_name, int64_t seed,
     const torch::Tensor m_clean =
         LogitDifference(clean_run.last_logits, ya, yb);
     const torch::Tensor m_cf = LogitDifference(cf_run.last_logits, ya, yb);
+    const int64_t third_fact_pairs =
+        static_cast<int64_t>(third_fact_rows.size());
+    const torch::Tensor rows = torch::tensor(third_fact_rows, torch::kLong);
+    RecordedRun third_fact_run;
+    torch::Tensor clean_sub, ya_sub, yb_sub, m_clean_sub, m_cf_sub;
+    if (third_fact_pairs > 0) {
+      third_fact_run = RunAndRecord(
+          model, torch::tensor(third_fact_tokens).view({third_fact_pairs, -1}));
+      clean_sub = clean_tokens.index_select(0, rows);
+      ya_sub = ya.index_select(0, rows);
+      yb_sub = yb.index_select(0, rows);
+      m_clean_sub = m_clean.index_select(0, rows);
+      m_cf_sub = m_cf.index_select(0, rows);
+    }
     // Label index -> position in this group's prompts (-1: not present).
     std::vector<int> position(labels.size());
     for (int l = 0; l < first_label; ++l) position[l] = l;
@@ -268,9 +328,21 @@ void AppendPatching(const std::string& model_name, int64_t seed,
         if (position[l] < 0) continue;
         const torch::Tensor patched = RunPatched(
             model, clean_tokens, cf_run, kind, block_sets[s], position[l]);
-        pooled[{static_cast<int>(s), static_cast<int>(l)}].Add(
+        PooledEffect& cell = pooled[{static_cast<int>(s), static_cast<int>(l)}];
+        cell.Add(
             SummariseEffect(m_clean, m_cf, LogitDifference(patched, ya, yb)),
             m_clean, m_cf);
+        if (third_fact_pairs == 0) continue;
+        const torch::Tensor patched_by_third_fact = RunPatched(
+            model, clean_sub, third_fact_run, kind, block_sets[s], position[l]);
+        cell.AddThirdFact(
+            SummariseEffect(
+                m_clean_sub, m_cf_sub,
+                LogitDifference(patched.index_select(0, rows), ya_sub, yb_sub)),
+            SummariseEffect(
+                m_clean_sub, m_cf_sub,
+                LogitDifference(patched_by_third_fact, ya_sub, yb_sub)),
+            third_fact_pairs);
       }
     }
   }
@@ -283,6 +355,7 @@ void AppendPatching(const std::string& model_name, int64_t seed,
       kind == PatchKind::kRouting ? "routing" : "ffn_hidden";
   for (const auto& [cell, e] : pooled) {
     const double n = static_cast<double>(e.pairs);
+    const double t = static_cast<double>(e.third_fact_pairs);
     absl::StrAppend(
         patching_csv, seed, ",", model_name, ",", patched, ",", facts_used, ",",
         BlocksName(block_sets[cell.first], n_layers), ",", cell.second, ",",
@@ -290,6 +363,11 @@ void AppendPatching(const std::string& model_name, int64_t seed,
         e.pairs, ",",
         absl::StrFormat("%.4f,%.4f,%.4f,%.4f,%.4f", e.nie / n, e.flips / n,
                         e.patched / n, e.clean / n, e.counterfactual / n),
+        ",", e.third_fact_pairs, ",",
+        e.third_fact_pairs > 0
+            ? absl::StrFormat("%.4f,%.4f", e.nie_on_third_fact_pairs / t,
+                              e.third_fact_nie / t)
+            : "nan,nan",
         "\n");
   }
   // Fig. 7's block claims as columns of each single block's row: the NIE of

@@ -57,7 +57,9 @@ struct FactRecallTables {
 // answerable facts when no such pair exists: the tables are never empty), at
 // each prefix position, the first and last subject token (<subject>: the noun
 // position of Sec. 4.3) and the final token; effects pooled over the length
-// groups by pair count.
+// groups by pair count. Beside each effect, the disruption null: each pair's
+// clean prompt patched with a third fact's state (an answer neither the clean
+// nor the counterfactual one), on the pairs whose group has such a fact.
 void AppendPatching(const std::string& model_name, int64_t seed,
                     layers::GptImpl& model, PatchKind kind,
                     const std::vector<Fact>& facts,

@@ -2,11 +2,13 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
@@ -19,6 +21,14 @@ namespace {
 constexpr char kStates[] =
     "Austin,Texas\nDover,Delaware\nSalem,Oregon\nBoise,Idaho\nAlbany,New "
     "York\nDenver,Colorado\nHelena,Montana\nAtlanta,Georgia\n";
+// More facts, so that length groups of three or more exist (a third fact for
+// the disruption null).
+constexpr char kMoreStates[] =
+    "Boston,Massachusetts\nPhoenix,Arizona\nRaleigh,North "
+    "Carolina\nRichmond,Virginia\nLansing,Michigan\nMadison,Wisconsin\n"
+    "Nashville,Tennessee\nTopeka,Kansas\nLincoln,Nebraska\nJuneau,Alaska\n"
+    "Honolulu,Hawaii\nSacramento,California\nColumbus,Ohio\nTrenton,New "
+    "Jersey\nHartford,Connecticut\nAugusta,Maine\n";
 
 TEST(WordClassTest, BrownTagsMapToCoarseClasses) {
   EXPECT_EQ(WordClass("np-tl"), "proper_noun");
@@ -80,8 +90,9 @@ TEST(ParseFactsTest, PromptsShareThePrefixAndAnswerTheFirstToken) {
 
 // On a random sgatlin model: one recall row per fact, and patching a
 // position where every prompt holds the same token (the prefix) changes
-// nothing (NIE 0, the clean logit difference), while the final token's patch
-// moves the logit difference.
+// nothing (NIE 0, the clean logit difference, for the counterfactual and the
+// third fact alike), while the final token's patch moves the logit difference,
+// the third fact's by another amount.
 TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   auto tok = datasets::LoadTestBpe();
   config::ModelConfig config =
@@ -97,7 +108,8 @@ TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   auto model = layers::GptImpl::Create(*layers::GptOptionsFromConfig(config));
   ASSERT_TRUE(model.ok()) << model.status();
   (*model)->eval();
-  const std::vector<Fact> facts = ParseFacts(kStates, *tok);
+  const std::vector<Fact> facts =
+      ParseFacts(absl::StrCat(kStates, kMoreStates), *tok);
   const std::vector<int64_t> prefix = PromptPrefix(*tok);
   FactRecallTables tables;
   AppendPatching("sgatlin", 5, **model, PatchKind::kRouting, facts, *tok,
@@ -109,18 +121,28 @@ TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   for (absl::string_view line :
        absl::StrSplit(tables.patching, '\n', absl::SkipEmpty())) {
     const std::vector<std::string> f = absl::StrSplit(line, ',');
-    ASSERT_EQ(f.size(), 13u) << line;
+    ASSERT_EQ(f.size(), 16u) << line;
     if (f[0] == "seed") continue;
     EXPECT_EQ(f[0], "5");
     const int position = std::stoi(f[5]);
+    const int pairs = std::stoi(f[7]), third_fact_pairs = std::stoi(f[13]);
+    // A length group of 3 or more facts gives each pair a third fact.
+    EXPECT_GT(third_fact_pairs, 0) << line;
+    EXPECT_LE(third_fact_pairs, pairs) << line;
+    if (third_fact_pairs == pairs) {  // The same pairs: the same NIE.
+      EXPECT_NEAR(std::stod(f[14]), std::stod(f[8]), 1e-4) << line;
+    }
     if (position < static_cast<int>(prefix.size())) {
       ++prefix_rows;
       EXPECT_NEAR(std::stod(f[8]), 0.0, 1e-6) << line;  // mean_nie
       // The patched logit difference is the clean one.
       EXPECT_NEAR(std::stod(f[10]), std::stod(f[11]), 1e-6) << line;
+      EXPECT_NEAR(std::stod(f[15]), 0.0, 1e-6) << line;  // third_fact_nie
     } else if (f[6] == "<final>" && f[4] == "all") {
       ++final_rows;
       EXPECT_NE(std::stod(f[8]), 0.0) << line;
+      // A third fact's state is not the counterfactual's: another NIE.
+      EXPECT_GT(std::abs(std::stod(f[15]) - std::stod(f[14])), 1e-3) << line;
     }
   }
   // Every prefix position at each of the blocks 0, 1 and all.

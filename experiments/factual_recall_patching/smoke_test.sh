@@ -33,6 +33,10 @@ done
 awk -F, -v nie="$(col "$patching" mean_nie)" -v flip="$(col "$patching" rank_flip_rate)" -v p="$(col "$patching" pairs)" '
   NR > 1 { if ($nie !~ /^-?[0-9.]+(e[-+][0-9]+)?$/ || $flip < 0 || $flip > 1 || $p < 1) { print "bad patching row: " $0; bad = 1 } }
   END { exit bad }' "$patching" || fail "patching.csv"
+# The disruption null's pairs are a subset of the cell's, and some cell has them.
+awk -F, -v p="$(col "$patching" pairs)" -v t="$(col "$patching" third_fact_pairs)" '
+  NR > 1 { if ($t < 0 || $t > $p) { print "bad third_fact_pairs: " $0; bad = 1 } if ($t > 0) some = 1 }
+  END { if (!some) print "no cell has a third fact"; exit bad || !some }' "$patching" || fail "patching.csv null"
 # 2 smoke blocks x (<bos>, 3 prefix tokens, <subject_first>, <subject>, <final>) x 2 models at most.
 contrasts="$out/block_contrasts.csv"
 [[ "$(rows "$contrasts")" -ge 8 ]] || fail "block_contrasts.csv: expected a row per model, block and position"
