@@ -133,6 +133,7 @@ def system_libraries():
         abi_probe = "libc10.so",
         build_file = "//third_party:libtorch.BUILD",
     )
+
     # One sgemm per batch entry on strided views (layers/backend:batched_gemm): ATen's CPU bmm loops over the
     # batch with a select and an addmm_ per entry.
     system_library(

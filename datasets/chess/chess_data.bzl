@@ -11,6 +11,7 @@ def _chess_games_impl(ctx):
     prefix = ctx.label.name + "/"
     lalg = ctx.actions.declare_file(prefix + "games.lalg.pgn")
     games_manifest = ctx.actions.declare_file(prefix + "games.manifest.textproto")
+
     # BSP games must hold 20 '.' in 256 characters; a quarter more covers the few that end early.
     pool = ctx.attr.train_games + ctx.attr.validation_games + (ctx.attr.bsp_games * 2 * 5) // 4 + 10
     ctx.actions.run(

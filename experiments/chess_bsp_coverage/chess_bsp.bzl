@@ -5,11 +5,11 @@ against the uniform-legal-move floor; rows are named <name>, the seed is their `
 the same metrics for a random initialisation of a model's config at each seed; chess_results: the active
 scale's outputs for the report."""
 
+load("@chess_model//:settings.bzl", "CHESS_MODEL")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
-load("@chess_model//:settings.bzl", "CHESS_MODEL")
 
 SCALES = {
     "smoke": "smoke.textproto",

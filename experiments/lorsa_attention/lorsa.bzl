@@ -8,6 +8,7 @@ base instead: nothing is trained but the fits, the caches are made once at the p
 spread over the model's depth, the Lorsa shape follows the paper's rule for the model's heads, and the seed varies
 the fits alone."""
 
+load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_HEAD_DIM", "HF_MODEL_N_HEADS", "HF_MODEL_N_LAYERS", "HF_MODEL_TYPE")
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
 load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
@@ -22,7 +23,6 @@ load(
 )
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
-load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_HEAD_DIM", "HF_MODEL_N_HEADS", "HF_MODEL_N_LAYERS", "HF_MODEL_TYPE")
 
 # A user's pretrained model is the base (HF_MODEL); else each seed trains its own LM.
 PRETRAINED = bool(HF_MODEL)
@@ -244,7 +244,6 @@ def lorsa_seed(seed, base_config, scale_configs):
         caches = attention_caches(base, seed)
     fits = attention_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
     _evaluation(seeded_name("evaluation", seed), base, caches, fits, seed)
-
 
 def _lm(seed):
     return ":" + seeded_name("lm", seed)

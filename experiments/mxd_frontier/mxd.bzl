@@ -150,8 +150,17 @@ def sae_fit(name, base, base_config, activations, seeds = all_seeds(), layer = N
     """A TopK SAE on the FFN output (the probing and steering baseline, MxD Sec. 3.2), K = FEATURE_K, one
     per seed: <name>_s<seed>."""
     for seed in seeds:
-        replacement_fit(seeded_name(name, seed), base, base_config, activations, "topk_sae", FEATURE_K, seed,
-                        on_output = True, layer = layer)
+        replacement_fit(
+            seeded_name(name, seed),
+            base,
+            base_config,
+            activations,
+            "topk_sae",
+            FEATURE_K,
+            seed,
+            on_output = True,
+            layer = layer,
+        )
 
 def feature_layers(base_name, seed):
     """The fits of `seed` the probing and steering experiments compare: TC, STC and MxD of the frontier at
@@ -161,8 +170,16 @@ def feature_layers(base_name, seed):
         for method in ["tc", "stc", "mxd"]
     ] + ["//experiments/mxd_frontier:" + seeded_name("%s_sae_k%d" % (base_name, FEATURE_K), seed)]
 
-def feature_analysis(name, tool, base_name, base, extra_args, extra = {}, examples = False, seeds = all_seeds(),
-                     tokenizer = "//datasets/text:bpe"):
+def feature_analysis(
+        name,
+        tool,
+        base_name,
+        base,
+        extra_args,
+        extra = {},
+        examples = False,
+        seeds = all_seeds(),
+        tokenizer = "//datasets/text:bpe"):
     """Per seed, <name>_s<seed>.csv from `tool` (sparse_probe or steer) over the base model and that seed's
     feature_layers with --seed=<seed> (random control and splits, or samples), and <name>_s<seed>.txt: the
     tool's --examples when `examples`, else its log. `extra`: more tool_run attributes (token_args, ...)."""

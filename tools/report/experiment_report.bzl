@@ -51,8 +51,14 @@ report_section = rule(
     },
 )
 
-def experiment_report(name, results, tools = [], script = "report.sh", smoke_test = "smoke_test.sh",
-                      claims = "claims.textproto", pretrained_line = ""):
+def experiment_report(
+        name,
+        results,
+        tools = [],
+        script = "report.sh",
+        smoke_test = "smoke_test.sh",
+        claims = "claims.textproto",
+        pretrained_line = ""):
     report_section(
         name = name + "_section",
         script = script,
@@ -68,6 +74,7 @@ def experiment_report(name, results, tools = [], script = "report.sh", smoke_tes
         args = ["$(location :%s_section)" % name, name],
         data = [":%s_section" % name],
     )
+
     # The smoke test gets the section, the claims engine and the claims file, so that it checks the section's
     # verdicts with `judge_claims --verify` rather than its own reading of verdicts.csv.
     native.sh_test(

@@ -46,6 +46,7 @@ def _lm_checkpoint_impl(ctx):
     for split in ["train", "validation"]:
         if split not in shards:
             fail("%s: data %s has no %s shard directory" % (ctx.label, ctx.attr.data.label, split))
+
     # Token shards name their own tokenizer; other data (chess characters) passes it explicitly.
     if ctx.attr.tokenizer:
         tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
