@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The remote cache end to end, with nested Bazel builds of a copy of this tree (the MoHD experiment's smoke
-# results: 9 variants x 2 smoke seeds = 18 trainings, configs, data, the activation-flow study per seed):
-#   1. nginx cache up, fresh output base A: everything runs locally and is uploaded. These outputs come from
+# results: 10 variants x 2 smoke seeds = 20 trainings, configs, data, the activation-flow study per seed):
+#   1. nginx cache up, fresh output base A: everything runs locally and is uploaded by a writer (credential). These outputs come from
 #      a clean build, so they must equal the outer build's byte for byte (checkpoints, CSVs, configs).
-#   2. fresh output base B, same cache: no training action runs; every one is a remote cache hit.
+#   2. fresh output base B, same cache, read-only: no training action runs; every one is a remote cache hit.
 #   3. cache server stopped, output base B, actions changed (--action_env): the build succeeds, running
 #      them locally; a cache that is down costs time, never the build.
 # Usage: remote_cache_integration_test.sh NGINX_CACHE_SH WORKSPACE_FILE OUTER_RESULTS...
@@ -30,8 +30,12 @@ mkdir "$HOME/src"
 tar -C "$workspace" --exclude='./bazel-*' --exclude=./.git -cf - . | tar -C "$HOME/src" -xf -
 cd "$HOME/src"
 
-url=$("$nginx_cache" start --dir "$cache_dir" --listen 127.0.0.1:free)
-echo "cache: $url"
+url=$("$nginx_cache" start --dir "$cache_dir" --listen 127.0.0.1:free 2>/dev/null)
+password=$("$nginx_cache" add-writer ci --dir "$cache_dir" 2>/dev/null)
+writer_url="http://ci:$password@${url#http://}"
+echo "cache: $url (writer ci)"
+# The cold build writes as the trusted writer; every later build reads only.
+cache_flags=(--config=remote_cache_writer --remote_cache="$writer_url")
 
 # nested BASE LOG ARGS...: a build of the target at smoke scale with the remote cache and no disk cache.
 nested() {
@@ -40,7 +44,7 @@ nested() {
   bases+=("$base")
   local start=$SECONDS
   if ! /usr/bin/bazel-4 --nohome_rc --output_base="$base" --max_idle_secs=60 build --noshow_progress \
-    --//tools/scale=smoke --disk_cache= --symlink_prefix=/ --config=remote_cache --remote_cache="$url" \
+    --//tools/scale=smoke --disk_cache= --symlink_prefix=/ "${cache_flags[@]}" \
     --execution_log_json_file="$log.json" "$@" "$target" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     fail "nested build ($name) failed"
@@ -59,7 +63,7 @@ spawns() {
 echo "build 1: cold, cache empty"
 nested base_a build1.log
 trained=$(spawns build1.log | grep -c '^TrainLM local' || true)
-((trained == 18)) || fail "build 1 trained $trained models locally, expected 18"
+((trained == 20)) || fail "build 1 trained $trained models locally, expected 20"
 
 # Two clean builds (the outer one and build 1) give the same bytes; summaries carry wall time and differ.
 compared=0
@@ -71,20 +75,21 @@ for outer in "${outer_results[@]}"; do
   cmp -s "$outer" "$mine" || fail "$relative differs between two clean builds"
   compared=$((compared + 1))
 done
-((compared >= 17)) || fail "compared only $compared files"
+((compared >= 19)) || fail "compared only $compared files"
 echo "two clean builds: $compared checkpoints, CSVs and configs bit-identical"
 
-echo "build 2: fresh output base, cache warm"
+echo "build 2: fresh output base, cache warm, read-only"
+cache_flags=(--config=remote_cache --remote_cache="$url")
 nested base_b build2.log
 spawns build2.log >"$HOME/build2.spawns"
 hits=$(grep -c '^TrainLM remote-hit' "$HOME/build2.spawns" || true)
 local_runs=$(grep -c ' local$' "$HOME/build2.spawns" || true)
-((hits == 18)) || fail "build 2: $hits of 18 trainings were remote cache hits"
+((hits == 20)) || fail "build 2: $hits of 20 trainings were remote cache hits"
 if ((local_runs > 0)); then
   grep ' local$' "$HOME/build2.spawns" | sort | uniq -c >&2
   fail "build 2 ran $local_runs actions locally"
 fi
-echo "build 2: all $(wc -l <"$HOME/build2.spawns") actions (18 trainings) were remote cache hits, none ran"
+echo "build 2: all $(wc -l <"$HOME/build2.spawns") actions (20 trainings) were remote cache hits, none ran"
 
 "$nginx_cache" stop --dir "$cache_dir"
 echo "build 3: cache server down"
