@@ -154,32 +154,6 @@ absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string& name,
   return entry;
 }
 
-// serde_json's escaping (the official writer's): \" \\ \b \f \n \r \t, other
-// control characters as \u00xx, everything else (UTF-8 included) as is.
-void AppendJsonString(absl::string_view text, std::string* out) {
-  static constexpr std::pair<char, char> kShortEscapes[] = {
-      {'"', '"'},  {'\\', '\\'}, {'\b', 'b'}, {'\f', 'f'},
-      {'\n', 'n'}, {'\r', 'r'},  {'\t', 't'}};
-  constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (const char c : text) {
-    const auto* escape =
-        std::find_if(std::begin(kShortEscapes), std::end(kShortEscapes),
-                     [c](const auto& pair) { return pair.first == c; });
-    if (escape != std::end(kShortEscapes)) {
-      out->push_back('\\');
-      out->push_back(escape->second);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out->append("\\u00");
-      out->push_back(kHex[(c >> 4) & 0xF]);
-      out->push_back(kHex[c & 0xF]);
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
-
 struct PreparedWrite {
   std::string head;                 // The 8-byte length and the padded header.
   std::vector<torch::Tensor> data;  // Contiguous CPU float32, in file order.
@@ -239,6 +213,32 @@ absl::string_view Bytes(const torch::Tensor& data) {
 }
 
 }  // namespace
+
+// serde_json's escaping (the official writer's): \" \\ \b \f \n \r \t, other
+// control characters as \u00xx, everything else (UTF-8 included) as is.
+void AppendJsonString(absl::string_view text, std::string* out) {
+  static constexpr std::pair<char, char> kShortEscapes[] = {
+      {'"', '"'},  {'\\', '\\'}, {'\b', 'b'}, {'\f', 'f'},
+      {'\n', 'n'}, {'\r', 'r'},  {'\t', 't'}};
+  constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  for (const char c : text) {
+    const auto* escape =
+        std::find_if(std::begin(kShortEscapes), std::end(kShortEscapes),
+                     [c](const auto& pair) { return pair.first == c; });
+    if (escape != std::end(kShortEscapes)) {
+      out->push_back('\\');
+      out->push_back(escape->second);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out->append("\\u00");
+      out->push_back(kHex[(c >> 4) & 0xF]);
+      out->push_back(kHex[c & 0xF]);
+    } else {
+      out->push_back(c);
+    }
+  }
+  out->push_back('"');
+}
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(
     const std::string& path) {

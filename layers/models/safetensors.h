@@ -29,6 +29,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace sparse_layers::layers {
 
@@ -109,6 +110,10 @@ class SafetensorsFile {
 absl::StatusOr<std::string> SerializeSafetensors(
     const std::map<std::string, torch::Tensor>& tensors,
     const std::map<std::string, std::string>& metadata = {});
+
+// Appends `text` as a JSON string literal, escaped as serde_json escapes
+// (safetensors headers; SAELens's cfg.json).
+void AppendJsonString(absl::string_view text, std::string* out);
 
 // Writes SerializeSafetensors' bytes to `path` atomically (temporary file and
 // rename), streaming the tensors rather than building the file in memory.

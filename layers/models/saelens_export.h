@@ -1,0 +1,51 @@
+// A fitted TopK SAE as a SAELens SAE directory, the format SAELens's
+// SAE.load_from_disk reads (SAELens 6.x; also what Neuronpedia and most
+// published SAEs use): cfg.json and sae_weights.safetensors.
+//
+// cfg.json: architecture "topk", d_in, d_sae, k, dtype "float32", device,
+// apply_b_dec_to_input true (our SAE encodes y - output_bias),
+// normalize_activations "none", reshape_activations "none",
+// rescale_acts_by_decoder_norm false, and metadata: sae_lens_version (without
+// it SAELens reads the file as pre-6.0 and drops the metadata), hook_name in
+// TransformerLens naming ("blocks.<L>.hook_mlp_out" / "hook_attn_out"),
+// model_name, context_size and, beyond SAELens's fields, our hook name, layer
+// type and the SHA-256 of the exported fit.
+// sae_weights.safetensors: W_enc (d_in, d_sae) = encoder, b_enc (d_sae) =
+// encoder_bias, W_dec (d_sae, d_in) = decoder, b_dec (d_in) = output_bias.
+// SAELens's TopK takes the k largest pre-activations and then the ReLU; ours
+// the ReLU then the k largest: the same codes (the kept values that are
+// positive either way).
+//
+// Other fits have no SAELens architecture with the same forward (our
+// transcoders are TopK, SAELens's are ReLU or JumpReLU; MxD and Lorsa): they
+// keep the sparse_layers.fit.v1 safetensors of fit_export.h.
+#ifndef SPARSE_LAYERS_LAYERS_MODELS_SAELENS_EXPORT_H_
+#define SPARSE_LAYERS_LAYERS_MODELS_SAELENS_EXPORT_H_
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "layers/models/model_loader.h"
+
+namespace sparse_layers::layers {
+
+// The SAELens version whose loader this format was checked against.
+inline constexpr char kSaeLensVersion[] = "6.49.2";
+
+struct SaeLensExport {
+  std::string cfg_json;
+  std::map<std::string, torch::Tensor> tensors;
+};
+absl::StatusOr<SaeLensExport> DescribeSaeLens(const LoadedReplacement& fit);
+
+// The TopK SAE fit at `checkpoint_path` written as the SAELens directory
+// `out_dir` (both files or neither); returns what was written.
+absl::StatusOr<SaeLensExport> ExportSaeLens(const std::string& checkpoint_path,
+                                            const std::string& out_dir);
+
+}  // namespace sparse_layers::layers
+
+#endif  // SPARSE_LAYERS_LAYERS_MODELS_SAELENS_EXPORT_H_

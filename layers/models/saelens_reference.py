@@ -1,0 +1,69 @@
+"""SAELens's TopK SAE forward, recomputed in python3-torch from an exported
+directory alone, against the codes and reconstructions our fit produced.
+
+Follows SAELens 6.x (sae_lens/saes/sae.py load_from_disk and process_sae_in,
+saes/topk_sae.py encode/decode): cfg.json must name architecture "topk" with
+d_in, d_sae, k, dtype and metadata.sae_lens_version (>= 6); then
+  h = (x - b_dec * apply_b_dec_to_input) @ W_enc + b_enc,
+  codes = ReLU of the k largest h (scattered into zeros),
+  x_hat = codes @ W_dec + b_dec.
+Usage: saelens_reference.py SAE_DIR ROWS.safetensors
+"""
+import json
+import struct
+import sys
+
+import torch
+
+
+def load(path):
+  """name -> float32 tensor of a safetensors file (u64 header size, JSON, data)."""
+  raw = open(path, "rb").read()
+  (size,) = struct.unpack("<Q", raw[:8])
+  header = json.loads(raw[8:8 + size])
+  body = raw[8 + size:]
+  out = {}
+  for name, info in header.items():
+    if name == "__metadata__":
+      continue
+    assert info["dtype"] == "F32", (name, info["dtype"])
+    begin, end = info["data_offsets"]
+    out[name] = torch.frombuffer(bytearray(body[begin:end]),
+                                 dtype=torch.float32).reshape(info["shape"])
+  return out
+
+
+def main(sae_dir, rows_path):
+  cfg = json.load(open(sae_dir + "/cfg.json"))
+  # What SAE.load_from_disk needs of a v6 topk cfg.
+  assert cfg["architecture"] == "topk", cfg["architecture"]
+  assert cfg["dtype"] == "float32"
+  assert int(cfg["metadata"]["sae_lens_version"].split(".")[0]) >= 6
+  assert cfg["normalize_activations"] == "none"
+  assert cfg["reshape_activations"] == "none"
+  assert not cfg["rescale_acts_by_decoder_norm"]
+  assert cfg["metadata"]["hook_name"].endswith("hook_mlp_out")
+  w = load(sae_dir + "/sae_weights.safetensors")
+  assert sorted(w) == ["W_dec", "W_enc", "b_dec", "b_enc"], sorted(w)
+  d_in, d_sae, k = cfg["d_in"], cfg["d_sae"], cfg["k"]
+  assert w["W_enc"].shape == (d_in, d_sae) and w["W_dec"].shape == (d_sae, d_in)
+  assert w["b_enc"].shape == (d_sae,) and w["b_dec"].shape == (d_in,)
+  rows = load(rows_path)
+  x = rows["y"]
+  sae_in = x - w["b_dec"] * float(cfg["apply_b_dec_to_input"])
+  h = sae_in @ w["W_enc"] + w["b_enc"]
+  top = torch.topk(h, k, dim=-1, sorted=False)
+  codes = torch.zeros_like(h).scatter(-1, top.indices, torch.relu(top.values))
+  x_hat = codes @ w["W_dec"] + w["b_dec"]
+  code_error = (codes - rows["codes"]).abs().max().item()
+  output_error = (x_hat - rows["y_hat"]).abs().max().item()
+  active = (codes > 0).sum(-1).float().mean().item()
+  print(f"rows {x.shape[0]}, d_in {d_in}, d_sae {d_sae}, k {k}: mean active "
+        f"{active:.2f}, max |codes - ours| {code_error:.2e}, "
+        f"max |x_hat - ours| {output_error:.2e}")
+  if not (code_error < 1e-5 and output_error < 1e-5):
+    sys.exit("saelens_reference: SAELens's forward disagrees with our fit")
+
+
+if __name__ == "__main__":
+  main(*sys.argv[1:])
