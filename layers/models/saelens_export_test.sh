@@ -1,30 +1,63 @@
 #!/usr/bin/env bash
-# export_fit --format=saelens against a Python reference of SAELens's TopK forward (saelens_reference.py, from
-# the exported directory alone) on rows whose codes and reconstructions the fit itself computed; a fit SAELens
-# has no architecture for, and a bad format, fail with one line and leave no directory.
-# Usage: saelens_export_test.sh EXPORT_FIT SAELENS_FIXTURE SAELENS_REFERENCE_PY
+# SAELens format out and in. export_fit --format=saelens against a Python reference of SAELens's TopK forward
+# (saelens_reference.py, from the directory alone) on rows whose codes and reconstructions the fit itself
+# computed; import_saelens of that directory onto the base model and out again gives the same tensor bytes;
+# the same SAE written as SAELens's trainer leaves many (no b_dec on the input, rescaled decoder rows) imports
+# to the same forward; fits and directories we cannot run fail with one line and leave nothing.
+# Usage: saelens_export_test.sh EXPORT_FIT IMPORT_SAELENS SAELENS_FIXTURE SAELENS_REFERENCE_PY
 set -euo pipefail
-export_fit=$1 fixture=$2 reference=$3
+export_fit=$1 import_saelens=$2 fixture=$3 reference=$4
 fail() { echo "FAIL: $*" >&2; exit 1; }
 dir="$TEST_TMPDIR/fixture"
 mkdir -p "$dir"
 "$fixture" --out_dir="$dir"
 
-"$export_fit" --format=saelens --checkpoint="$dir/sae.pt" --out="$dir/sae_saelens"
-echo "cfg.json: $(cat "$dir/sae_saelens/cfg.json")"
-ls "$dir/sae_saelens"
-python3 "$reference" "$dir/sae_saelens" "$dir/rows.safetensors"
+echo "== out"
+"$export_fit" --format=saelens --checkpoint="$dir/sae.pt" --out="$dir/out"
+echo "cfg.json: $(cat "$dir/out/cfg.json")"
+python3 "$reference" check "$dir/out" "$dir/rows.safetensors"
 
-# expect_error ARGS...: exit 1, one "export_fit: error:" line, nothing at the output.
+echo "== out, in, out"
+"$import_saelens" --sae_dir="$dir/out" --base="$dir/base.pt" --out="$dir/back.pt"
+"$export_fit" --format=saelens --checkpoint="$dir/back.pt" --out="$dir/back"
+cmp "$dir/out/sae_weights.safetensors" "$dir/back/sae_weights.safetensors" ||
+  fail "out and back in changed the SAE's tensors"
+echo "sae_weights.safetensors byte-identical after the round trip"
+
+echo "== SAELens's folds in"
+python3 "$reference" fold "$dir/out" "$dir/folded"
+python3 "$reference" check "$dir/folded" "$dir/rows.safetensors"
+"$import_saelens" --sae_dir="$dir/folded" --base="$dir/base.pt" --out="$dir/folded.pt"
+"$export_fit" --format=saelens --checkpoint="$dir/folded.pt" --out="$dir/unfolded"
+python3 "$reference" check "$dir/unfolded" "$dir/rows.safetensors"
+
+# expect_error PROGRAM ARGS...: exit 1, one "<program>: error:" line, nothing at $dir/bad.
 expect_error() {
-  local rc=0
-  "$export_fit" "$@" --out="$dir/bad" >"$dir/out.txt" 2>"$dir/err.txt" || rc=$?
-  ((rc == 1)) || fail "export_fit $* exited $rc"
-  [[ "$(wc -l <"$dir/err.txt")" -eq 1 ]] && grep -q '^export_fit: error: ' "$dir/err.txt" ||
-    fail "export_fit $*: $(cat "$dir/err.txt")"
-  [[ ! -e "$dir/bad" ]] || fail "export_fit $* left $dir/bad"
-  echo "refused: $(cat "$dir/err.txt")"
+  local program=$1 rc=0
+  shift
+  "$program" "$@" >"$dir/out.txt" 2>"$dir/err.txt" || rc=$?
+  ((rc == 1)) || fail "$(basename "$program") $* exited $rc"
+  [[ "$(wc -l <"$dir/err.txt")" -eq 1 ]] && grep -q "^$(basename "$program"): error: " "$dir/err.txt" ||
+    fail "$(basename "$program") $*: $(cat "$dir/err.txt")"
+  [[ ! -e "$dir/bad" && ! -e "$dir/bad.pt" ]] || fail "$(basename "$program") $* left an output"
+  echo "refused: $(sed "s|$dir/||g" "$dir/err.txt")"
 }
-expect_error --format=saelens --checkpoint="$dir/transcoder.pt"
-expect_error --format=onnx --checkpoint="$dir/sae.pt"
+echo "== refused"
+expect_error "$export_fit" --format=saelens --checkpoint="$dir/transcoder.pt" --out="$dir/bad"
+expect_error "$export_fit" --format=onnx --checkpoint="$dir/sae.pt" --out="$dir/bad"
+# bad_dir NAME PYTHON_EDIT: a copy of the exported directory with cfg.json edited, refused by import_saelens.
+bad_dir() {
+  rm -rf "$dir/$1"
+  cp -r "$dir/out" "$dir/$1"
+  python3 -c "import json, sys
+p = sys.argv[1] + '/cfg.json'; cfg = json.load(open(p)); $2; json.dump(cfg, open(p, 'w'))" "$dir/$1"
+  expect_error "$import_saelens" --sae_dir="$dir/$1" --base="$dir/base.pt" --out="$dir/bad.pt"
+}
+bad_dir no_d_sae 'del cfg["d_sae"]'
+bad_dir wrong_width 'cfg["d_in"] = 15'
+bad_dir jumprelu 'cfg["architecture"] = "jumprelu"'
+bad_dir layer_norm 'cfg["normalize_activations"] = "layer_norm"'
+bad_dir block_5 'cfg["metadata"]["hook_name"] = "blocks.5.hook_mlp_out"'
+bad_dir resid 'cfg["metadata"]["hook_name"] = "blocks.1.hook_resid_post"'
+bad_dir k_too_big 'cfg["k"] = 500'
 echo PASS

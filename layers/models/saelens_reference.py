@@ -1,13 +1,18 @@
-"""SAELens's TopK SAE forward, recomputed in python3-torch from an exported
+"""SAELens's TopK SAE forward, recomputed in python3-torch from a SAELens
 directory alone, against the codes and reconstructions our fit produced.
 
 Follows SAELens 6.x (sae_lens/saes/sae.py load_from_disk and process_sae_in,
 saes/topk_sae.py encode/decode): cfg.json must name architecture "topk" with
 d_in, d_sae, k, dtype and metadata.sae_lens_version (>= 6); then
   h = (x - b_dec * apply_b_dec_to_input) @ W_enc + b_enc,
+  h *= |W_dec row| when rescale_acts_by_decoder_norm,
   codes = ReLU of the k largest h (scattered into zeros),
-  x_hat = codes @ W_dec + b_dec.
-Usage: saelens_reference.py SAE_DIR ROWS.safetensors
+  x_hat = (codes / |W_dec row| when rescaling) @ W_dec + b_dec.
+Usage: saelens_reference.py check SAE_DIR ROWS.safetensors
+       saelens_reference.py fold SAE_DIR OUT_DIR: the same SAE written the way
+         SAELens's trainer leaves many (apply_b_dec_to_input false, decoder
+         rows rescaled by random norms with rescale_acts_by_decoder_norm);
+         SAE_DIR must have unit-norm decoder rows.
 """
 import json
 import struct
@@ -33,7 +38,40 @@ def load(path):
   return out
 
 
-def main(sae_dir, rows_path):
+def save(path, tensors):
+  """A float32 safetensors file, by the format's definition."""
+  header, blobs, offset = {}, [], 0
+  for name in sorted(tensors):
+    data = tensors[name].contiguous().numpy().tobytes()
+    header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                    "data_offsets": [offset, offset + len(data)]}
+    blobs.append(data)
+    offset += len(data)
+  text = json.dumps(header).encode()
+  text += b" " * (-len(text) % 8)
+  with open(path, "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def fold(sae_dir, out_dir):
+  import os
+  cfg = json.load(open(sae_dir + "/cfg.json"))
+  w = load(sae_dir + "/sae_weights.safetensors")
+  assert cfg["apply_b_dec_to_input"] and not cfg["rescale_acts_by_decoder_norm"]
+  norms = w["W_dec"].norm(dim=1)
+  assert torch.allclose(norms, torch.ones_like(norms), atol=1e-5), norms
+  scale = torch.rand(cfg["d_sae"], generator=torch.Generator().manual_seed(3)) * 3 + 0.5
+  b_enc = w["b_enc"] - w["b_dec"] @ w["W_enc"]  # The input's b_dec, folded.
+  folded = {"W_enc": w["W_enc"] / scale, "b_enc": b_enc / scale,
+            "W_dec": w["W_dec"] * scale.unsqueeze(1), "b_dec": w["b_dec"]}
+  cfg["apply_b_dec_to_input"] = False
+  cfg["rescale_acts_by_decoder_norm"] = True
+  os.makedirs(out_dir)
+  json.dump(cfg, open(out_dir + "/cfg.json", "w"))
+  save(out_dir + "/sae_weights.safetensors", folded)
+
+
+def check(sae_dir, rows_path):
   cfg = json.load(open(sae_dir + "/cfg.json"))
   # What SAE.load_from_disk needs of a v6 topk cfg.
   assert cfg["architecture"] == "topk", cfg["architecture"]
@@ -41,7 +79,6 @@ def main(sae_dir, rows_path):
   assert int(cfg["metadata"]["sae_lens_version"].split(".")[0]) >= 6
   assert cfg["normalize_activations"] == "none"
   assert cfg["reshape_activations"] == "none"
-  assert not cfg["rescale_acts_by_decoder_norm"]
   assert cfg["metadata"]["hook_name"].endswith("hook_mlp_out")
   w = load(sae_dir + "/sae_weights.safetensors")
   assert sorted(w) == ["W_dec", "W_enc", "b_dec", "b_enc"], sorted(w)
@@ -52,18 +89,22 @@ def main(sae_dir, rows_path):
   x = rows["y"]
   sae_in = x - w["b_dec"] * float(cfg["apply_b_dec_to_input"])
   h = sae_in @ w["W_enc"] + w["b_enc"]
+  norm = w["W_dec"].norm(dim=1)
+  rescale = cfg["rescale_acts_by_decoder_norm"]
+  if rescale:
+    h = h * norm
   top = torch.topk(h, k, dim=-1, sorted=False)
   codes = torch.zeros_like(h).scatter(-1, top.indices, torch.relu(top.values))
-  x_hat = codes @ w["W_dec"] + w["b_dec"]
+  x_hat = (codes / norm if rescale else codes) @ w["W_dec"] + w["b_dec"]
   code_error = (codes - rows["codes"]).abs().max().item()
   output_error = (x_hat - rows["y_hat"]).abs().max().item()
   active = (codes > 0).sum(-1).float().mean().item()
   print(f"rows {x.shape[0]}, d_in {d_in}, d_sae {d_sae}, k {k}: mean active "
         f"{active:.2f}, max |codes - ours| {code_error:.2e}, "
         f"max |x_hat - ours| {output_error:.2e}")
-  if not (code_error < 1e-5 and output_error < 1e-5):
+  if not (code_error < 1e-4 and output_error < 1e-4):
     sys.exit("saelens_reference: SAELens's forward disagrees with our fit")
 
 
 if __name__ == "__main__":
-  main(*sys.argv[1:])
+  {"check": check, "fold": fold}[sys.argv[1]](*sys.argv[2:])

@@ -124,6 +124,7 @@ expect export_activations "$work/exported" "--activations: $work/missing.textpro
   --activations="$work/missing.textproto" --out_dir="$work/exported"
 expect export_fit "$out" "$work/lm.pt has no sparse replacement layer" --checkpoint="$work/lm.pt" --out="$out"
 mkdir -p "$work/hf_empty"
+expect import_saelens "$out" "$work/hf_empty/cfg.json" --sae_dir="$work/hf_empty" --base="$work/lm.pt" --out="$out"
 expect hf_forward "$out" "cannot open $work/hf_empty/config.json" --checkpoint="$work/hf_empty" --tokens=1,2 \
   --out="$out"
 expect import_pretrained "$out" "cannot open $work/hf_empty/config.json" --from="$work/hf_empty" --out="$out" \
