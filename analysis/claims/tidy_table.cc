@@ -159,9 +159,10 @@ absl::StatusOr<double> ParseNumber(absl::string_view cell,
   double value;
   const absl::string_view stripped = absl::StripAsciiWhitespace(cell);
   if (stripped.empty() || !absl::SimpleAtod(stripped, &value) ||
-      std::isnan(value)) {
+      !std::isfinite(value)) {
+    // inf as much as NaN: a diverged run or a division by zero upstream.
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": '", cell, "' is not a number"));
+        absl::StrCat(where, ": '", cell, "' is not a finite number"));
   }
   return value;
 }

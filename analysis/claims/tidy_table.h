@@ -41,7 +41,8 @@ class TidyTable {
 // One CSV field, quoted when it holds a comma, quote or newline.
 std::string CsvField(absl::string_view field);
 
-// Parses a number of a metric cell; "nan" and empty are errors naming the cell.
+// Parses a number of a metric cell; anything but a finite number (nan, inf,
+// empty) is an error naming the cell.
 absl::StatusOr<double> ParseNumber(absl::string_view cell,
                                    absl::string_view where);
 
