@@ -26,8 +26,11 @@ done
 echo "C++: ${#cc[@]} files, ${#unformatted[@]} not clang-formatted"
 
 mapfile -t build < <(files -name BUILD.bazel -o -name BUILD -o -name '*.bzl' -o -name WORKSPACE)
-mapfile -t unbuildified < <("$buildifier" --add_tables="$tables" --lint=off --mode=check "${build[@]}" 2>&1 |
-  sed -n 's/ # reformat$//p')
+# --mode=check exits 0 (all formatted) or 4 (some need reformatting); anything else is a failure to check.
+rc=0
+"$buildifier" --add_tables="$tables" --lint=off --mode=check "${build[@]}" >"$TEST_TMPDIR/buildifier.txt" 2>&1 || rc=$?
+((rc == 0 || rc == 4)) || fail "buildifier exited $rc: $(head -3 "$TEST_TMPDIR/buildifier.txt")"
+mapfile -t unbuildified < <(sed -n 's/ # reformat$//p' "$TEST_TMPDIR/buildifier.txt")
 echo "BUILD and .bzl: ${#build[@]} files, ${#unbuildified[@]} not buildifier-formatted"
 
 ((${#unformatted[@]} == 0)) || fail "not clang-formatted (clang-format -i): ${unformatted[*]}"

@@ -56,15 +56,20 @@ password=$("$nginx_cache" add-writer ci --dir "$cache_dir" 2>/dev/null)
   fail "the writer's PUT was refused"
 [[ "$(curl -s "$url/cas/$blob_sha")" == hello ]] || fail "an anonymous GET did not read the blob"
 echo "HTTP: anonymous and wrong-password PUT 401, DELETE 401; writer PUT 201; anonymous GET 200"
-if "$nginx_cache" start --dir "$TEST_TMPDIR/lan" --listen 192.0.2.1:9092 2>/dev/null; then
-  fail "a non-loopback address started without TLS"
-fi
+rc=0
+"$nginx_cache" start --dir "$TEST_TMPDIR/lan" --listen 0.0.0.0:free 2>"$TEST_TMPDIR/lan.err" || rc=$?
+((rc == 2)) && grep -q 'beyond loopback' "$TEST_TMPDIR/lan.err" ||
+  fail "a non-loopback address without TLS was not refused (exit $rc: $(cat "$TEST_TMPDIR/lan.err"))"
 
+# Every output base a build below uses, listed here so that cleanup shuts each server down (build runs in
+# subshells, whose additions to `bases` would be lost).
+for name in reader_cold reader_with_credential writer reader_warm reader_tampered tls_writer tls_reader; do
+  bases+=("$TEST_TMPDIR/$name")
+done
 # build NAME ARGS...: a build of //:b in a fresh output base; prints its process line.
 build() {
   local base="$TEST_TMPDIR/$1"
   shift
-  bases+=("$base")
   "${bazel[@]}" "${startup[@]}" --output_base="$base" build --noshow_progress "$@" //:b >"$base.log" 2>&1 ||
     { cat "$base.log" >&2; fail "build $(basename "$base") failed"; }
   grep -q '^a$' "$base/execroot/__main__/bazel-out/k8-fastbuild/bin/b.txt" &&
@@ -78,6 +83,10 @@ build reader_cold --config=remote_cache --remote_cache="$url" --disk_cache="$TES
 (($(action_results) == 0)) || fail "a reader's build uploaded action results"
 (($(find "$TEST_TMPDIR/disk" -type f | wc -l) > 0)) || fail "a reader's build left its disk cache empty"
 echo "reader, cold: nothing uploaded, disk cache filled"
+# The reader config itself uploads nothing, even holding a writer's credential (the server would accept it).
+build reader_with_credential --config=remote_cache --remote_cache="http://ci:$password@$host/cache" >/dev/null
+(($(action_results) == 0)) || fail "--config=remote_cache uploaded with a credential in its URL"
+echo "reader config with a writer's credential: nothing uploaded"
 
 build writer --config=remote_cache_writer --remote_cache="http://ci:$password@$host/cache"
 (($(action_results) == 2)) || fail "the writer uploaded $(action_results) action results, expected 2"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A remote cache that hangs (nginx SIGSTOPped: the kernel still accepts connections, nothing answers) must
 # cost a bounded time, not one --remote_timeout per lookup and upload of every action. Builds two one-line
-# genrules in a scratch workspace with this project's `build:remote_cache` settings (from .bazelrc) against
-# the stopped cache, and checks the build succeeds, locally, within BOUND seconds.
+# genrules in a scratch workspace with this project's `build:remote_cache_writer` settings from .bazelrc (lookups and
+# uploads, the heavier path) against the stopped cache, and checks the build succeeds, locally, within BOUND seconds.
 # Usage: hung_cache_test.sh NGINX_CACHE_SH BAZELRC BOUND
 set -euo pipefail
 nginx_cache=$(readlink -f "$1")
@@ -26,7 +26,7 @@ trap cleanup EXIT
 mkdir -p "$work"
 cd "$work"
 touch WORKSPACE
-grep '^build:remote_cache ' "$bazelrc" >.bazelrc
+grep -E '^build:remote_cache(_writer)? ' "$bazelrc" >.bazelrc
 echo "settings under test:"; sed 's/^/  /' .bazelrc
 cat >BUILD <<'BUILD'
 genrule(name = "a", outs = ["a.txt"], cmd = "echo a > $@")
@@ -42,7 +42,7 @@ kill -STOP "${stopped[@]}"
 echo "cache $url hung (SIGSTOP to nginx ${stopped[*]})"
 
 start=$SECONDS
-if ! "${bazel[@]}" build --noshow_progress --config=remote_cache --remote_cache="$url" //:b >build.log 2>&1; then
+if ! "${bazel[@]}" build --noshow_progress --config=remote_cache_writer --remote_cache="$url" //:b >build.log 2>&1; then
   cat build.log >&2
   fail "the build failed with the cache hung"
 fi

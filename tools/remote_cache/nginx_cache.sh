@@ -139,7 +139,8 @@ CONF
       exit 1
     fi
     password=$(openssl rand -hex 16)
-    echo "$writer:$(openssl passwd -apr1 "$password")" >>"$writers"
+    # -stdin: the password never appears in another process's command line (ps).
+    echo "$writer:$(openssl passwd -apr1 -stdin <<<"$password")" >>"$writers"
     # nginx rereads the file on every request: no restart needed.
     echo "$password"
     echo "$0: writer $writer added to $writers (hashed); its password is printed once, above. Writers build with" >&2
