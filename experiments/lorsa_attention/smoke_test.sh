@@ -1,6 +1,6 @@
 #!/bin/bash
 # The Lorsa section on the smoke-scale LMs and fits, checked for its structure, not its verdicts: per seed
-# (2: tools/seeds COSTLY_SEEDS at smoke) 14 fits (Lorsa and SAE on 4 blocks at one K, and at 3 more K on one
+# (2: lorsa.bzl LORSA_SEEDS at smoke) 14 fits (Lorsa and SAE on 4 blocks at one K, and at 3 more K on one
 # block) with finite FVU and CE and parameter-matched SAEs, MHSA scores in [0, 1] for every head and probe
 # sequence, positive copy losses, attribution shares summing to 1 per fit, every claim and control of
 # claims.textproto in verdicts.csv with a verdict of the engine's vocabulary, every table and figure in
