@@ -1,114 +1,76 @@
 #include "layers/models/saelens_import.h"
 
-#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/text_format.h>
-#include <google/protobuf/util/json_util.h>
 
 #include <set>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "layers/models/checkpoint.h"
+#include "layers/models/json_config.h"
 #include "layers/models/safetensors.h"
-#include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {
 namespace {
 
-using google::protobuf::Struct;
-using google::protobuf::Value;
-
-absl::Status Bad(const std::string& dir, const std::string& what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(dir, "/cfg.json: ", what, " (a SAELens 6.x SAE directory)"));
-}
-
-absl::StatusOr<const Value*> Field(const Struct& cfg, const std::string& dir,
-                                   const std::string& name,
-                                   Value::KindCase kind) {
-  auto it = cfg.fields().find(name);
-  if (it == cfg.fields().end()) return Bad(dir, "no field " + name);
-  if (it->second.kind_case() != kind)
-    return Bad(dir, name + " has the wrong type");
-  return &it->second;
-}
-
-absl::StatusOr<int64_t> PositiveInt(const Struct& cfg, const std::string& dir,
-                                    const std::string& name) {
-  ASSIGN_OR_RETURN(const Value* v, Field(cfg, dir, name, Value::kNumberValue));
-  const double x = v->number_value();
-  if (!(x >= 1) || x != static_cast<double>(static_cast<int64_t>(x))) {
-    return Bad(dir, absl::StrCat(name, " is ", x, ", not a positive integer"));
-  }
-  return static_cast<int64_t>(x);
-}
-
 // A string field that must hold `expected` (absent: SAELens's default).
-absl::Status Expect(const Struct& cfg, const std::string& dir,
-                    const std::string& name, const std::string& expected) {
-  auto it = cfg.fields().find(name);
-  if (it == cfg.fields().end()) return absl::OkStatus();
-  if (it->second.string_value() != expected) {
-    return Bad(dir, absl::StrCat(name, " is '", it->second.string_value(),
-                                 "'; only '", expected, "' imports exactly"));
+absl::Status Expect(const ConfigFields& cfg, const std::string& name,
+                    const std::string& expected) {
+  ASSIGN_OR_RETURN(const std::string value, cfg.String(name, expected));
+  if (value != expected) {
+    return cfg.Error(name, absl::StrCat("is '", value, "'; only '", expected,
+                                        "' imports exactly"));
   }
   return absl::OkStatus();
-}
-
-bool Flag(const Struct& cfg, const std::string& name, bool absent) {
-  auto it = cfg.fields().find(name);
-  return it == cfg.fields().end() ? absent : it->second.bool_value();
 }
 
 }  // namespace
 
 absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
-  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(dir + "/cfg.json"));
-  Struct cfg;
-  if (auto status = google::protobuf::util::JsonStringToMessage(text, &cfg);
-      !status.ok()) {
-    return Bad(dir, "not a JSON object");
+  // Errors name cfg.json and the field; SAELens 6.x is the format read.
+  const std::string path = dir + "/cfg.json";
+  ASSIGN_OR_RETURN(const google::protobuf::Struct root, ReadJsonObject(path));
+  const ConfigFields cfg(path, root);
+  ASSIGN_OR_RETURN(const std::string architecture, cfg.String("architecture"));
+  if (architecture != "topk") {
+    return cfg.Error("architecture",
+                     absl::StrCat("is '", architecture,
+                                  "': only 'topk' runs as our TopK SAE"));
   }
-  ASSIGN_OR_RETURN(const Value* architecture,
-                   Field(cfg, dir, "architecture", Value::kStringValue));
-  if (architecture->string_value() != "topk") {
-    return Bad(dir, absl::StrCat("architecture '", architecture->string_value(),
-                                 "': only 'topk' runs as our TopK SAE"));
+  ASSIGN_OR_RETURN(const int64_t d_in, cfg.PositiveInt("d_in"));
+  ASSIGN_OR_RETURN(const int64_t d_sae, cfg.PositiveInt("d_sae"));
+  ASSIGN_OR_RETURN(const int64_t k, cfg.PositiveInt("k"));
+  if (k > d_sae) {
+    return cfg.Error("k", absl::StrCat("is ", k, " > d_sae ", d_sae));
   }
-  ASSIGN_OR_RETURN(const int64_t d_in, PositiveInt(cfg, dir, "d_in"));
-  ASSIGN_OR_RETURN(const int64_t d_sae, PositiveInt(cfg, dir, "d_sae"));
-  ASSIGN_OR_RETURN(const int64_t k, PositiveInt(cfg, dir, "k"));
-  if (k > d_sae) return Bad(dir, absl::StrCat("k ", k, " > d_sae ", d_sae));
-  ASSIGN_OR_RETURN(const Value* dtype,
-                   Field(cfg, dir, "dtype", Value::kStringValue));
+  ASSIGN_OR_RETURN(const std::string dtype, cfg.String("dtype"));
   static const std::set<std::string> kDtypes = {
       "float32",       "float64",       "float16",       "bfloat16",
       "torch.float32", "torch.float64", "torch.float16", "torch.bfloat16"};
-  if (!kDtypes.count(dtype->string_value())) {
-    return Bad(dir,
-               "dtype '" + dtype->string_value() + "' is not a float type");
+  if (!kDtypes.count(dtype)) {
+    return cfg.Error("dtype", "'" + dtype + "' is not a float type");
   }
-  RETURN_IF_ERROR(Expect(cfg, dir, "normalize_activations", "none"));
-  RETURN_IF_ERROR(Expect(cfg, dir, "reshape_activations", "none"));
-  ASSIGN_OR_RETURN(const Value* metadata,
-                   Field(cfg, dir, "metadata", Value::kStructValue));
-  auto hook = metadata->struct_value().fields().find("hook_name");
-  if (hook == metadata->struct_value().fields().end()) {
-    return Bad(dir, "metadata has no hook_name");
-  }
+  RETURN_IF_ERROR(Expect(cfg, "normalize_activations", "none"));
+  RETURN_IF_ERROR(Expect(cfg, "reshape_activations", "none"));
+  ASSIGN_OR_RETURN(const bool apply_b_dec_to_input,
+                   cfg.Bool("apply_b_dec_to_input", true));
+  ASSIGN_OR_RETURN(const bool rescale_acts_by_decoder_norm,
+                   cfg.Bool("rescale_acts_by_decoder_norm", false));
+  ASSIGN_OR_RETURN(const ConfigFields metadata, cfg.Object("metadata"));
+  ASSIGN_OR_RETURN(const std::string hook, metadata.String("hook_name"));
   // blocks.<L>.hook_mlp_out or blocks.<L>.hook_attn_out.
-  const std::vector<std::string> parts =
-      absl::StrSplit(hook->second.string_value(), '.');
+  const std::vector<std::string> parts = absl::StrSplit(hook, '.');
   int layer = -1;
   if (parts.size() != 3 || parts[0] != "blocks" ||
       !absl::SimpleAtoi(parts[1], &layer) || layer < 0 ||
       (parts[2] != "hook_mlp_out" && parts[2] != "hook_attn_out")) {
-    return Bad(dir, "metadata.hook_name '" + hook->second.string_value() +
-                        "' is not blocks.<L>.hook_mlp_out or hook_attn_out");
+    return metadata.Error("hook_name",
+                          "'" + hook +
+                              "' is not blocks.<L>.hook_mlp_out or "
+                              "hook_attn_out");
   }
 
   auto file = SafetensorsFile::Open(dir + "/sae_weights.safetensors");
@@ -130,10 +92,10 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
   }
   // Folds that leave the forward unchanged (saelens_import.h).
   torch::NoGradGuard no_grad;
-  if (!Flag(cfg, "apply_b_dec_to_input", true)) {
+  if (!apply_b_dec_to_input) {
     w["b_enc"] = w["b_enc"] + torch::matmul(w["b_dec"], w["W_enc"]);
   }
-  if (Flag(cfg, "rescale_acts_by_decoder_norm", false)) {
+  if (rescale_acts_by_decoder_norm) {
     const torch::Tensor norm = w["W_dec"].norm(2, 1).clamp_min(1e-8);
     w["W_enc"] = w["W_enc"] * norm;
     w["b_enc"] = w["b_enc"] * norm;
