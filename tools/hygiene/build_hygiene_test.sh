@@ -12,11 +12,9 @@ cd "$workspace"
 
 # Packages on disk: directories holding a BUILD file, outside Bazel's output links and the
 # local stand-in repositories (.bazelignore).
-mapfile -t ignored < <(grep -v '^\s*#' .bazelignore 2>/dev/null | sed '/^\s*$/d')
-prune=(-path ./.git -o -path './bazel-*')
-for dir in "${ignored[@]}"; do prune+=(-o -path "./$dir"); done
-expected="$(find . \( "${prune[@]}" \) -prune -o \( -name BUILD.bazel -o -name BUILD \) -print |
-  sed -e 's|^\./||' -e 's|/\?BUILD\(\.bazel\)\?$||' -e 's|^|//|' | sort -u)"
+source "$here/source_tree.sh"
+expected="$(source_tree_find -name BUILD.bazel -o -name BUILD |
+  sed -e 's|/\?BUILD\(\.bazel\)\?$||' -e 's|^|//|' | sort -u)"
 
 source "$here/nested_query.sh"
 nested_query_setup "$workspace" "$bazel_bin" build_hygiene
@@ -32,8 +30,7 @@ referenced="$(query 'kind("source file", //...:*)' --output=label | sed -e 's|^/
 orphans=()
 while read -r file; do
   grep -qxF "$file" <<<"$referenced" || orphans+=("$file")
-done < <(find . \( "${prune[@]}" \) -prune -o -type f \( -name '*.cc' -o -name '*.h' -o -name '*.proto' -o -name '*_test.sh' \) -print |
-  sed 's|^\./||' | sort)
+done < <(source_tree_find -type f \( -name '*.cc' -o -name '*.h' -o -name '*.proto' -o -name '*_test.sh' \) | sort)
 ((${#orphans[@]} == 0)) || fail "source files outside every target: ${orphans[*]}"
 echo "every .cc/.h/.proto/_test.sh file belongs to a target"
 echo PASS

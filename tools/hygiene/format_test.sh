@@ -5,6 +5,7 @@
 # changes the trainer's bytes and so every cached model). Reads the real tree (tagged external: never cached).
 # Fix: clang-format -i <file>; <buildifier> --add_tables=tools/hygiene/buildifier_tables.json <file>.
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 workspace="$(dirname "$(readlink -f "$1")")"
 buildifier="$(readlink -f "$2")"
 tables="$(readlink -f "$3")"
@@ -13,10 +14,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v "$clang_format" >/dev/null || fail "$clang_format is not installed (tools/deps.txt: clang-format)"
 cd "$workspace"
 
-mapfile -t ignored < <(grep -v '^\s*#' .bazelignore 2>/dev/null | sed '/^\s*$/d')
-prune=(-path ./.git -o -path './bazel-*')
-for dir in "${ignored[@]}"; do prune+=(-o -path "./$dir"); done
-files() { find . \( "${prune[@]}" \) -prune -o -type f \( "$@" \) -print | sed 's|^\./||' | sort; }
+source "$here/source_tree.sh"
+files() { source_tree_find -type f \( "$@" \) | sort; }
 
 mapfile -t cc < <(files -name '*.cc' -o -name '*.h')
 unformatted=()

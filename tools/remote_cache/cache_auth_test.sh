@@ -14,12 +14,10 @@ nginx_cache=$(readlink -f "$1")
 bazelrc=$(readlink -f "$2")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-export HOME="$TEST_TMPDIR/home"
-mkdir -p "$HOME"
-work="$TEST_TMPDIR/ws"
+source "$(dirname "${BASH_SOURCE[0]}")/scratch_workspace.sh"
+scratch_workspace "$bazelrc" 5
 cache_dir="$TEST_TMPDIR/cache"
 tls_dir="$TEST_TMPDIR/tls_cache"
-bazel=(/usr/bin/bazel-4 --nohome_rc --output_user_root="$TEST_TMPDIR/root" --max_idle_secs=5)
 bases=()
 startup=()
 cleanup() {
@@ -28,15 +26,6 @@ cleanup() {
   "$nginx_cache" stop --dir "$tls_dir" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-
-mkdir -p "$work"
-cd "$work"
-touch WORKSPACE
-grep -E '^build:remote_cache(_writer)? ' "$bazelrc" >.bazelrc
-cat >BUILD <<'BUILD'
-genrule(name = "a", outs = ["a.txt"], cmd = "echo a > $@")
-genrule(name = "b", srcs = [":a"], outs = ["b.txt"], cmd = "cat $< > $@; echo b >> $@")
-BUILD
 
 # status CURL_ARGS...: the HTTP status of one request.
 status() { curl -s -o /dev/null -w '%{http_code}' "$@"; }

@@ -10,12 +10,11 @@ bazelrc=$(readlink -f "$2")
 bound=$3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-export HOME="$TEST_TMPDIR/home"
-mkdir -p "$HOME"
-work="$TEST_TMPDIR/ws"
+source "$(dirname "${BASH_SOURCE[0]}")/scratch_workspace.sh"
+scratch_workspace "$bazelrc" 10
+echo "settings under test:"; sed 's/^/  /' .bazelrc
 cache_dir="$TEST_TMPDIR/cache"
 stopped=()
-bazel=(/usr/bin/bazel-4 --nohome_rc --output_user_root="$TEST_TMPDIR/root" --max_idle_secs=10)
 cleanup() {
   ((${#stopped[@]} > 0)) && kill -CONT "${stopped[@]}" 2>/dev/null
   (cd "$work" 2>/dev/null && "${bazel[@]}" shutdown >/dev/null 2>&1) || true
@@ -23,15 +22,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$work"
-cd "$work"
-touch WORKSPACE
-grep -E '^build:remote_cache(_writer)? ' "$bazelrc" >.bazelrc
-echo "settings under test:"; sed 's/^/  /' .bazelrc
-cat >BUILD <<'BUILD'
-genrule(name = "a", outs = ["a.txt"], cmd = "echo a > $@")
-genrule(name = "b", srcs = [":a"], outs = ["b.txt"], cmd = "cat $< > $@; echo b >> $@")
-BUILD
 # The Bazel server starts before the clock does: only the build's own time is bounded.
 "${bazel[@]}" info release >/dev/null 2>&1
 
