@@ -20,6 +20,7 @@
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
+#include "datasets/text/tokenizer_pairing.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
@@ -85,6 +86,8 @@ absl::Status Run(const std::vector<std::string>& paths) {
   if (!tok) return absl::InvalidArgumentError(error);
   ASSIGN_OR_RETURN(auto tokens,
                    datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
+  RETURN_IF_ERROR(
+      datasets::CheckEncodedWith(*tokens, absl::GetFlag(FLAGS_tokenizer)));
   ASSIGN_OR_RETURN(auto caches, OpenCaches(absl::GetFlag(FLAGS_caches)));
   ASSIGN_OR_RETURN(std::vector<analysis::LorsaFit> fits,
                    analysis::LoadLorsaFits(paths));

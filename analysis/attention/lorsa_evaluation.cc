@@ -165,6 +165,8 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
           absl::StrCat(fit.name, ": no --caches entry for block ", block));
     }
     const datasets::ActivationSet& cache = *caches.at(block);
+    RETURN_IF_ERROR(cache.CheckSite(
+        block, ".attn.", absl::StrCat("the --caches entry for ", fit.name)));
     const int64_t window = cache.manifest().sequence_length();
     if (!ce_zero.count(block)) {
       ASSIGN_OR_RETURN(

@@ -16,8 +16,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "datasets/synthetic/capital_facts.h"
 #include "datasets/text/token_shards.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 namespace {
@@ -102,14 +104,14 @@ std::vector<int> ThirdFacts(const std::vector<const Fact*>& group,
 
 }  // namespace
 
-std::vector<Fact> ParseFacts(absl::string_view csv,
-                             const datasets::Tokenizer& tok) {
+absl::StatusOr<std::vector<Fact>> ParseFacts(absl::string_view csv,
+                                             const datasets::Tokenizer& tok,
+                                             absl::string_view source) {
+  ASSIGN_OR_RETURN(const std::vector<datasets::CapitalFact> table,
+                   datasets::ParseCapitalFacts(csv, source, kMinFacts));
   std::vector<Fact> facts;
-  for (absl::string_view line : absl::StrSplit(csv, '\n')) {
-    const std::vector<std::string> f =
-        absl::StrSplit(absl::StripAsciiWhitespace(line), ',');
-    if (f.size() != 2 || f[0] == "capital") continue;
-    Fact fact{f[1], f[0], {tok.eos_id()}, -1};
+  for (const datasets::CapitalFact& row : table) {
+    Fact fact{row.subject, row.answer, {tok.eos_id()}, -1};
     const std::string prompt = absl::StrCat(kPrefix, fact.subject, kSuffix);
     for (int id : tok.Encode(prompt)) fact.prompt.push_back(id);
     const std::vector<int> full =

@@ -28,10 +28,14 @@ struct Fact {
   int64_t answer_id = -1;       // First token of " <answer>", or -1.
 };
 
-// Facts from CSV text, one "answer,subject" per line (a "capital,..." header
-// and malformed lines are skipped), prompted "The capital of <subject> is".
-std::vector<Fact> ParseFacts(absl::string_view csv,
-                             const datasets::Tokenizer& tok);
+// Patching pairs each fact with another and a third (the disruption null).
+inline constexpr size_t kMinFacts = 3;
+
+// The facts of a capitals table (datasets::ParseCapitalFacts, at least
+// kMinFacts), prompted "The capital of <subject> is".
+absl::StatusOr<std::vector<Fact>> ParseFacts(absl::string_view csv,
+                                             const datasets::Tokenizer& tok,
+                                             absl::string_view source);
 // eos + the prompt prefix's tokens, as they start every fact's prompt.
 std::vector<int64_t> PromptPrefix(const datasets::Tokenizer& tok);
 

@@ -50,8 +50,9 @@ absl::Status Run() {
   if (!tok) return absl::InvalidArgumentError(error);
   ASSIGN_OR_RETURN(const std::string facts_csv,
                    ReadFileToString(absl::GetFlag(FLAGS_facts)));
-  const std::vector<analysis::Fact> facts =
-      analysis::ParseFacts(facts_csv, *tok);
+  ASSIGN_OR_RETURN(
+      const std::vector<analysis::Fact> facts,
+      analysis::ParseFacts(facts_csv, *tok, absl::GetFlag(FLAGS_facts)));
   ASSIGN_OR_RETURN(layers::LoadedModel sparse,
                    layers::LoadModel(absl::GetFlag(FLAGS_model)));
   ASSIGN_OR_RETURN(layers::LoadedModel dense,

@@ -19,7 +19,8 @@ namespace sparse_layers::analysis {
 namespace {
 
 constexpr char kStates[] =
-    "Austin,Texas\nDover,Delaware\nSalem,Oregon\nBoise,Idaho\nAlbany,New "
+    "capital,state\nAustin,Texas\nDover,Delaware\nSalem,Oregon\nBoise,"
+    "Idaho\nAlbany,New "
     "York\nDenver,Colorado\nHelena,Montana\nAtlanta,Georgia\n";
 // More facts, so that length groups of three or more exist (a third fact for
 // the disruption null).
@@ -67,9 +68,11 @@ TEST(BrownLexiconTest, MajorityClassOfWordsSeenThreeTimes) {
 
 TEST(ParseFactsTest, PromptsShareThePrefixAndAnswerTheFirstToken) {
   auto tok = datasets::LoadTestBpe();
-  const std::vector<Fact> facts = ParseFacts(
-      "capital,state\nAustin,Texas\nbad line\nDover,Delaware\n", *tok);
-  ASSERT_EQ(facts.size(), 2u);
+  const std::vector<Fact> facts = *ParseFacts(
+      "state,capital\nTexas,Austin\nDelaware,Dover\nOhio,"
+      "Columbus\n\n",
+      *tok, "f.csv");
+  ASSERT_EQ(facts.size(), 3u);
   EXPECT_EQ(facts[0].subject, "Texas");
   EXPECT_EQ(facts[0].answer, "Austin");
   std::vector<int64_t> expected = {tok->eos_id()};
@@ -82,10 +85,28 @@ TEST(ParseFactsTest, PromptsShareThePrefixAndAnswerTheFirstToken) {
   const std::vector<int64_t> prefix = PromptPrefix(*tok);
   EXPECT_EQ(prefix[0], tok->eos_id());
   int sharing = 0;
-  for (const Fact& fact : ParseFacts(kStates, *tok)) {
+  const std::vector<Fact> states = *ParseFacts(kStates, *tok, "f.csv");
+  for (const Fact& fact : states) {
     sharing += std::equal(prefix.begin(), prefix.end(), fact.prompt.begin());
   }
   EXPECT_GE(sharing, 2);
+}
+
+TEST(ParseFactsTest, WrongHeadersRowsAndTooFewFactsAreNamed) {
+  auto tok = datasets::LoadTestBpe();
+  auto message = [&](absl::string_view csv) {
+    return std::string(ParseFacts(csv, *tok, "f.csv").status().message());
+  };
+  EXPECT_EQ(message("Austin,Texas\nDover,Delaware\nSalem,Oregon\n"),
+            "f.csv: header 'Austin,Texas' needs an answer column (answer or "
+            "capital) and a subject column (subject or state)");
+  EXPECT_EQ(message("capital,state\nAustin,Texas\nbad line\n"),
+            "f.csv:3: 1 fields, the header has 2");
+  EXPECT_EQ(message("capital,state\nAustin,\n"),
+            "f.csv:2: empty answer or subject");
+  EXPECT_EQ(message("capital,state\nAustin,Texas\nDover,Delaware\n"),
+            "f.csv: 2 facts, fewer than 3");
+  EXPECT_EQ(message(""), "f.csv: empty");
 }
 
 // On a random sgatlin model: one recall row per fact, and patching a
@@ -109,7 +130,7 @@ TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   ASSERT_TRUE(model.ok()) << model.status();
   (*model)->eval();
   const std::vector<Fact> facts =
-      ParseFacts(absl::StrCat(kStates, kMoreStates), *tok);
+      *ParseFacts(absl::StrCat(kStates, kMoreStates), *tok, "f.csv");
   const std::vector<int64_t> prefix = PromptPrefix(*tok);
   FactRecallTables tables;
   AppendPatching("sgatlin", 5, **model, PatchKind::kRouting, facts, *tok,

@@ -12,6 +12,7 @@
 #include "analysis/steering/steering.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
+#include "datasets/text/tokenizer_pairing.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
@@ -76,6 +77,8 @@ absl::Status Run(const std::vector<std::string>& fit_paths) {
   if (!tokenizer) return absl::InvalidArgumentError(error);
   ASSIGN_OR_RETURN(auto tokens,
                    datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
+  RETURN_IF_ERROR(
+      datasets::CheckEncodedWith(*tokens, absl::GetFlag(FLAGS_tokenizer)));
   ASSIGN_OR_RETURN(const std::vector<layers::LoadedReplacement> fits,
                    layers::LoadReplacements(fit_paths));
   options.base_name = absl::GetFlag(FLAGS_base_name);

@@ -1,21 +1,20 @@
 #include "datasets/activations/activation_shards.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/text_format.h"
 #include "tools/common/digest.h"
+#include "tools/common/mapped_file.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 namespace {
@@ -136,19 +135,13 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
       return absl::DataLossError(
           absl::StrCat("activation shard ", path, ": ", what));
     };
-    const int fd = open(path.c_str(), O_RDONLY);
-    if (fd < 0) return error(std::strerror(errno));
-    struct stat info;
-    fstat(fd, &info);
-    const size_t size = static_cast<size_t>(info.st_size);
+    ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+    const size_t size = file.size();
     if (size < sizeof(ActivationShardHeader)) {
-      close(fd);
       return error("shorter than the header");
     }
-    void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (data == MAP_FAILED) return error(std::strerror(errno));
-    set->mappings_.emplace_back(data, size);
+    const uint8_t* data = file.data();
+    set->mappings_.push_back(std::move(file));
     ActivationShardHeader header;
     std::memcpy(&header, data, sizeof(header));
     if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
@@ -159,22 +152,26 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
         static_cast<int64_t>(header.rows) != entry.rows()) {
       return error("header disagrees with the manifest");
     }
-    const uint64_t expected =
-        sizeof(header) + header.rows * width * sizeof(float);
-    if (size != expected) {
-      return error(absl::StrCat("has ", size, " bytes, expected ", expected,
-                                size < expected ? " (truncated)" : ""));
+    // Compared as a row count, not a byte size: rows * width may overflow.
+    const uint64_t row_bytes = width * sizeof(float);
+    const uint64_t room =
+        row_bytes == 0 ? 0 : (size - sizeof(header)) / row_bytes;
+    if (row_bytes == 0 || header.rows != room ||
+        (size - sizeof(header)) % row_bytes != 0) {
+      return error(absl::StrCat("header says ", header.rows, " rows of ",
+                                row_bytes, " bytes but the file has ", size,
+                                " bytes",
+                                header.rows > room ? " (truncated)" : ""));
     }
     if (absl::Status s = VerifySha256(
-            absl::string_view(static_cast<const char*>(data), size),
-            entry.sha256(), absl::StrCat("activation shard ", path),
-            manifest_path);
+            set->mappings_.back().bytes(), entry.sha256(),
+            absl::StrCat("activation shard ", path), manifest_path);
         !s.ok()) {
       return s;
     }
     set->shard_starts_.push_back(total);
     set->shard_rows_.push_back(reinterpret_cast<const float*>(
-        static_cast<const char*>(data) + sizeof(header)));
+        reinterpret_cast<const char*>(data) + sizeof(header)));
     total += entry.rows();
   }
   if (total != set->manifest_.rows() || total == 0) {
@@ -198,9 +195,44 @@ absl::Status ActivationSet::CheckMadeFrom(
                    checkpoint_path, " (", digest->substr(0, 12), "...)"));
 }
 
-ActivationSet::~ActivationSet() {
-  for (auto& [data, size] : mappings_) munmap(data, size);
+absl::Status ActivationSet::CheckSameSiteAs(const ActivationSet& other) const {
+  const ActivationManifest& a = manifest_;
+  const ActivationManifest& b = other.manifest_;
+  auto mismatch = [&](absl::string_view field, const auto& mine,
+                      const auto& theirs) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "activation caches ", manifest_path_, " and ", other.manifest_path_,
+        " are of different sites: ", field, " ", mine, " vs ", theirs));
+  };
+  if (a.layer() != b.layer()) return mismatch("layer", a.layer(), b.layer());
+  if (a.hook_in() != b.hook_in()) {
+    return mismatch("hook_in", a.hook_in(), b.hook_in());
+  }
+  if (a.hook_out() != b.hook_out()) {
+    return mismatch("hook_out", a.hook_out(), b.hook_out());
+  }
+  if (a.d_in() != b.d_in()) return mismatch("d_in", a.d_in(), b.d_in());
+  if (a.d_out() != b.d_out()) return mismatch("d_out", a.d_out(), b.d_out());
+  if (a.checkpoint_sha256() != b.checkpoint_sha256()) {
+    return mismatch("checkpoint_sha256", a.checkpoint_sha256().substr(0, 12),
+                    b.checkpoint_sha256().substr(0, 12));
+  }
+  return absl::OkStatus();
 }
+
+absl::Status ActivationSet::CheckSite(int layer, absl::string_view site,
+                                      absl::string_view what) const {
+  if (manifest_.layer() == layer &&
+      absl::StrContains(manifest_.hook_out(), site)) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("activation cache ", manifest_path_, " caches block ",
+                   manifest_.layer(), " (", manifest_.hook_out(), "), but ",
+                   what, " is block ", layer, " (", site, ")"));
+}
+
+ActivationSet::~ActivationSet() = default;
 
 const float* ActivationSet::Row(int64_t row) const {
   const int shard = static_cast<int>(

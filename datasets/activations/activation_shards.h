@@ -14,8 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "datasets/activations/activations.pb.h"
 #include "tools/common/file_io.h"
+#include "tools/common/mapped_file.h"
 
 namespace sparse_layers::datasets {
 
@@ -66,6 +68,14 @@ class ActivationSet {
   // manifest records); else an error naming both, so a cache of another
   // model never pairs silently with this one.
   absl::Status CheckMadeFrom(const std::string& checkpoint_path) const;
+  // OK when `other` caches the same site (block, hooks, widths, checkpoint);
+  // else an error naming both manifests and the first field that differs, so
+  // a validation cache of another block never scores this one's fit.
+  absl::Status CheckSameSiteAs(const ActivationSet& other) const;
+  // OK when the cache is of block `layer` at a hook_out containing `site`
+  // (".ffn." or ".attn."); else an error naming what it caches.
+  absl::Status CheckSite(int layer, absl::string_view site,
+                         absl::string_view what) const;
 
   // Rows [begin, end) as (x, y) float32 tensors (copies).
   std::pair<torch::Tensor, torch::Tensor> Range(int64_t begin,
@@ -89,7 +99,7 @@ class ActivationSet {
   std::string manifest_path_;
   std::vector<const float*> shard_rows_;  // First row of each shard.
   std::vector<int64_t> shard_starts_;     // Cumulative first-row indices.
-  std::vector<std::pair<void*, size_t>> mappings_;
+  std::vector<MappedFile> mappings_;
   mutable int64_t permutation_epoch_ = -1;
   mutable uint64_t permutation_seed_ = 0;
   mutable std::vector<int64_t> permutation_;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "tools/common/digest.h"
 
 namespace sparse_layers::datasets {
@@ -145,6 +146,34 @@ TEST(ActivationShardsTest, CacheOfAnotherModelIsNamed) {
                   "activation cache .*/train.activations.textproto was made "
                   "from the checkpoint with SHA-256 [0-9a-f]{12}\\.\\.\\., "
                   "not .*/other.pt \\([0-9a-f]{12}\\.\\.\\.\\)"));
+}
+
+TEST(ActivationShardsTest, CachesOfAnotherSiteDoNotPair) {
+  const std::string dir = TempDir();
+  for (int layer : {1, 2}) {
+    ActivationManifest header = Header();
+    header.set_split(absl::StrCat("block", layer));
+    header.set_layer(layer);
+    header.set_hook_out(absl::StrCat("blocks.", layer, ".ffn.hook_out"));
+    ActivationWriter writer(dir, header, 8);
+    ASSERT_TRUE(writer.Append(torch::ones({4, 3}), torch::ones({4, 2})).ok());
+    ASSERT_TRUE(writer.Finish().ok());
+  }
+  auto one = ActivationSet::Open(dir + "/block1.activations.textproto");
+  auto two = ActivationSet::Open(dir + "/block2.activations.textproto");
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_TRUE((*one)->CheckSameSiteAs(**one).ok());
+  EXPECT_EQ((*one)->CheckSameSiteAs(**two).message(),
+            "activation caches " + dir + "/block1.activations.textproto and " +
+                dir +
+                "/block2.activations.textproto are of different sites: layer "
+                "1 vs 2");
+  EXPECT_TRUE((*one)->CheckSite(1, ".ffn.", "the fit").ok());
+  EXPECT_EQ((*one)->CheckSite(2, ".ffn.", "the fit").message(),
+            "activation cache " + dir +
+                "/block1.activations.textproto caches block 1 "
+                "(blocks.1.ffn.hook_out), but the fit is block 2 (.ffn.)");
+  EXPECT_FALSE((*one)->CheckSite(1, ".attn.", "the fit").ok());
 }
 
 }  // namespace

@@ -15,11 +15,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "datasets/synthetic/capital_facts.h"
 #include "datasets/text/corpus_readers.h"
 #include "layers/backend/torch_init.h"
 #include "tools/common/file_io.h"
 
-ABSL_FLAG(std::string, facts, "", "CSV with a header line: answer,subject");
+ABSL_FLAG(std::string, facts, "",
+          "CSV whose header names answer (or capital) and subject (or state)");
 ABSL_FLAG(int, documents, 2000, "Documents to write");
 ABSL_FLAG(double, distractor_fraction, 0.2,
           "Per fact and document, the chance of a distractor sentence");
@@ -40,30 +42,17 @@ absl::Status Run() {
   absl::StatusOr<std::string> csv =
       ReadFileToString(absl::GetFlag(FLAGS_facts));
   if (!csv.ok()) return csv.status();
-  std::vector<std::pair<std::string, std::string>> facts;  // (subject, answer)
-  bool header = true;
-  for (absl::string_view line : absl::StrSplit(*csv, '\n')) {
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty()) continue;
-    if (header) {
-      header = false;
-      continue;
-    }
-    std::vector<std::string> fields = absl::StrSplit(line, ',');
-    if (fields.size() != 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("expected answer,subject: ", line));
-    }
-    facts.emplace_back(fields[1], fields[0]);
-  }
+  absl::StatusOr<std::vector<CapitalFact>> facts =
+      ParseCapitalFacts(*csv, absl::GetFlag(FLAGS_facts), 1);
+  if (!facts.ok()) return facts.status();
   std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
   std::bernoulli_distribution distractor(
       absl::GetFlag(FLAGS_distractor_fraction));
   std::string out;
   for (int d = 0; d < absl::GetFlag(FLAGS_documents); ++d) {
-    std::shuffle(facts.begin(), facts.end(), rng);
+    std::shuffle(facts->begin(), facts->end(), rng);
     std::string text;
-    for (const auto& [subject, answer] : facts) {
+    for (const auto& [subject, answer] : *facts) {
       absl::StrAppend(&text, "The capital of ", subject, " is ", answer, ". ");
       if (distractor(rng)) absl::StrAppend(&text, subject, " is a state. ");
     }
@@ -77,7 +66,7 @@ absl::Status Run() {
       !s.ok()) {
     return s;
   }
-  std::printf("%zu facts x %d documents\n", facts.size(),
+  std::printf("%zu facts x %d documents\n", facts->size(),
               absl::GetFlag(FLAGS_documents));
   return absl::OkStatus();
 }

@@ -11,7 +11,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "datasets/text/corpus_readers.h"
-#include "datasets/text/gpt2_bpe.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
@@ -73,9 +72,7 @@ absl::Status Run() {
   manifest.set_end_of_text_id(end_of_text);
   manifest.set_source_sha256(Sha256Hex(*jsonl));
   absl::StatusOr<std::string> tokenizer_digest =
-      Sha256OfFile(Gpt2Bpe::IsGpt2BpePath(absl::GetFlag(FLAGS_tokenizer))
-                       ? Gpt2Bpe::VocabularyFile(absl::GetFlag(FLAGS_tokenizer))
-                       : absl::GetFlag(FLAGS_tokenizer));
+      Sha256OfFile(TokenizerDigestPath(absl::GetFlag(FLAGS_tokenizer)));
   if (!tokenizer_digest.ok()) return tokenizer_digest.status();
   manifest.set_tokenizer_sha256(*tokenizer_digest);
 

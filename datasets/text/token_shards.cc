@@ -1,20 +1,18 @@
 #include "datasets/text/token_shards.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/text_format.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
+#include "tools/common/mapped_file.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 namespace {
@@ -143,6 +141,7 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
   absl::StatusOr<std::string> text = ReadFileToString(manifest_path);
   if (!text.ok()) return text.status();
   std::unique_ptr<TokenShardSet> set(new TokenShardSet);
+  set->manifest_path_ = manifest_path;
   if (!google::protobuf::TextFormat::ParseFromString(*text, &set->manifest_)) {
     return absl::InvalidArgumentError(
         absl::StrCat(manifest_path, ": not a TokenShardManifest"));
@@ -156,20 +155,14 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
       return absl::DataLossError(
           absl::StrCat("token shard ", path, ": ", what));
     };
-    const int fd = open(path.c_str(), O_RDONLY);
-    if (fd < 0) return error(std::strerror(errno));
-    struct stat info;
-    fstat(fd, &info);
-    const size_t size = static_cast<size_t>(info.st_size);
+    ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(path));
+    const size_t size = file.size();
     if (size < sizeof(TokenShardHeader)) {
-      close(fd);
       return error(
           absl::StrCat("only ", size, " bytes, shorter than the header"));
     }
-    void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (data == MAP_FAILED) return error(std::strerror(errno));
-    set->mappings_.emplace_back(data, size);
+    const uint8_t* data = file.data();
+    set->mappings_.push_back(std::move(file));
     TokenShardHeader header;
     std::memcpy(&header, data, sizeof(header));
     if (std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0) {
@@ -181,12 +174,13 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
                                 "for uint32)"));
     }
     const int id_bytes = header.id_bytes == 0 ? 2 : 4;
-    const uint64_t expected = sizeof(header) + header.tokens * id_bytes;
-    if (size != expected) {
-      return error(absl::StrCat("header says ", header.tokens, " tokens (",
-                                expected, " bytes) but the file has ", size,
-                                " bytes",
-                                size < expected ? " (truncated)" : ""));
+    // Compared as a count, not a byte size: tokens * id_bytes may overflow.
+    const uint64_t room = (size - sizeof(header)) / id_bytes;
+    if (header.tokens != room || (size - sizeof(header)) % id_bytes != 0) {
+      return error(absl::StrCat("header says ", header.tokens, " tokens of ",
+                                id_bytes, " bytes but the file has ", size,
+                                " bytes (room for ", room,
+                                header.tokens > room ? ", truncated)" : ")"));
     }
     if (static_cast<int64_t>(header.tokens) != entry.tokens()) {
       return error(absl::StrCat("holds ", header.tokens,
@@ -198,7 +192,7 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
                                 ", the manifest says ",
                                 set->manifest_.vocab_size()));
     }
-    const TokenIds tokens(static_cast<const char*>(data) + sizeof(header),
+    const TokenIds tokens(reinterpret_cast<const char*>(data) + sizeof(header),
                           header.tokens, id_bytes);
     int64_t largest = 0;
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -208,9 +202,9 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
       return error(absl::StrCat("token id ", largest, " >= vocabulary size ",
                                 header.vocab_size));
     }
-    if (absl::Status s = VerifySha256(
-            absl::string_view(static_cast<const char*>(data), size),
-            entry.sha256(), absl::StrCat("token shard ", path), manifest_path);
+    if (absl::Status s =
+            VerifySha256(set->mappings_.back().bytes(), entry.sha256(),
+                         absl::StrCat("token shard ", path), manifest_path);
         !s.ok()) {
       return s;
     }
@@ -225,8 +219,33 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
   return set;
 }
 
-TokenShardSet::~TokenShardSet() {
-  for (auto& [data, size] : mappings_) munmap(data, size);
+TokenShardSet::~TokenShardSet() = default;
+
+absl::Status TokenShardSet::CheckSameTokenizer(
+    const TokenShardSet& other) const {
+  const TokenShardManifest& a = manifest_;
+  const TokenShardManifest& b = other.manifest_;
+  auto mismatch = [&](absl::string_view field, const auto& mine,
+                      const auto& theirs) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(manifest_path_, " and ", other.manifest_path_,
+                     " were encoded with different tokenizers: ", field, " ",
+                     mine, " vs ", theirs));
+  };
+  if (a.tokenizer_sha256() != b.tokenizer_sha256()) {
+    auto shown = [](const std::string& sha) {
+      return sha.empty() ? std::string("(none)") : sha.substr(0, 12);
+    };
+    return mismatch("tokenizer_sha256", shown(a.tokenizer_sha256()),
+                    shown(b.tokenizer_sha256()));
+  }
+  if (a.vocab_size() != b.vocab_size()) {
+    return mismatch("vocab_size", a.vocab_size(), b.vocab_size());
+  }
+  if (a.end_of_text_id() != b.end_of_text_id()) {
+    return mismatch("end_of_text_id", a.end_of_text_id(), b.end_of_text_id());
+  }
+  return absl::OkStatus();
 }
 
 BatchSampler::BatchSampler(const TokenShardSet* shards, int batch_size,

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "datasets/text/corpus.pb.h"
+#include "tools/common/mapped_file.h"
 
 namespace sparse_layers::datasets {
 
@@ -88,6 +89,12 @@ class TokenShardSet {
   ~TokenShardSet();
 
   const TokenShardManifest& manifest() const { return manifest_; }
+  const std::string& manifest_path() const { return manifest_path_; }
+  // OK when `other` was encoded with the same tokenizer (its SHA-256,
+  // vocabulary and end-of-text id); else an error naming both manifests and
+  // both values, so validation tokens of another tokenizer never pair with
+  // these training tokens.
+  absl::Status CheckSameTokenizer(const TokenShardSet& other) const;
   int shard_count() const { return static_cast<int>(shards_.size()); }
   TokenIds shard(int index) const { return shards_[index]; }
   int64_t tokens() const { return manifest_.tokens(); }
@@ -95,8 +102,9 @@ class TokenShardSet {
  private:
   TokenShardSet() = default;
   TokenShardManifest manifest_;
+  std::string manifest_path_;
   std::vector<TokenIds> shards_;
-  std::vector<std::pair<void*, size_t>> mappings_;
+  std::vector<MappedFile> mappings_;
 };
 
 // One (B, T) batch: targets are the inputs shifted by one token.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -120,6 +121,40 @@ TEST_F(TokenShardsTest, ForeignFileAndOutOfRangeIdsAreClearErrors) {
   ASSERT_FALSE(bad_id.ok());
   EXPECT_NE(bad_id.status().message().find("token id 1000"), std::string::npos)
       << bad_id.status();
+}
+
+// A header count whose byte size wraps around 2^64 to the file's size (it
+// crashed the reader: the size check passed and the id scan ran off the map).
+TEST_F(TokenShardsTest, OverflowingHeaderCountIsAClearError) {
+  std::string bytes(32 + 8, '\0');
+  std::memcpy(bytes.data(), "SLTOKv1", 8);
+  const uint32_t vocab = 1000;
+  std::memcpy(bytes.data() + 8, &vocab, 4);
+  const uint64_t tokens = (uint64_t{1} << 63) + 4;  // x 2 bytes: 8 mod 2^64.
+  std::memcpy(bytes.data() + 16, &tokens, 8);
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/s0.bin", bytes).ok());
+  auto shards = TokenShardSet::Open(manifest_path());
+  ASSERT_FALSE(shards.ok());
+  EXPECT_THAT(std::string(shards.status().message()),
+              ::testing::EndsWith("s0.bin: header says 9223372036854775812 "
+                                  "tokens of 2 bytes but the file has 40 "
+                                  "bytes (room for 4, truncated)"));
+}
+
+TEST_F(TokenShardsTest, ShardsOfAnotherTokenizerDoNotPair) {
+  auto train = TokenShardSet::Open(manifest_path());
+  ASSERT_TRUE(train.ok()) << train.status();
+  EXPECT_TRUE((*train)->CheckSameTokenizer(**train).ok());
+  std::string text = *ReadFileToString(manifest_path());
+  text += "tokenizer_sha256: \"ab12ab12ab12ab12\"\n";
+  ASSERT_TRUE(WriteFileAtomically(dir_ + "/other.textproto", text).ok());
+  auto other = TokenShardSet::Open(dir_ + "/other.textproto");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_EQ(
+      (*train)->CheckSameTokenizer(**other).message(),
+      absl::StrCat(manifest_path(), " and ", dir_,
+                   "/other.textproto were encoded with different "
+                   "tokenizers: tokenizer_sha256 (none) vs ab12ab12ab12"));
 }
 
 TEST_F(TokenShardsTest, EditedPayloadByteIsCaughtByTheManifestDigest) {

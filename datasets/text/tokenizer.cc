@@ -102,6 +102,12 @@ class CharacterTokenizer : public Tokenizer {
   int eos_id_;
 };
 
+std::string TokenizerDigestPath(const std::string& model_path) {
+  return Gpt2Bpe::IsGpt2BpePath(model_path)
+             ? Gpt2Bpe::VocabularyFile(model_path)
+             : model_path;
+}
+
 std::unique_ptr<Tokenizer> Tokenizer::Load(const std::string& model_path,
                                            std::string* error) {
   if (model_path.size() > 6 &&

@@ -52,6 +52,10 @@ class Tokenizer {
   }
 };
 
+// The file whose SHA-256 token shards record as their tokenizer's
+// (encode_shards): GPT-2 BPE's vocabulary file, else `model_path` itself.
+std::string TokenizerDigestPath(const std::string& model_path);
+
 // Runs SentencePieceTrainer with command-line style arguments; false and
 // *error on failure.
 bool TrainSentencePiece(const std::string& arguments, std::string* error);

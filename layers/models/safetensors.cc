@@ -1,10 +1,5 @@
 #include "layers/models/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -17,6 +12,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/common/file_io.h"
+#include "tools/common/mapped_file.h"
 #include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {
@@ -245,34 +241,16 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(
   auto error = [&](absl::string_view what) {
     return absl::DataLossError(absl::StrCat(path, ": ", what));
   };
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    const int saved = errno;
-    close(fd);
-    return error(absl::StrCat("cannot stat: ", std::strerror(saved)));
-  }
-  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  ASSIGN_OR_RETURN(MappedFile mapping, MappedFile::Open(path));
+  const uint64_t size = mapping.size();
   if (size < kLengthBytes) {
-    close(fd);
     return error(absl::StrCat("truncated: ", size,
                               " bytes, fewer than the 8-byte header length"));
   }
-  void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int saved = errno;
-  close(fd);
-  if (data == MAP_FAILED) {
-    return error(absl::StrCat("cannot mmap: ", std::strerror(saved)));
-  }
-  const auto* bytes = static_cast<const uint8_t*>(data);
   uint64_t header_size;
-  std::memcpy(&header_size, bytes, kLengthBytes);
+  std::memcpy(&header_size, mapping.data(), kLengthBytes);
   std::unique_ptr<SafetensorsFile> file(
-      new SafetensorsFile(path, bytes, size, 0));
+      new SafetensorsFile(path, std::move(mapping), 0));
   if (header_size > kMaxHeaderBytes) {
     return error(absl::StrCat("header length ", header_size,
                               " exceeds the format's limit of ",
@@ -293,7 +271,8 @@ absl::Status SafetensorsFile::ParseHeader(uint64_t header_size) {
     return absl::DataLossError(absl::StrCat(path_, ": ", what));
   };
   const absl::string_view header(
-      reinterpret_cast<const char*>(mapping_) + kLengthBytes, header_size);
+      reinterpret_cast<const char*>(mapping_.data()) + kLengthBytes,
+      header_size);
   if (header.empty() || header.front() != '{') {
     return error("header does not begin with '{' (not safetensors?)");
   }
@@ -304,7 +283,7 @@ absl::Status SafetensorsFile::ParseHeader(uint64_t header_size) {
     return error(absl::StrCat("header is not valid JSON: ",
                               FirstLine(status.message().as_string())));
   }
-  const uint64_t buffer_bytes = mapping_size_ - data_start_;
+  const uint64_t buffer_bytes = mapping_.size() - data_start_;
   for (const auto& [name, value] : root.fields()) {
     if (name == kMetadataKey) {
       if (value.kind_case() != Value::kStructValue) {
@@ -350,11 +329,7 @@ absl::Status SafetensorsFile::ParseHeader(uint64_t header_size) {
   return absl::OkStatus();
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_ != nullptr) {
-    munmap(const_cast<uint8_t*>(mapping_), mapping_size_);
-  }
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 std::vector<std::string> SafetensorsFile::Names() const {
   std::vector<std::string> names;
@@ -408,7 +383,7 @@ absl::StatusOr<torch::Tensor> SafetensorsFile::ReadFloat(
   // outlive the mapping.
   torch::Tensor raw = torch::empty(entry.shape, torch::dtype(stored));
   if (entry.end > entry.begin) {
-    std::memcpy(raw.data_ptr(), mapping_ + data_start_ + entry.begin,
+    std::memcpy(raw.data_ptr(), mapping_.data() + data_start_ + entry.begin,
                 entry.end - entry.begin);
   }
   return stored == torch::kFloat ? raw : raw.to(torch::kFloat);

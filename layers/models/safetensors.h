@@ -25,11 +25,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "tools/common/mapped_file.h"
 
 namespace sparse_layers::layers {
 
@@ -84,18 +86,15 @@ class SafetensorsFile {
       const std::string& name, const std::vector<int64_t>& expected) const;
 
  private:
-  SafetensorsFile(std::string path, const uint8_t* mapping,
-                  uint64_t mapping_size, uint64_t data_start)
+  SafetensorsFile(std::string path, MappedFile mapping, uint64_t data_start)
       : path_(std::move(path)),
-        mapping_(mapping),
-        mapping_size_(mapping_size),
+        mapping_(std::move(mapping)),
         data_start_(data_start) {}
 
   absl::Status ParseHeader(uint64_t header_size);
 
   std::string path_;
-  const uint8_t* mapping_;  // The whole file, read-only.
-  uint64_t mapping_size_;
+  MappedFile mapping_;   // The whole file, read-only.
   uint64_t data_start_;  // 8 + N: where the data buffer starts in the file.
   std::map<std::string, SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;

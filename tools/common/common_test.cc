@@ -6,13 +6,16 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
+#include "tools/common/mapped_file.h"
 #include "tools/common/staged_outputs.h"
 
 namespace sparse_layers {
@@ -85,6 +88,31 @@ TEST(FileIoTest, WriteRemovesStaleTemporariesOfDeadProcessesOnly) {
   std::filesystem::create_directories(dead + ".old/shard");
   ASSERT_TRUE(WriteFileAtomically(path, "new").ok());
   EXPECT_EQ(Listing(dir), absl::StrCat(" model.pt model.pt.tmp.", getppid()));
+}
+
+TEST(MappedFileTest, MapsBytesEmptyFilesAndNamesUnreadablePaths) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = absl::StrCat(dir, "/mapped.bin");
+  ASSERT_TRUE(WriteFileAtomically(path, std::string("ab\0c", 4)).ok());
+  absl::StatusOr<MappedFile> file = MappedFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->bytes(), std::string("ab\0c", 4));
+  MappedFile moved = std::move(*file);
+  EXPECT_EQ(moved.size(), 4u);
+  EXPECT_EQ(file->size(), 0u);  // NOLINT: a moved-from file is empty.
+
+  ASSERT_TRUE(WriteFileAtomically(path, "").ok());
+  absl::StatusOr<MappedFile> empty = MappedFile::Open(path);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->size(), 0u);
+
+  absl::StatusOr<MappedFile> missing = MappedFile::Open(path + ".absent");
+  EXPECT_TRUE(absl::IsNotFound(missing.status()));
+  EXPECT_TRUE(absl::StartsWith(missing.status().message(),
+                               absl::StrCat(path, ".absent: cannot open: ")));
+  absl::StatusOr<MappedFile> directory = MappedFile::Open(dir);
+  EXPECT_EQ(directory.status().message(),
+            absl::StrCat(dir, ": not a regular file"));
 }
 
 TEST(StagedOutputsTest, CommitRenamesEveryOutputIntoPlace) {

@@ -2,7 +2,7 @@
 # Every binary, given a bad flag or a bad input that this test makes itself, prints exactly one stderr line
 # "<program>: error: <message>", exits 1 (no crash signal, no hang) and leaves nothing at its output path.
 # Arguments: the binaries, "--", then the fixture for the cases that need a real model: a tiny config,
-# the token-shard directory and the tokenizer (runfiles paths).
+# the token-shard directory, the tokenizer and shards of another tokenizer (runfiles paths).
 set -u
 declare -A bin
 while [[ $# -gt 0 && "$1" != "--" ]]; do
@@ -11,6 +11,7 @@ while [[ $# -gt 0 && "$1" != "--" ]]; do
 done
 shift
 config="$1" shards="$TEST_SRCDIR/sparse_layers/$2" tokenizer="$TEST_SRCDIR/sparse_layers/$3"
+other_shards="$TEST_SRCDIR/sparse_layers/$4"
 work="$TEST_TMPDIR/bad_input"
 mkdir -p "$work"
 failures=0
@@ -131,6 +132,34 @@ expect import_pretrained "$out" "cannot open $work/hf_empty/config.json" --from=
   --config_out="$work/imported.textproto" --manifest_out="$work/imported.manifest.textproto"
 expect import_pretrained "$out" "--config_out is required" --from="$work/hf_empty" --out="$out" \
   --manifest_out="$work/imported.manifest.textproto"
+
+# Well-formed but wrong: pairings of another tokenizer, a facts table without its header, a shard header
+# whose count overflows the size check (it crashed the reader), a sample of another vocabulary.
+expect train "$out" "were encoded with different tokenizers: tokenizer_sha256" \
+  --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
+  --validation_data="$other_shards/validation/validation.tokens.textproto" --out="$out"
+expect steer "$out" "was encoded with the tokenizer of SHA-256" \
+  --base="$work/lm.pt" --tokenizer="$tokenizer" --tokens="$other_shards/test/test.tokens.textproto" \
+  --out="$out" "$work/lm.pt"
+printf 'Austin,Texas\nDover,Delaware\nSalem,Oregon\n' >"$work/headless.csv"
+mkdir -p "$work/brown"
+expect factual_recall "$out" "$work/headless.csv: header 'Austin,Texas' needs an answer column" \
+  --model="$work/lm.pt" --dense_model="$work/lm.pt" --tokenizer="$tokenizer" --facts="$work/headless.csv" \
+  --brown_dir="$work/brown" --tokens="$tokens" --out_dir="$out"
+mkdir -p "$work/overflow"
+{
+  printf 'SLTOKv1\0\0\2\0\0\0\0\0\0'                     # magic, vocabulary 512, uint16 ids
+  printf '\4\0\0\0\0\0\0\200\0\0\0\0\0\0\0\0'         # 2^63 + 4 tokens: x 2 bytes wraps to 8
+  printf '\1\0\1\0\1\0\1\0'
+} >"$work/overflow/train_000.bin"
+printf 'split: "train"\nvocab_size: 512\ntokens: -9223372036854775804\nshards { file: "train_000.bin" tokens: -9223372036854775804 sha256: "%s" }\n' \
+  "$(sha256sum <"$work/overflow/train_000.bin" | cut -d' ' -f1)" >"$work/overflow/train.tokens.textproto"
+expect train "$out" "header says 9223372036854775812 tokens of 2 bytes but the file has 40 bytes" \
+  --config="$config,$work/short.textproto" --train_data="$work/overflow/train.tokens.textproto" \
+  --validation_data="$work/overflow/train.tokens.textproto" --out="$out"
+printf 'name: "lm" sample_prompt_ids: 1 sample_ids: 99999\n' >"$work/foreign.summary.textproto"
+expect decode_sample "$out" "lm: sample token id 99999 is outside the tokenizer's" \
+  --summary="$work/foreign.summary.textproto" --tokenizer="$tokenizer" --out="$out"
 
 if [[ $failures -gt 0 ]]; then
   echo "$failures failures" >&2

@@ -47,6 +47,25 @@ def _lm_checkpoint_impl(ctx):
         if split not in shards:
             fail("%s: data %s has no %s shard directory" % (ctx.label, ctx.attr.data.label, split))
 
+    parent = [ctx.attr.init_from[CheckpointInfo].checkpoint] if ctx.attr.init_from else []
+    providers = _run_trainer(
+        ctx,
+        inputs = [ctx.file.config, shards["train"], shards["validation"]] + parent,
+        leading_args = [
+            "--config=" + ctx.file.config.path,
+            "--train_data=" + split_manifest(shards["train"], "train", "tokens"),
+            "--validation_data=" + split_manifest(shards["validation"], "validation", "tokens"),
+        ],
+        trailing_args = ["--init_from=" + f.path for f in parent[:1]],
+        mnemonic = "TrainLM",
+        progress_message = "Training %s" % ctx.label,
+    )
+    return providers + [OutputGroupInfo(sample = depset(_decode_sample(ctx, providers[1].summary)))]
+
+def _decode_sample(ctx, summary):
+    """<name>.sample.txt, the training sample as text, built only on request (`--output_groups=sample`): the
+    trainer records token ids, so no tokenizer (code or file) is among a training action's inputs."""
+
     # Token shards name their own tokenizer; other data (chess characters) passes it explicitly.
     if ctx.attr.tokenizer:
         tokenizer = [f for f in ctx.files.tokenizer if f.extension in ["model", "chars"]]
@@ -55,32 +74,33 @@ def _lm_checkpoint_impl(ctx):
         tokenizer = [ctx.attr.data[TokenShardsInfo].tokenizer]
         tokenizer_files = ctx.attr.data[TokenShardsInfo].tokenizer_files
     else:
-        tokenizer = []
-        tokenizer_files = []
-    parent = [ctx.attr.init_from[CheckpointInfo].checkpoint] if ctx.attr.init_from else []
-    return _run_trainer(
-        ctx,
-        inputs = [ctx.file.config, shards["train"], shards["validation"]] + tokenizer_files + parent,
-        leading_args = [
-            "--config=" + ctx.file.config.path,
-            "--train_data=" + split_manifest(shards["train"], "train", "tokens"),
-            "--validation_data=" + split_manifest(shards["validation"], "validation", "tokens"),
+        return []
+    sample = ctx.actions.declare_file(ctx.label.name + ".sample.txt")
+    ctx.actions.run(
+        executable = ctx.executable._decode_sample,
+        arguments = [
+            "--summary=" + summary.path,
+            "--tokenizer=" + tokenizer[0].path,
+            "--out=" + sample.path,
         ],
-        trailing_args = ["--tokenizer=" + f.path for f in tokenizer[:1]] +
-                        ["--init_from=" + f.path for f in parent[:1]],
-        mnemonic = "TrainLM",
-        progress_message = "Training %s" % ctx.label,
+        inputs = [summary] + tokenizer_files,
+        outputs = [sample],
+        mnemonic = "DecodeSample",
+        progress_message = "Decoding the sample of %s" % ctx.label,
     )
+    return [sample]
 
 lm_checkpoint = rule(
     implementation = _lm_checkpoint_impl,
-    doc = "<name>.pt (checkpoint), <name>.csv (train/validation loss log), <name>.summary.textproto.",
+    doc = "<name>.pt (checkpoint), <name>.csv (train/validation loss log), <name>.summary.textproto; " +
+          "<name>.sample.txt on request (`--output_groups=sample`).",
     attrs = {
         "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
         "data": attr.label(default = "//datasets/text:shards"),
         "tokenizer": attr.label(
             allow_files = True,
-            doc = "Decodes the training sample; defaults to the tokenizer `data` (a token_shards) was encoded with.",
+            doc = "Decodes the training sample (output group `sample`); defaults to the tokenizer `data` (a " +
+                  "token_shards) was encoded with.",
         ),
         "threads": attr.int(default = 2),
         "init_from": attr.label(
@@ -88,6 +108,7 @@ lm_checkpoint = rule(
             doc = "A parent lm_checkpoint to copy / upcycle from (config.init).",
         ),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
+        "_decode_sample": attr.label(default = "//tools/train:decode_sample", executable = True, cfg = "exec"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )

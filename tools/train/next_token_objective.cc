@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "datasets/text/token_shards.h"
-#include "datasets/text/tokenizer.h"
 #include "layers/models/sampling.h"
 #include "tools/common/status_macros.h"
 #include "tools/train/replacement_metrics.h"
@@ -109,14 +108,6 @@ class NextTokenObjective : public TrainingObjective {
         layers::Sample(model_, prompt, sampling);
     for (int64_t id : prompt) summary.add_sample_prompt_ids(id);
     for (int64_t id : sample) summary.add_sample_ids(id);
-    if (options_.tokenizer_path.empty()) return absl::OkStatus();
-    std::string error;
-    auto tokenizer = datasets::Tokenizer::Load(options_.tokenizer_path, &error);
-    if (tokenizer == nullptr) return absl::InvalidArgumentError(error);
-    summary.set_sample_prompt_text(
-        tokenizer->Decode(std::vector<int>(prompt.begin(), prompt.end())));
-    summary.set_sample_text(
-        tokenizer->Decode(std::vector<int>(sample.begin(), sample.end())));
     return absl::OkStatus();
   }
 
@@ -147,6 +138,7 @@ absl::StatusOr<std::unique_ptr<TrainingObjective>> MakeNextTokenObjective(
                    datasets::TokenShardSet::Open(train_manifest));
   ASSIGN_OR_RETURN(auto validation_shards,
                    datasets::TokenShardSet::Open(validation_manifest));
+  RETURN_IF_ERROR(train_shards->CheckSameTokenizer(*validation_shards));
   const int64_t vocab_size = model.options().vocab_size;
   if (train_shards->manifest().vocab_size() > vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(

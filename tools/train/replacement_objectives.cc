@@ -242,6 +242,7 @@ absl::StatusOr<std::unique_ptr<TrainingObjective>> MakeReplacementObjective(
   for (const datasets::ActivationSet* cache : {train.get(), validation.get()}) {
     RETURN_IF_ERROR(cache->CheckMadeFrom(options.init_from));
   }
+  RETURN_IF_ERROR(train->CheckSameSiteAs(*validation));
   if (config.data().batch_size() <= 0) {
     return absl::InvalidArgumentError("data.batch_size must be positive");
   }

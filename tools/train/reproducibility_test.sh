@@ -4,7 +4,7 @@
 # build graph's outputs. The summaries (manifests) differ only in wall time and throughput, and say so.
 # Usage: reproducibility_test.sh TRAIN ACTIVATION_FLOW CONFIG FLOW_FLAGS IDENTITY FILES...
 # FILES: seed 1's dense and mohd_x2 checkpoints' outputs (dense_s1, mohd_x2_s1), the graph's flow.csv and
-# sharing.csv of that seed, the token shard directories and the tokenizer files (picked by name).
+# sharing.csv of that seed, and the token shard directories (picked by name).
 set -euo pipefail
 train=$1 flow=$2 config=$3 flow_flags=$4 identity=$5
 shift 5
@@ -17,7 +17,6 @@ for f in "$@"; do
     */sharing.csv) sharing_csv=$f ;;
     */train) train_dir=$f ;;
     */validation) validation_dir=$f ;;
-    *.model) tokenizer=$f ;;
   esac
 done
 tmp="$TEST_TMPDIR"
@@ -27,7 +26,7 @@ for run in 1 2; do
   "$train" --config="$config" --train_data="$train_dir/train.tokens.textproto" \
     --validation_data="$validation_dir/validation.tokens.textproto" --out="$tmp/dense$run.pt" \
     --log_csv="$tmp/dense$run.csv" --summary="$tmp/dense$run.summary.textproto" --threads=2 \
-    --build_identity="$identity" --tokenizer="$tokenizer" 2>/dev/null
+    --build_identity="$identity" 2>/dev/null
   mkdir -p "$tmp/flow$run"
   # shellcheck disable=SC2046  # the flags file holds several flags
   "$flow" --models=dense="$dense_pt",mohd_x2="$x2_pt" --tokens="$validation_dir/validation.tokens.textproto" \

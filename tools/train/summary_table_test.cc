@@ -20,7 +20,7 @@ SummaryTableInput Summary(const std::string& name, double perplexity,
   return {name + ".summary.textproto",
           "name: \"" + name + "\" steps: " + std::to_string(steps) +
               " validation_perplexity: " + std::to_string(perplexity) +
-              " build_identity: \"blas: x\" sample_text: \"a, \\\"b\\\"\"\n"};
+              " build_identity: \"blas: x\" stopped_by: \"a, \\\"b\\\"\"\n"};
 }
 
 SummaryTableInput Config(const std::string& name, int seed, int d_model,
@@ -125,13 +125,13 @@ TEST(SummaryTableTest, RunsSharingANameAreToldApartByTheirFiles) {
 TEST(SummaryTableTest, StringsAreQuotedAndNumbersReadBackExactly) {
   SummaryTableInput summary = {
       "s.summary.textproto",
-      "name: \"s\" sample_text: \"a, \\\"b\\\"\" flops: 0.30000000000000004 "
+      "name: \"s\" stopped_by: \"a, \\\"b\\\"\" flops: 0.30000000000000004 "
       "validation_loss: 1e-08\n"};
   absl::StatusOr<std::string> csv = SummaryTableCsv(
-      Options({"sample_text", "flops", "validation_loss"}, {}), {summary});
+      Options({"stopped_by", "flops", "validation_loss"}, {}), {summary});
   ASSERT_TRUE(csv.ok()) << csv.status();
   EXPECT_EQ(*csv,
-            "arm,sample_text,flops,validation_loss\n"
+            "arm,stopped_by,flops,validation_loss\n"
             "s,\"a, \"\"b\"\"\",0.30000000000000004,1e-08\n");
 }
 

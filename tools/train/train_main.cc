@@ -27,8 +27,6 @@ ABSL_FLAG(std::string, train_data, "",
 ABSL_FLAG(std::string, validation_data, "",
           "Validation token-shard manifest (overrides "
           "data.validation_manifest)");
-ABSL_FLAG(std::string, tokenizer, "",
-          "SentencePiece model, to print the sample as text");
 ABSL_FLAG(std::string, out, "", "Checkpoint path");
 ABSL_FLAG(std::string, log_csv, "", "CSV log path (default: <out>.csv)");
 ABSL_FLAG(std::string, summary, "",
@@ -50,14 +48,14 @@ namespace sparse_layers::train {
 namespace {
 
 absl::Status Run() {
-  if (absl::Status s = FirstError(
-          {RequiredFlag(FLAGS_out), RequiredFile(FLAGS_config),
-           FlagFilesExist(FLAGS_train_data),
-           FlagFilesExist(FLAGS_validation_data),
-           FlagFilesExist(FLAGS_tokenizer), FlagFilesExist(FLAGS_init_from),
-           FlagFilesExist(FLAGS_train_activations),
-           FlagFilesExist(FLAGS_validation_activations),
-           FlagFilesExist(FLAGS_build_identity)});
+  if (absl::Status s =
+          FirstError({RequiredFlag(FLAGS_out), RequiredFile(FLAGS_config),
+                      FlagFilesExist(FLAGS_train_data),
+                      FlagFilesExist(FLAGS_validation_data),
+                      FlagFilesExist(FLAGS_init_from),
+                      FlagFilesExist(FLAGS_train_activations),
+                      FlagFilesExist(FLAGS_validation_activations),
+                      FlagFilesExist(FLAGS_build_identity)});
       !s.ok()) {
     return s;
   }
@@ -88,7 +86,6 @@ absl::Status Run() {
   TrainerOptions options;
   options.train_manifest = absl::GetFlag(FLAGS_train_data);
   options.validation_manifest = absl::GetFlag(FLAGS_validation_data);
-  options.tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
   options.checkpoint_path = out;
   options.final_checkpoint_path = *checkpoint;
   options.log_csv_path = *log_csv;
@@ -118,11 +115,6 @@ absl::Status Run() {
                static_cast<long long>(summary->tokens()),
                summary->objective().c_str(), summary->validation_loss(),
                summary->validation_perplexity(), summary->tokens_per_second());
-  if (!summary->sample_text().empty()) {
-    std::fprintf(stderr, "train: sample: %s|%s\n",
-                 summary->sample_prompt_text().c_str(),
-                 summary->sample_text().c_str());
-  }
   return absl::OkStatus();
 }
 

@@ -31,7 +31,6 @@ struct TrainerOptions {
   // staged temporary: --resume of that run keeps it (default: summary_path).
   std::string published_summary_path;
   // Optional SentencePiece model: the summary then shows the sample as text.
-  std::string tokenizer_path;
   // Continue from checkpoint_path when it exists.
   bool resume = false;
   // Checkpoint of a parent run to start from (config.init; ignored when

@@ -37,7 +37,6 @@ TrainerOptions Options(const std::string& name) {
   options.checkpoint_path = dir + ".pt";
   options.log_csv_path = dir + ".csv";
   options.summary_path = dir + ".summary.textproto";
-  options.tokenizer_path = Runfile("datasets/text/bpe.model");
   return options;
 }
 

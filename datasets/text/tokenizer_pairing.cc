@@ -1,0 +1,22 @@
+#include "datasets/text/tokenizer_pairing.h"
+
+#include "absl/strings/str_cat.h"
+#include "datasets/text/tokenizer.h"
+#include "tools/common/digest.h"
+#include "tools/common/status_macros.h"
+
+namespace sparse_layers::datasets {
+
+absl::Status CheckEncodedWith(const TokenShardSet& tokens,
+                              const std::string& tokenizer_path) {
+  ASSIGN_OR_RETURN(const std::string digest,
+                   Sha256OfFile(TokenizerDigestPath(tokenizer_path)));
+  const std::string& recorded = tokens.manifest().tokenizer_sha256();
+  if (recorded == digest) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      tokens.manifest_path(), " was encoded with the tokenizer of SHA-256 ",
+      recorded.empty() ? "(none recorded)" : recorded.substr(0, 12) + "...",
+      ", not with ", tokenizer_path, " (", digest.substr(0, 12), "...)"));
+}
+
+}  // namespace sparse_layers::datasets
