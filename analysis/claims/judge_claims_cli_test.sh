@@ -22,7 +22,8 @@ cat >"$dir/claims.textproto" <<'CLAIMS'
 experiment: "toy"
 preamble: "A toy section."
 tables { title: "CE" table: "frontier.csv" rows: "method" columns: "k" metrics: "ce" }
-figures { file: "ce.svg" table: "frontier.csv" x: "k" y: "ce" group: "method" title: "CE vs K" logx: true }
+figures { file: "ce.svg" table: "frontier.csv" x: "k" y: "ce" group: "method" title: "CE vs K" logx: true
+  reference_lines { label: "zero ablation" column: "ce_zero" } reference_lines { label: "paper (Toy Fig. 1)" value: 4.1 } }
 controls { id: "beats_zero" statement: "the fit beats zero ablation" table: "frontier.csv"
   arm_column: "method" a: "mxd" metric: "ce" b_metric: "ce_zero" better: LOWER_IS_BETTER comparison: BETTER average_over: "k" }
 controls { id: "random_beats_zero" statement: "a random layer beats zero ablation" table: "frontier.csv"
@@ -68,6 +69,11 @@ grep -q '^toy,claim,C1,Toy Fig. 1,MxD has lower CE than the Transcoder at every 
 grep -q '^toy,claim,C1,.*,2,HOLDS,-0.22666667,.*,0.975$' "$dir/out/verdicts.csv" || fail "C1 level row"
 test -s "$dir/out/ce.svg" || fail "no figure"
 grep -q 'mxd,2,4.02,' "$dir/out/ce.points.csv" || fail "figure points"
+# Reference lines in the figure's script: a column's seed mean and a fixed value, each labelled.
+grep -qx 'h1 = 4.5' "$dir/out/ce.gp" && grep -q "h1 with lines dashtype 2 title 'zero ablation'" "$dir/out/ce.gp" ||
+  fail "zero-ablation reference line"
+grep -qx 'h2 = 4.1' "$dir/out/ce.gp" && grep -q "h2 with lines dashtype 2 title 'paper (Toy Fig. 1)'" "$dir/out/ce.gp" ||
+  fail "paper reference line"
 "$judge" --summarize "$dir/out/verdicts.csv" | grep -qxF '| [toy](#toy) | 1 | 0 | 0 | 1 | 1 / 2 | 1 | 0.05 | 1 |' ||
   fail "summary"
 
@@ -110,6 +116,9 @@ expect_error() {
   grep -q "^judge_claims: error: .*$want" "$dir/stderr" || { cat "$dir/stderr"; fail "no '$want' for $*"; }
 }
 expect_error "no column 'nope'" --claims=<(sed 's/metric: "ce" better/metric: "nope" better/' "$dir/claims.textproto") \
+  --out_dir="$dir/out" --plot="$plot" --table=frontier.csv="$dir/a.csv,$dir/b.csv"
+expect_error "reference line 'per k' reads column ce, which has several values for seed 1" \
+  --claims=<(sed 's/column: "ce_zero"/column: "ce"/; s/label: "zero ablation"/label: "per k"/' "$dir/claims.textproto") \
   --out_dir="$dir/out" --plot="$plot" --table=frontier.csv="$dir/a.csv,$dir/b.csv"
 expect_error ":1:[0-9]*: Unknown enumeration value" --claims=<(echo 'experiment: "x" claims { id: "c" comparison: SIDEWAYS }') \
   --out_dir="$dir/out" --table=frontier.csv="$dir/a.csv"

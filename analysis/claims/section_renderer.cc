@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {
@@ -302,6 +303,47 @@ absl::StatusOr<TidyTable> FigurePoints(const FigureSpec& spec,
   return TidyTable::Parse(csv, spec.file());
 }
 
+// The --hline arguments of a figure's reference lines: a column's value is the
+// mean over seeds of its one value per seed among the figure's rows.
+absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
+    const FigureSpec& spec, const TidyTable& table) {
+  std::vector<std::string> arguments;
+  for (const ReferenceLine& line : spec.reference_lines()) {
+    auto error = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(absl::StrCat("figure ", spec.file(),
+                                                     ": reference line '",
+                                                     line.label(), "' ", what));
+    };
+    if (line.label().empty()) return error("has no label");
+    double value = line.value();
+    if (line.source_case() == ReferenceLine::kColumn) {
+      ASSIGN_OR_RETURN(const int column, table.Column(line.column()));
+      ASSIGN_OR_RETURN(const int seed_column,
+                       table.Column(SeedColumnOrDefault(spec.seed_column())));
+      std::map<std::string, double> by_seed;
+      for (const auto& row : table.rows()) {
+        if (!PassesFilters(table, row, spec.where())) continue;
+        ASSIGN_OR_RETURN(const double cell,
+                         ParseNumber(row[column], table.name()));
+        const auto [it, added] = by_seed.emplace(row[seed_column], cell);
+        if (!added && it->second != cell) {
+          return error(absl::StrCat("reads column ", line.column(),
+                                    ", which has several values for seed ",
+                                    row[seed_column],
+                                    " (a per-level metric, not a reference)"));
+        }
+      }
+      if (by_seed.empty()) return error("has no rows");
+      value = MeanInterval(SeedValues(by_seed), kConfidence).estimate;
+    } else if (line.source_case() != ReferenceLine::kValue) {
+      return error("needs a column or a value");
+    }
+    arguments.push_back(
+        absl::StrCat("--hline=", Number(value, 8), ":", line.label()));
+  }
+  return arguments;
+}
+
 std::string RenderVerdict(const ClaimResult& result) {
   const Claim& claim = *result.claim;
   const bool percent = IsRelative(claim);
@@ -431,6 +473,9 @@ absl::StatusOr<std::string> RenderSection(
       if (spec.logx()) argv.push_back("--logx");
       if (spec.logy()) argv.push_back("--logy");
       if (spec.integer_x()) argv.push_back("--integer_x");
+      ASSIGN_OR_RETURN(const std::vector<std::string> lines,
+                       ReferenceLineArguments(spec, tables.at(spec.table())));
+      argv.insert(argv.end(), lines.begin(), lines.end());
       if (auto status = RunCommand(argv); !status.ok()) {
         return absl::Status(
             status.code(),

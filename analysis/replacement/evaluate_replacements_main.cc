@@ -41,6 +41,11 @@ absl::Status Run(const std::vector<std::string>& replacements) {
        FlagAtLeast(FLAGS_batches, 1), FlagAtLeast(FLAGS_batch_size, 1),
        FlagAtLeast(FLAGS_rows, 1), FlagAtLeast(FLAGS_rank_experts, 1),
        FilesExist("replacement", replacements)}));
+  if (replacements.empty()) {
+    return absl::InvalidArgumentError(
+        "no fits given: evaluate_replacements needs at least one fitted "
+        "layer (.pt)");
+  }
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(layers::LoadedModel base,
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));

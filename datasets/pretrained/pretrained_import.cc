@@ -16,6 +16,7 @@
 #include "layers/models/nanogpt_checkpoint.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
@@ -143,18 +144,23 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
                                    const std::string& config_path,
                                    const std::string& manifest_path,
                                    const std::string& tokenizer_dir) {
+  // All outputs or none: a tokenizer that fails leaves no model behind.
+  StagedOutputs outputs;
   layers::CheckpointState state;
   if (!google::protobuf::TextFormat::PrintToString(imported.config,
                                                    &state.config_text)) {
     return absl::InternalError("cannot print the imported config");
   }
-  RETURN_IF_ERROR(layers::SaveCheckpoint(checkpoint_path, *imported.model,
+  ASSIGN_OR_RETURN(const std::string staged_checkpoint,
+                   outputs.StageFile(checkpoint_path));
+  RETURN_IF_ERROR(layers::SaveCheckpoint(staged_checkpoint, *imported.model,
                                          /*optimizer=*/nullptr, state));
-  RETURN_IF_ERROR(WriteFileAtomically(config_path, state.config_text));
+  RETURN_IF_ERROR(outputs.WriteFile(config_path, state.config_text));
   RETURN_IF_ERROR(
-      WriteFileAtomically(manifest_path, ManifestText(options, imported)));
-  if (tokenizer_dir.empty()) return absl::OkStatus();
-  std::error_code error;
+      outputs.WriteFile(manifest_path, ManifestText(options, imported)));
+  if (tokenizer_dir.empty()) return outputs.Commit();
+  ASSIGN_OR_RETURN(const std::string staged_tokenizer,
+                   outputs.StageDirectory(tokenizer_dir));
   if (imported.model_type == "nanogpt") {
     if (imported.meta_pkl.empty()) {
       return absl::NotFoundError(
@@ -170,9 +176,9 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
                        " characters, the model's embedding only ",
                        imported.config.model().vocab_size()));
     }
-    fs::create_directories(tokenizer_dir, error);
-    return WriteFileAtomically(
-        (fs::path(tokenizer_dir) / kCharsVocabulary).string(), chars);
+    RETURN_IF_ERROR(WriteFileAtomically(
+        (fs::path(staged_tokenizer) / kCharsVocabulary).string(), chars));
+    return outputs.Commit();
   }
   // GPT-2's two files where they are (Gpt2Bpe::Load reads them first), else
   // tokenizer.json.
@@ -191,7 +197,6 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
                      " pieces, the model's embedding only ",
                      imported.config.model().vocab_size()));
   }
-  fs::create_directories(tokenizer_dir, error);
   const std::vector<const char*> names =
       gpt2_files ? std::vector<const char*>{Gpt2Bpe::kHuggingFaceEncoderFile,
                                             Gpt2Bpe::kHuggingFaceMergesFile}
@@ -200,10 +205,10 @@ absl::Status WritePretrainedImport(const PretrainedImportOptions& options,
     ASSIGN_OR_RETURN(
         const std::string bytes,
         ReadFileToString((fs::path(options.source) / name).string()));
-    RETURN_IF_ERROR(
-        WriteFileAtomically((fs::path(tokenizer_dir) / name).string(), bytes));
+    RETURN_IF_ERROR(WriteFileAtomically(
+        (fs::path(staged_tokenizer) / name).string(), bytes));
   }
-  return absl::OkStatus();
+  return outputs.Commit();
 }
 
 }  // namespace sparse_layers::datasets

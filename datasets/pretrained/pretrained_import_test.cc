@@ -207,6 +207,16 @@ TEST(PretrainedImportTest, ErrorsAreOneLine) {
               HasSubstr("50257 pieces, the model's embedding only 11"));
   EXPECT_THAT(error_of(Import(WriteModel("no_tokenizer", 11, false))),
               HasSubstr("no vocab.json and merges.txt, nor tokenizer.json"));
+  // A failed tokenizer leaves none of the outputs (it left the model and its
+  // config behind).
+  for (const char* suffix :
+       {"_out.pt", "_out.textproto", "_out.manifest.textproto", "_tokenizer"}) {
+    for (const char* name : {"no_tokenizer", "small_vocabulary"}) {
+      const std::string path =
+          absl::StrCat(::testing::TempDir(), "/", name, suffix);
+      EXPECT_FALSE(fs::exists(path)) << path;
+    }
+  }
   EXPECT_TRUE(Import(WriteModel("no_tokenizer_asked", 11, false),
                      /*tokenizer=*/false)
                   .ok());

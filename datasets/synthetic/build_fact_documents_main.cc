@@ -19,6 +19,7 @@
 #include "datasets/text/corpus_readers.h"
 #include "layers/backend/torch_init.h"
 #include "tools/common/file_io.h"
+#include "tools/common/output_paths.h"
 
 ABSL_FLAG(std::string, facts, "",
           "CSV whose header names answer (or capital) and subject (or state)");
@@ -35,7 +36,9 @@ absl::Status Run() {
   if (absl::Status s =
           FirstError({RequiredFile(FLAGS_facts), RequiredFlag(FLAGS_out),
                       FlagAtLeast(FLAGS_documents, 0),
-                      FlagInRange(FLAGS_distractor_fraction, 0.0, 1.0)});
+                      FlagInRange(FLAGS_distractor_fraction, 0.0, 1.0),
+                      OutputIsNotAnInput("--out", absl::GetFlag(FLAGS_out),
+                                         {absl::GetFlag(FLAGS_facts)})});
       !s.ok()) {
     return s;
   }

@@ -94,6 +94,12 @@ absl::Status Run() {
   }
   absl::StatusOr<TokenShardManifest> written = writer.Finish();
   if (!written.ok()) return written.status();
+  // An empty split would train and evaluate on nothing, silently.
+  if (written->documents() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::GetFlag(FLAGS_input),
+                     ": no documents (a split needs at least 1)"));
+  }
   if (absl::Status status = outputs.Commit(); !status.ok()) return status;
   std::fprintf(
       stderr, "encode_shards: %s: %lld documents, %lld tokens, %d shards\n",

@@ -14,6 +14,7 @@
 #include "layers/models/fit_export.h"
 #include "layers/models/saelens_export.h"
 #include "tools/common/main.h"
+#include "tools/common/output_paths.h"
 #include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "Fitted replacement checkpoint (.pt)");
@@ -28,7 +29,9 @@ namespace {
 
 absl::Status Run() {
   RETURN_IF_ERROR(
-      FirstError({RequiredFile(FLAGS_checkpoint), RequiredFlag(FLAGS_out)}));
+      FirstError({RequiredFile(FLAGS_checkpoint), RequiredFlag(FLAGS_out),
+                  OutputIsNotAnInput("--out", absl::GetFlag(FLAGS_out),
+                                     {absl::GetFlag(FLAGS_checkpoint)})}));
   const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
   const std::string format = absl::GetFlag(FLAGS_format);
   if (format == "saelens") {

@@ -11,6 +11,7 @@
 #include "layers/backend/torch_init.h"
 #include "layers/models/saelens_import.h"
 #include "tools/common/main.h"
+#include "tools/common/output_paths.h"
 #include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, sae_dir, "",
@@ -24,7 +25,9 @@ namespace {
 absl::Status Run() {
   RETURN_IF_ERROR(
       FirstError({RequiredFlag(FLAGS_sae_dir), RequiredFile(FLAGS_base),
-                  RequiredFlag(FLAGS_out)}));
+                  RequiredFlag(FLAGS_out),
+                  OutputIsNotAnInput("--out", absl::GetFlag(FLAGS_out),
+                                     {absl::GetFlag(FLAGS_base)})}));
   RETURN_IF_ERROR(ImportSaeLens(absl::GetFlag(FLAGS_sae_dir),
                                 absl::GetFlag(FLAGS_base),
                                 absl::GetFlag(FLAGS_out)));

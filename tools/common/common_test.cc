@@ -16,6 +16,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/mapped_file.h"
+#include "tools/common/output_paths.h"
 #include "tools/common/staged_outputs.h"
 
 namespace sparse_layers {
@@ -113,6 +114,23 @@ TEST(MappedFileTest, MapsBytesEmptyFilesAndNamesUnreadablePaths) {
   absl::StatusOr<MappedFile> directory = MappedFile::Open(dir);
   EXPECT_EQ(directory.status().message(),
             absl::StrCat(dir, ": not a regular file"));
+}
+
+TEST(OutputPathsTest, AnOutputNamingAnInputIsRefusedHoweverSpelled) {
+  const std::string dir = ::testing::TempDir();
+  const std::string input = absl::StrCat(dir, "/in.pt");
+  ASSERT_TRUE(WriteFileAtomically(input, "x").ok());
+  std::filesystem::remove(dir + "/link.pt");
+  std::filesystem::create_symlink(input, dir + "/link.pt");
+  EXPECT_TRUE(OutputIsNotAnInput("--out", dir + "/out.pt", {input, ""}).ok());
+  EXPECT_TRUE(OutputIsNotAnInput("--out", "", {input}).ok());
+  for (const std::string& same :
+       {input, dir + "/./in.pt", dir + "/sub/../in.pt", dir + "/link.pt"}) {
+    EXPECT_EQ(OutputIsNotAnInput("--out", same, {"", input}).message(),
+              absl::StrCat("--out ", same, " is also an input (", input,
+                           "); write it elsewhere"))
+        << same;
+  }
 }
 
 TEST(StagedOutputsTest, CommitRenamesEveryOutputIntoPlace) {

@@ -161,6 +161,22 @@ printf 'name: "lm" sample_prompt_ids: 1 sample_ids: 99999\n' >"$work/foreign.sum
 expect decode_sample "$out" "lm: sample token id 99999 is outside the tokenizer's" \
   --summary="$work/foreign.summary.textproto" --tokenizer="$tokenizer" --out="$out"
 
+# Empty inputs, an output naming an input, and no fit: errors, not empty tables.
+: >"$work/empty.jsonl"
+expect encode_shards "$out" "$work/empty.jsonl: no documents (a split needs at least 1)" \
+  --input="$work/empty.jsonl" --split=train --tokenizer="$tokenizer" --out_dir="$out"
+expect evaluate_replacements "$out" "no fits given: evaluate_replacements needs at least one fitted layer" \
+  --base="$work/lm.pt" --tokens="$tokens" --activations="$tokens" --out="$out"
+cp "$work/lm.pt" "$work/keep.pt"
+expect export_fit - "--out $work/./keep.pt is also an input ($work/keep.pt); write it elsewhere" \
+  --checkpoint="$work/keep.pt" --out="$work/./keep.pt"
+cmp -s "$work/lm.pt" "$work/keep.pt" || fail "export_fit overwrote its input"
+printf 'name: "a" steps: 1\n' >"$work/a.summary.textproto"
+cp "$work/a.summary.textproto" "$work/a.keep"
+expect summary_table - "--out $work/a.summary.textproto is also an input" \
+  --out="$work/a.summary.textproto" --fields=steps "$work/a.summary.textproto"
+cmp -s "$work/a.summary.textproto" "$work/a.keep" || fail "summary_table overwrote its input"
+
 if [[ $failures -gt 0 ]]; then
   echo "$failures failures" >&2
   exit 1

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
+#include "tools/common/output_paths.h"
 #include "tools/train/summary_table.h"
 
 ABSL_FLAG(std::string, out, "", "CSV path (default: stdout)");
@@ -37,7 +38,10 @@ absl::Status Run(const std::vector<std::string>& paths) {
   if (paths.empty()) {
     return absl::InvalidArgumentError("no summary or config files given");
   }
-  if (absl::Status s = FilesExist("summary or config", paths); !s.ok()) {
+  if (absl::Status s = FirstError(
+          {FilesExist("summary or config", paths),
+           OutputIsNotAnInput("--out", absl::GetFlag(FLAGS_out), paths)});
+      !s.ok()) {
     return s;
   }
   SummaryTableOptions options;
