@@ -16,6 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/wrappers.pb.h"
 #include "tools/common/file_io.h"
+#include "tools/common/json_object.h"
 
 namespace sparse_layers::datasets {
 namespace {
@@ -66,16 +67,6 @@ std::string ValueToString(const Value& value) {
     default:
       return "";
   }
-}
-
-absl::StatusOr<Struct> ParseJsonObject(absl::string_view json) {
-  Struct object;
-  auto status =
-      google::protobuf::util::JsonStringToMessage(std::string(json), &object);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(std::string(status.message()));
-  }
-  return object;
 }
 
 std::string Field(const Struct& object, const std::string& key) {

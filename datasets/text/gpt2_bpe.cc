@@ -13,6 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "re2/re2.h"
 #include "tools/common/file_io.h"
+#include "tools/common/json_object.h"
 #include "tools/common/status_macros.h"
 #include "unicode/bytestream.h"
 #include "unicode/normalizer2.h"
@@ -471,17 +472,15 @@ absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::FromFiles(
 
   absl::StatusOr<std::string> encoder_json = ReadVocabularyFile(encoder_path);
   if (!encoder_json.ok()) return encoder_json.status();
-  google::protobuf::Struct encoder;
-  if (auto status =
-          google::protobuf::util::JsonStringToMessage(*encoder_json, &encoder);
-      !status.ok()) {
-    const std::string message = status.message().as_string();
+  absl::StatusOr<google::protobuf::Struct> encoder =
+      ParseJsonObject(*encoder_json);
+  if (!encoder.ok()) {
     return Corrupt(encoder_path,
                    absl::StrCat("not a JSON object of piece -> id: ",
-                                message.substr(0, message.find('\n'))));
+                                encoder.status().message()));
   }
   ASSIGN_OR_RETURN(const auto id_of_piece,
-                   bpe->SetVocabulary(encoder_path, encoder, {},
+                   bpe->SetVocabulary(encoder_path, *encoder, {},
                                       /*require_end_of_text=*/true));
 
   absl::StatusOr<std::string> merges_text = ReadVocabularyFile(merges_path);
@@ -510,13 +509,12 @@ absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::FromTokenizerJson(
   using google::protobuf::Struct;
   using google::protobuf::Value;
   ASSIGN_OR_RETURN(const std::string json, ReadVocabularyFile(path));
-  Struct root;
-  if (auto status = google::protobuf::util::JsonStringToMessage(json, &root);
-      !status.ok()) {
-    const std::string message = status.message().as_string();
-    return Corrupt(path, absl::StrCat("not a JSON object: ",
-                                      message.substr(0, message.find('\n'))));
+  absl::StatusOr<Struct> parsed = ParseJsonObject(json);
+  if (!parsed.ok()) {
+    return Corrupt(
+        path, absl::StrCat("not a JSON object: ", parsed.status().message()));
   }
+  const Struct& root = *parsed;
   const Struct& model = StructField(root, "model");
   if (const std::string type = StringField(model, "type"); type != "BPE") {
     return Unsupported(path, absl::StrCat("model.type '", type, "'"));

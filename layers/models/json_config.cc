@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/json_util.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
 
@@ -35,18 +34,6 @@ std::string ValueText(const Value& value) {
 }
 
 }  // namespace
-
-absl::StatusOr<Struct> ReadJsonObject(const std::string& path) {
-  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
-  Struct root;
-  if (auto status = google::protobuf::util::JsonStringToMessage(text, &root);
-      !status.ok()) {
-    const std::string message = status.message().as_string();
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": not valid JSON: ", message.substr(0, message.find('\n'))));
-  }
-  return root;
-}
 
 absl::Status ConfigFields::Error(const std::string& name,
                                  absl::string_view what) const {

@@ -12,13 +12,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/struct.pb.h"
+#include "tools/common/json_object.h"
 
 namespace sparse_layers::layers {
 
-// A JSON file's top-level object; an error names the file and the parser's
-// first line.
-absl::StatusOr<google::protobuf::Struct> ReadJsonObject(
-    const std::string& path);
+// A JSON file's top-level object (tools/common/json_object.h).
+using ::sparse_layers::ReadJsonObject;
 
 // The fields of a JSON config (or of one object inside it, `prefix` naming
 // it), read with one-line errors "<path>: field 'n_embd' ...". A JSON null

@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "tools/common/file_io.h"
+#include "tools/common/json_object.h"
 #include "tools/common/mapped_file.h"
 #include "tools/common/status_macros.h"
 
@@ -50,10 +50,6 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 
 // The first line of a parser message (protobuf's may carry a second line
 // pointing at the column).
-std::string FirstLine(absl::string_view text) {
-  return std::string(text.substr(0, text.find('\n')));
-}
-
 // A JSON number that is a non-negative integer exactly representable.
 absl::StatusOr<uint64_t> NonNegativeInteger(const Value& value) {
   if (value.kind_case() != Value::kNumberValue) {
@@ -276,13 +272,12 @@ absl::Status SafetensorsFile::ParseHeader(uint64_t header_size) {
   if (header.empty() || header.front() != '{') {
     return error("header does not begin with '{' (not safetensors?)");
   }
-  Struct root;
-  if (auto status = google::protobuf::util::JsonStringToMessage(
-          std::string(header), &root);
-      !status.ok()) {
-    return error(absl::StrCat("header is not valid JSON: ",
-                              FirstLine(status.message().as_string())));
+  absl::StatusOr<Struct> parsed = ParseJsonObject(header);
+  if (!parsed.ok()) {
+    return error(
+        absl::StrCat("header is not valid JSON: ", parsed.status().message()));
   }
+  const Struct& root = *parsed;
   const uint64_t buffer_bytes = mapping_.size() - data_start_;
   for (const auto& [name, value] : root.fields()) {
     if (name == kMetadataKey) {

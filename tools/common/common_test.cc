@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
+#include "tools/common/json_object.h"
 #include "tools/common/mapped_file.h"
 #include "tools/common/output_paths.h"
 #include "tools/common/staged_outputs.h"
@@ -89,6 +90,21 @@ TEST(FileIoTest, WriteRemovesStaleTemporariesOfDeadProcessesOnly) {
   std::filesystem::create_directories(dead + ".old/shard");
   ASSERT_TRUE(WriteFileAtomically(path, "new").ok());
   EXPECT_EQ(Listing(dir), absl::StrCat(" model.pt model.pt.tmp.", getppid()));
+}
+
+TEST(JsonObjectTest, ParsesObjectsAndNamesBadFilesInOneLine) {
+  absl::StatusOr<google::protobuf::Struct> object =
+      ParseJsonObject(R"({"d_in": 4, "name": "x"})");
+  ASSERT_TRUE(object.ok()) << object.status();
+  EXPECT_EQ(object->fields().at("d_in").number_value(), 4);
+  EXPECT_FALSE(ParseJsonObject("[1, 2]").ok());
+  const std::string path = ::testing::TempDir() + "/bad.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "{\"d_in\": 4,\n\"x\"\n}").ok());
+  const absl::Status bad = ReadJsonObject(path).status();
+  EXPECT_TRUE(absl::StartsWith(bad.message(), path + ": not valid JSON: "));
+  EXPECT_EQ(std::string(bad.message()).find('\n'), std::string::npos);
+  EXPECT_TRUE(absl::StrContains(
+      ReadJsonObject(path + ".absent").status().message(), path + ".absent"));
 }
 
 TEST(MappedFileTest, MapsBytesEmptyFilesAndNamesUnreadablePaths) {
