@@ -1,5 +1,6 @@
 #include "datasets/chess/game_generation.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tools/common/status_macros.h"
 
@@ -81,6 +83,19 @@ absl::StatusOr<GeneratedGame> PlayGame(UciEngine& engine,
     size_t chosen = 0;
     while (chosen + 1 < weights.size() && pick >= weights[chosen]) {
       pick -= weights[chosen++];
+    }
+    // An engine's illegal answer would be ignored by its next "position"
+    // command and stall it: refuse it here, naming the move and the game.
+    ASSIGN_OR_RETURN(const std::vector<std::string> legal,
+                     engine.LegalMoves(game.moves));
+    if (std::find(legal.begin(), legal.end(), scored[chosen].move) ==
+        legal.end()) {
+      return absl::DataLossError(absl::StrCat(
+          "the UCI engine answered '", scored[chosen].move,
+          "', not a legal move after ", game.moves.size(), " plies (",
+          game.moves.empty() ? "the start position"
+                             : absl::StrJoin(game.moves, " "),
+          ")"));
     }
     game.moves.push_back(scored[chosen].move);
   }

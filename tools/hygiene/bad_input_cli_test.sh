@@ -161,6 +161,24 @@ printf 'name: "lm" sample_prompt_ids: 1 sample_ids: 99999\n' >"$work/foreign.sum
 expect decode_sample "$out" "lm: sample token id 99999 is outside the tokenizer's" \
   --summary="$work/foreign.summary.textproto" --tokenizer="$tokenizer" --out="$out"
 
+# A UCI engine whose search answers a move its own move list calls illegal (it stalled the next search).
+cat >"$work/illegal_engine" <<'ENGINE'
+#!/bin/sh
+while read -r line; do
+  case "$line" in
+    uci) echo "id name Illegal"; echo "uciok" ;;
+    isready) echo "readyok" ;;
+    "go perft 1") echo "e2e4: 1"; echo ""; echo "Nodes searched: 1" ;;
+    go*) echo "info depth 1 multipv 1 score cp 10 pv e7e5"; echo "bestmove e7e5" ;;
+    quit) exit 0 ;;
+  esac
+done
+ENGINE
+chmod +x "$work/illegal_engine"
+expect generate_games "$out" "the UCI engine answered 'e7e5', not a legal move after 0 plies (the start position)" \
+  --engine="$work/illegal_engine" --games=1 --workers=1 --random_fraction=0 --max_opening_plies=0 \
+  --engine_timeout_seconds=5 --out="$out" --manifest="$out"
+
 # Empty inputs, an output naming an input, and no fit: errors, not empty tables.
 : >"$work/empty.jsonl"
 expect encode_shards "$out" "$work/empty.jsonl: no documents (a split needs at least 1)" \
