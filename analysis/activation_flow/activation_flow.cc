@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/activation_flow/hidden_dims.h"
 #include "layers/hooks/hook_point.h"
+#include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
@@ -84,14 +85,13 @@ absl::StatusOr<Captures> CaptureActivationSites(layers::GptImpl& model,
       blocks, std::vector<std::vector<torch::Tensor>>(sites.size()));
   for (int b = 0; b < blocks; ++b) {
     for (size_t s = 0; s < sites.size(); ++s) {
-      layers::HookPoint* hook =
-          model.FindHook(absl::StrCat("blocks.", b, ".", sites[s].second));
-      if (hook == nullptr) {
+      absl::StatusOr<layers::HookPoint*> hook = layers::RequireHook(
+          model, absl::StrCat("blocks.", b, ".", sites[s].second));
+      if (!hook.ok()) {
         model.ClearHooks();
-        return absl::NotFoundError(
-            absl::StrCat("no hook blocks.", b, ".", sites[s].second));
+        return hook.status();
       }
-      hook->Add(layers::CaptureHook(&sinks[b][s]));
+      (*hook)->Add(layers::CaptureHook(&sinks[b][s]));
     }
   }
   torch::NoGradGuard no_grad;

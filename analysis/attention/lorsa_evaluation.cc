@@ -17,6 +17,7 @@
 #include "analysis/replacement/ffn_ablation.h"
 #include "layers/attention/causal_attention.h"
 #include "layers/hooks/hook_point.h"
+#include "layers/models/hook_lookup.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
@@ -295,11 +296,14 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
       "previous_token_positions\n";
   std::vector<torch::Tensor> patterns(model.blocks.size());
   for (size_t b = 0; b < model.blocks.size(); ++b) {
-    model.FindHook(absl::StrCat("blocks.", b, ".attn.hook_pattern"))
-        ->Add([&, b](const torch::Tensor& p) {
-          patterns[b] = p;
-          return p;
-        });
+    ASSIGN_OR_RETURN(
+        layers::HookPoint* const pattern,
+        layers::RequireHook(model,
+                            absl::StrCat("blocks.", b, ".attn.hook_pattern")));
+    pattern->Add([&, b](const torch::Tensor& p) {
+      patterns[b] = p;
+      return p;
+    });
   }
   const torch::Tensor probe_logits = model.forward(probe);
   model.ClearHooks();

@@ -13,6 +13,7 @@
 #include "analysis/bsp/board_tracking.h"
 #include "analysis/bsp/feature_classifiers.h"
 #include "layers/ffn/mixture_of_experts.h"
+#include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
@@ -179,10 +180,15 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
                      datasets::chess::EncodeGame(text));
     std::vector<std::vector<torch::Tensor>> hidden(layers), inputs(layers);
     for (int l = 0; l < layers; ++l) {
-      model.FindHook(absl::StrCat("blocks.", l, ".ffn.hook_hidden"))
-          ->Add(layers::CaptureHook(&hidden[l]));
-      model.FindHook(absl::StrCat("blocks.", l, ".ffn.hook_in"))
-          ->Add(layers::CaptureHook(&inputs[l]));
+      ASSIGN_OR_RETURN(
+          layers::HookPoint* const hidden_hook,
+          layers::RequireHook(model,
+                              absl::StrCat("blocks.", l, ".ffn.hook_hidden")));
+      ASSIGN_OR_RETURN(layers::HookPoint* const input_hook,
+                       layers::RequireHook(
+                           model, absl::StrCat("blocks.", l, ".ffn.hook_in")));
+      hidden_hook->Add(layers::CaptureHook(&hidden[l]));
+      input_hook->Add(layers::CaptureHook(&inputs[l]));
     }
     const torch::Tensor tokens =
         torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()))

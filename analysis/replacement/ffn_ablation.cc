@@ -4,17 +4,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "layers/hooks/hook_point.h"
+#include "layers/models/hook_lookup.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 
 absl::StatusOr<double> ZeroAblated(layers::GptImpl& model,
                                    const std::string& hook,
                                    const std::function<double()>& measure) {
-  layers::HookPoint* point = model.FindHook(hook);
-  if (point == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the model has no hook point ", hook));
-  }
+  ASSIGN_OR_RETURN(layers::HookPoint* const point,
+                   layers::RequireHook(model, hook));
   point->Add(layers::ZeroAblationHook());
   const double value = measure();
   point->Clear();

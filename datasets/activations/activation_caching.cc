@@ -11,6 +11,7 @@
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
 #include "google/protobuf/text_format.h"
+#include "layers/models/hook_lookup.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/digest.h"
 #include "tools/common/status_macros.h"
@@ -86,8 +87,12 @@ absl::StatusOr<ActivationManifest> CacheActivations(
   ActivationWriter writer(out_dir, header, options.shard_rows);
 
   std::vector<torch::Tensor> inputs, outputs;
-  model.FindHook(header.hook_in())->Add(layers::CaptureHook(&inputs));
-  model.FindHook(header.hook_out())->Add(layers::CaptureHook(&outputs));
+  ASSIGN_OR_RETURN(layers::HookPoint* const hook_in,
+                   layers::RequireHook(model, header.hook_in()));
+  ASSIGN_OR_RETURN(layers::HookPoint* const hook_out,
+                   layers::RequireHook(model, header.hook_out()));
+  hook_in->Add(layers::CaptureHook(&inputs));
+  hook_out->Add(layers::CaptureHook(&outputs));
   torch::NoGradGuard no_grad;
   int64_t written = 0;
   for (int64_t i = 0; i < batches && written < wanted; ++i) {
