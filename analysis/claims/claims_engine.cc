@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {
@@ -837,10 +838,10 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
     return absl::OkStatus();
   };
   for (const Claim& control : claims.controls()) {
-    if (auto status = check(control, true); !status.ok()) return status;
+    RETURN_IF_ERROR(check(control, true));
   }
   for (const Claim& claim : claims.claims()) {
-    if (auto status = check(claim, false); !status.ok()) return status;
+    RETURN_IF_ERROR(check(claim, false));
   }
   return absl::OkStatus();
 }
@@ -1022,11 +1023,9 @@ absl::Status CheckArmsNotRun(const ClaimSet& claims, const Tables& tables,
 absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(
     const ClaimSet& claims, const Tables& tables,
     const std::vector<std::string>& arms_not_run) {
-  if (auto status = ValidateClaimSet(claims, tables); !status.ok())
-    return status;
+  RETURN_IF_ERROR(ValidateClaimSet(claims, tables));
   const std::set<std::string> not_run(arms_not_run.begin(), arms_not_run.end());
-  if (auto status = CheckArmsNotRun(claims, tables, not_run); !status.ok())
-    return status;
+  RETURN_IF_ERROR(CheckArmsNotRun(claims, tables, not_run));
   std::vector<ClaimResult> results;
   std::map<std::string, Verdict> control_verdicts;
   auto judge = [&](const Claim& claim,

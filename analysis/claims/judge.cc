@@ -8,6 +8,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {
@@ -83,18 +84,12 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
         section.status().code(),
         absl::StrCat(options.claims_path, ": ", section.status().message()));
   for (const auto& [name, table] : tables) {
-    if (auto status = WriteFileAtomically(
-            absl::StrCat(options.out_dir, "/", name), table.ToCsv());
-        !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(WriteFileAtomically(
+        absl::StrCat(options.out_dir, "/", name), table.ToCsv()));
   }
-  if (auto status = WriteFileAtomically(
-          absl::StrCat(options.out_dir, "/verdicts.csv"),
-          VerdictsTable(claims->experiment(), *results).ToCsv());
-      !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(WriteFileAtomically(
+      absl::StrCat(options.out_dir, "/verdicts.csv"),
+      VerdictsTable(claims->experiment(), *results).ToCsv()));
   return section;
 }
 

@@ -455,9 +455,7 @@ absl::StatusOr<std::string> RenderSection(
         stem.resize(stem.size() - 4);
       const std::string points_path =
           absl::StrCat(options.out_dir, "/", stem, ".points.csv");
-      if (auto status = WriteFileAtomically(points_path, points->ToCsv());
-          !status.ok())
-        return status;
+      RETURN_IF_ERROR(WriteFileAtomically(points_path, points->ToCsv()));
       std::vector<std::string> argv = {
           options.plot_script,
           "--csv=" + points_path,

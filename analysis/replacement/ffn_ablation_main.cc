@@ -22,6 +22,7 @@
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 #include "tools/train/replacement_metrics.h"
 
 ABSL_FLAG(std::string, base, "", "The language model (.pt)");
@@ -35,17 +36,11 @@ namespace sparse_layers::analysis {
 namespace {
 
 absl::Status Run() {
-  if (absl::Status s =
-          FirstError({RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
-                      RequiredFlag(FLAGS_out), FlagAtLeast(FLAGS_batches, 1),
-                      FlagAtLeast(FLAGS_batch_size, 1)});
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads));
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(
+      FirstError({RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
+                  RequiredFlag(FLAGS_out), FlagAtLeast(FLAGS_batches, 1),
+                  FlagAtLeast(FLAGS_batch_size, 1)}));
+  RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
   if (!base.ok()) return base.status();
   auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));

@@ -17,6 +17,7 @@
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
 #include "tools/common/staged_outputs.h"
+#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, runs, "",
           "Tidy CSV of the runs (//tools/train:summary_table).");
@@ -32,13 +33,10 @@ namespace {
 
 absl::Status Run() {
   const std::string path = absl::GetFlag(FLAGS_runs);
-  if (absl::Status s = FirstError(
-          {RequiredFile(FLAGS_runs), RequiredFlag(FLAGS_runs_out),
-           RequiredFlag(FLAGS_frontier_out), RequiredFile(FLAGS_train_tokens),
-           RequiredFile(FLAGS_validation_tokens)});
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(FirstError(
+      {RequiredFile(FLAGS_runs), RequiredFlag(FLAGS_runs_out),
+       RequiredFlag(FLAGS_frontier_out), RequiredFile(FLAGS_train_tokens),
+       RequiredFile(FLAGS_validation_tokens)}));
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   auto runs = claims::TidyTable::Parse(*text, path);
@@ -53,16 +51,10 @@ absl::Status Run() {
   auto tables = IsoflopFrontier(*runs, *unigram);
   if (!tables.ok()) return tables.status();
   StagedOutputs outputs;  // Both tables or neither.
-  if (absl::Status s =
-          outputs.WriteFile(absl::GetFlag(FLAGS_runs_out), tables->runs);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = outputs.WriteFile(absl::GetFlag(FLAGS_frontier_out),
-                                         tables->frontier);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(
+      outputs.WriteFile(absl::GetFlag(FLAGS_runs_out), tables->runs));
+  RETURN_IF_ERROR(
+      outputs.WriteFile(absl::GetFlag(FLAGS_frontier_out), tables->frontier));
   return outputs.Commit();
 }
 

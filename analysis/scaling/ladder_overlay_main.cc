@@ -8,6 +8,7 @@
 #include "analysis/scaling/scaling_ladder.h"
 #include "google/protobuf/text_format.h"
 #include "layers/backend/torch_init.h"
+#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, ladder, "tiny",
           "paper (arXiv:2606.07414 App. B.2, Listing 2) or tiny (our CPU "
@@ -22,12 +23,9 @@ namespace sparse_layers::analysis {
 namespace {
 
 absl::Status Run() {
-  if (absl::Status s =
-          FirstError({RequiredFlag(FLAGS_name), FlagAtLeast(FLAGS_scale, 0),
-                      FlagInRange(FLAGS_max_flops, 0.0, 1e30)});
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(
+      FirstError({RequiredFlag(FLAGS_name), FlagAtLeast(FLAGS_scale, 0),
+                  FlagInRange(FLAGS_max_flops, 0.0, 1e30)}));
   absl::StatusOr<Ladder> ladder = ParseLadder(absl::GetFlag(FLAGS_ladder));
   if (!ladder.ok()) return ladder.status();
   config::ExperimentConfig overlay;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets::chess {
 
@@ -98,9 +99,7 @@ absl::StatusOr<std::unique_ptr<UciEngine>> UciEngine::Start(
         "cannot start the UCI engine ", path, ": ", started.message()));
   }
   // One thread: node-limited single-threaded search is deterministic.
-  if (auto s = engine->Send("setoption name Threads value 1"); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(engine->Send("setoption name Threads value 1"));
   return engine;
 }
 
@@ -175,8 +174,8 @@ absl::StatusOr<std::string> UciEngine::ReadLine(absl::Time deadline) {
 }
 
 absl::Status UciEngine::NewGame() {
-  if (auto s = Send("ucinewgame"); !s.ok()) return s;
-  if (auto s = Send("isready"); !s.ok()) return s;
+  RETURN_IF_ERROR(Send("ucinewgame"));
+  RETURN_IF_ERROR(Send("isready"));
   const absl::Time deadline = absl::Now() + timeout_;
   while (true) {
     auto line = ReadLine(deadline);
@@ -193,8 +192,8 @@ absl::Status UciEngine::SetPosition(const std::vector<std::string>& moves) {
 
 absl::StatusOr<std::vector<std::string>> UciEngine::LegalMoves(
     const std::vector<std::string>& moves) {
-  if (auto s = SetPosition(moves); !s.ok()) return s;
-  if (auto s = Send("go perft 1"); !s.ok()) return s;
+  RETURN_IF_ERROR(SetPosition(moves));
+  RETURN_IF_ERROR(Send("go perft 1"));
   const absl::Time deadline = absl::Now() + timeout_;
   std::vector<std::string> legal;
   while (true) {
@@ -209,14 +208,11 @@ absl::StatusOr<std::vector<std::string>> UciEngine::LegalMoves(
 absl::StatusOr<std::vector<ScoredMove>> UciEngine::Search(
     const std::vector<std::string>& moves, int nodes, int lines) {
   if (lines != multipv_) {
-    if (auto s = Send(absl::StrCat("setoption name MultiPV value ", lines));
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(Send(absl::StrCat("setoption name MultiPV value ", lines)));
     multipv_ = lines;
   }
-  if (auto s = SetPosition(moves); !s.ok()) return s;
-  if (auto s = Send(absl::StrCat("go nodes ", nodes)); !s.ok()) return s;
+  RETURN_IF_ERROR(SetPosition(moves));
+  RETURN_IF_ERROR(Send(absl::StrCat("go nodes ", nodes)));
   const absl::Time deadline = absl::Now() + timeout_;
   std::map<int, ScoredMove> by_rank;  // The deepest report of each line wins.
   while (true) {

@@ -20,6 +20,7 @@
 #include "layers/backend/torch_init.h"
 #include "tools/common/file_io.h"
 #include "tools/common/output_paths.h"
+#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, facts, "",
           "CSV whose header names answer (or capital) and subject (or state)");
@@ -65,10 +66,7 @@ absl::Status Run() {
     document.set_text(text);
     absl::StrAppend(&out, datasets::DocumentToJson(document), "\n");
   }
-  if (absl::Status s = WriteFileAtomically(absl::GetFlag(FLAGS_out), out);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(WriteFileAtomically(absl::GetFlag(FLAGS_out), out));
   std::printf("%zu facts x %d documents\n", facts->size(),
               absl::GetFlag(FLAGS_documents));
   return absl::OkStatus();

@@ -17,6 +17,7 @@
 #include "google/protobuf/wrappers.pb.h"
 #include "tools/common/file_io.h"
 #include "tools/common/json_object.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 namespace {
@@ -138,9 +139,7 @@ absl::Status ReadStdlibJson(CorpusFormat format, const std::string& dir,
         return absl::InternalError("not a stdlib format");
     }
     ++documents;
-    if (absl::Status status = sink(std::move(document)); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(sink(std::move(document)));
   }
   if (documents == 0) {
     return absl::NotFoundError(absl::StrCat("no documents under ", dir));
@@ -164,9 +163,7 @@ absl::Status ReadLocal(const std::string& dir, const DocumentSink& sink) {
     document.set_id(fs::relative(path, dir).string());
     document.set_source("local");
     document.set_text(*std::move(text));
-    if (absl::Status status = sink(std::move(document)); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(sink(std::move(document)));
   }
   for (const std::string& path : *jsonls) {
     std::ifstream in(path);
@@ -183,9 +180,7 @@ absl::Status ReadLocal(const std::string& dir, const DocumentSink& sink) {
             absl::StrCat(fs::relative(path, dir).string(), ":", number));
       }
       if (document->source().empty()) document->set_source("local");
-      if (absl::Status status = sink(*std::move(document)); !status.ok()) {
-        return status;
-      }
+      RETURN_IF_ERROR(sink(*std::move(document)));
     }
   }
   return absl::OkStatus();
@@ -238,11 +233,8 @@ absl::Status ForEachBrownFile(const std::string& cats_path,
     absl::StatusOr<std::string> tagged =
         ReadFileToString((dir / std::string(fields[0])).string());
     if (!tagged.ok()) return tagged.status();
-    if (absl::Status status =
-            sink(std::string(fields[0]), std::string(fields[1]), *tagged);
-        !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(
+        sink(std::string(fields[0]), std::string(fields[1]), *tagged));
   }
   return absl::OkStatus();
 }

@@ -18,6 +18,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/staged_outputs.h"
+#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, input, "", "A JSONL split");
 ABSL_FLAG(std::string, split, "", "Split name recorded in the manifest");
@@ -40,14 +41,11 @@ absl::Status Run() {
   std::error_code filesystem_error;
   const bool tokenizer_directory = std::filesystem::is_directory(
       absl::GetFlag(FLAGS_tokenizer), filesystem_error);
-  if (absl::Status s = FirstError(
-          {RequiredFile(FLAGS_input), RequiredFlag(FLAGS_split),
-           tokenizer_directory ? RequiredFlag(FLAGS_tokenizer)
-                               : RequiredFile(FLAGS_tokenizer),
-           RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_shard_tokens, 1)});
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(FirstError(
+      {RequiredFile(FLAGS_input), RequiredFlag(FLAGS_split),
+       tokenizer_directory ? RequiredFlag(FLAGS_tokenizer)
+                           : RequiredFile(FLAGS_tokenizer),
+       RequiredFlag(FLAGS_out_dir), FlagAtLeast(FLAGS_shard_tokens, 1)}));
   std::string error;
   std::unique_ptr<Tokenizer> tokenizer =
       Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
@@ -87,10 +85,7 @@ absl::Status Run() {
     if (!document.ok()) return document.status();
     std::vector<int> ids = tokenizer->Encode(document->text());
     if (begin_of_text >= 0) ids.insert(ids.begin(), begin_of_text);
-    if (absl::Status status = writer.AddDocument(ids, /*end_of_text=*/true);
-        !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(writer.AddDocument(ids, /*end_of_text=*/true));
   }
   absl::StatusOr<TokenShardManifest> written = writer.Finish();
   if (!written.ok()) return written.status();
@@ -100,7 +95,7 @@ absl::Status Run() {
         absl::StrCat(absl::GetFlag(FLAGS_input),
                      ": no documents (a split needs at least 1)"));
   }
-  if (absl::Status status = outputs.Commit(); !status.ok()) return status;
+  RETURN_IF_ERROR(outputs.Commit());
   std::fprintf(
       stderr, "encode_shards: %s: %lld documents, %lld tokens, %d shards\n",
       split.c_str(), static_cast<long long>(written->documents()),

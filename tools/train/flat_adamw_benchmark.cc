@@ -17,6 +17,7 @@
 #include "absl/flags/flag.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/gpt.h"
+#include "tools/common/status_macros.h"
 #include "tools/train/benchmark_gpt.h"
 #include "tools/train/flat_adamw.h"
 
@@ -151,12 +152,9 @@ int main(int argc, char** argv) {
       argc, argv,
       "Optimizer step + clipping: torch::optim::AdamW vs FlatAdamW.");
   return sparse_layers::RunMain([]() -> absl::Status {
-    if (absl::Status s = sparse_layers::FirstError(
-            {sparse_layers::FlagAtLeast(FLAGS_rounds, 1),
-             sparse_layers::FlagAtLeast(FLAGS_steps, 1)});
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(sparse_layers::FirstError(
+        {sparse_layers::FlagAtLeast(FLAGS_rounds, 1),
+         sparse_layers::FlagAtLeast(FLAGS_steps, 1)}));
     sparse_layers::train::Measure(128, 4);
     sparse_layers::train::Measure(256, 6);
     return absl::OkStatus();

@@ -16,6 +16,7 @@
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
 #include "tools/common/output_paths.h"
+#include "tools/common/status_macros.h"
 #include "tools/train/summary_table.h"
 
 ABSL_FLAG(std::string, out, "", "CSV path (default: stdout)");
@@ -38,12 +39,9 @@ absl::Status Run(const std::vector<std::string>& paths) {
   if (paths.empty()) {
     return absl::InvalidArgumentError("no summary or config files given");
   }
-  if (absl::Status s = FirstError(
-          {FilesExist("summary or config", paths),
-           OutputIsNotAnInput("--out", absl::GetFlag(FLAGS_out), paths)});
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(FirstError(
+      {FilesExist("summary or config", paths),
+       OutputIsNotAnInput("--out", absl::GetFlag(FLAGS_out), paths)}));
   SummaryTableOptions options;
   options.fields = absl::GetFlag(FLAGS_fields);
   options.config_fields = absl::GetFlag(FLAGS_config_fields);

@@ -101,12 +101,9 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv,
                           "Training throughput of the LibTorch GPT.");
   return sparse_layers::RunMain([]() -> absl::Status {
-    if (absl::Status s = sparse_layers::FirstError(
-            {sparse_layers::FlagAtLeast(FLAGS_steps, 1),
-             sparse_layers::FlagAtLeast(FLAGS_batch_size, 1)});
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(sparse_layers::FirstError(
+        {sparse_layers::FlagAtLeast(FLAGS_steps, 1),
+         sparse_layers::FlagAtLeast(FLAGS_batch_size, 1)}));
     const double peak = sparse_layers::train::MatmulPeakGflops();
     RETURN_IF_ERROR(sparse_layers::train::Measure(128, 4, peak));
     return sparse_layers::train::Measure(256, 6, peak);
