@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "analysis/activation_flow/activation_flow.h"
 #include "datasets/text/token_shards.h"
+#include "datasets/text/tokenizer_pairing.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
@@ -53,6 +54,8 @@ absl::Status Run() {
     }
     ASSIGN_OR_RETURN(const layers::LoadedModel loaded,
                      layers::LoadModel(parts[1]));
+    RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
+        *shards, loaded.model->options().vocab_size, parts[1]));
     RETURN_IF_ERROR(tables.AddModel(parts[0], *loaded.model, *shards, options));
   }
   const std::string dir = absl::GetFlag(FLAGS_out_dir);

@@ -92,6 +92,8 @@ absl::Status Run(const std::vector<std::string>& paths) {
                    datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
   RETURN_IF_ERROR(
       datasets::CheckEncodedWith(*tokens, absl::GetFlag(FLAGS_tokenizer)));
+  RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
+      *tokens, base.model->options().vocab_size, absl::GetFlag(FLAGS_base)));
   ASSIGN_OR_RETURN(auto caches, OpenCaches(absl::GetFlag(FLAGS_caches)));
   ASSIGN_OR_RETURN(std::vector<analysis::LorsaFit> fits,
                    analysis::LoadLorsaFits(paths));

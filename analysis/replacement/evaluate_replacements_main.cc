@@ -14,6 +14,7 @@
 #include "analysis/replacement/replacement_frontier.h"
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
+#include "datasets/text/tokenizer_pairing.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
@@ -51,6 +52,8 @@ absl::Status Run(const std::vector<std::string>& replacements) {
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));
   ASSIGN_OR_RETURN(const auto tokens,
                    datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
+  RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
+      *tokens, base.model->options().vocab_size, absl::GetFlag(FLAGS_base)));
   ASSIGN_OR_RETURN(
       const auto activations,
       datasets::ActivationSet::Open(absl::GetFlag(FLAGS_activations)));

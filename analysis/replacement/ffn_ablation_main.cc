@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/replacement/ffn_ablation.h"
 #include "datasets/text/token_shards.h"
+#include "datasets/text/tokenizer_pairing.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
@@ -45,6 +46,8 @@ absl::Status Run() {
   if (!base.ok()) return base.status();
   auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
   if (!tokens.ok()) return tokens.status();
+  RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
+      **tokens, base->model->options().vocab_size, absl::GetFlag(FLAGS_base)));
   const int length = base->config.data().sequence_length() > 0
                          ? base->config.data().sequence_length()
                          : base->model->options().context_length;

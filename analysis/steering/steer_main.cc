@@ -79,6 +79,8 @@ absl::Status Run(const std::vector<std::string>& fit_paths) {
                    datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
   RETURN_IF_ERROR(
       datasets::CheckEncodedWith(*tokens, absl::GetFlag(FLAGS_tokenizer)));
+  RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
+      *tokens, base.model->options().vocab_size, base_path));
   ASSIGN_OR_RETURN(const std::vector<layers::LoadedReplacement> fits,
                    layers::LoadReplacements(fit_paths));
   options.base_name = absl::GetFlag(FLAGS_base_name);

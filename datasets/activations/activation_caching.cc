@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
+#include "datasets/text/tokenizer_pairing.h"
 #include "google/protobuf/text_format.h"
 #include "layers/models/hook_lookup.h"
 #include "layers/models/model_loader.h"
@@ -45,6 +46,8 @@ absl::StatusOr<ActivationManifest> CacheActivations(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<TokenShardSet> shards,
                    TokenShardSet::Open(options.tokens));
+  RETURN_IF_ERROR(CheckFitsModelVocabulary(*shards, model.options().vocab_size,
+                                           options.checkpoint));
   const int length = options.sequence_length > 0
                          ? options.sequence_length
                          : model.options().context_length;

@@ -19,4 +19,15 @@ absl::Status CheckEncodedWith(const TokenShardSet& tokens,
       ", not with ", tokenizer_path, " (", digest.substr(0, 12), "...)"));
 }
 
+absl::Status CheckFitsModelVocabulary(const TokenShardSet& tokens,
+                                      int64_t model_vocab_size,
+                                      absl::string_view model) {
+  const int64_t vocabulary = tokens.manifest().vocab_size();
+  if (vocabulary <= model_vocab_size) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(tokens.manifest_path(), " holds ids of a ", vocabulary,
+                   "-piece vocabulary, but ", model, " embeds only ",
+                   model_vocab_size, " (a model of another tokenizer)"));
+}
+
 }  // namespace sparse_layers::datasets

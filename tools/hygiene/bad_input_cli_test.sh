@@ -179,6 +179,19 @@ expect generate_games "$out" "the UCI engine answered 'e7e5', not a legal move a
   --engine="$work/illegal_engine" --games=1 --workers=1 --random_fraction=0 --max_opening_plies=0 \
   --engine_timeout_seconds=5 --out="$out" --manifest="$out"
 
+# Token shards of a 9,000-piece vocabulary fed to the 8,192-row model (it failed in LibTorch: "index out of
+# range in self").
+mkdir -p "$work/wide"
+{
+  printf 'SLTOKv1\0\50\43\0\0\0\0\0\0'                   # magic, vocabulary 9000, uint16 ids
+  printf '\0\4\0\0\0\0\0\0\0\0\0\0\0\0\0\0'           # 1024 tokens
+  for _ in $(seq 1024); do printf '\64\41'; done                # id 8500
+} >"$work/wide/test_000.bin"
+printf 'split: "test"\nvocab_size: 9000\ntokens: 1024\nshards { file: "test_000.bin" tokens: 1024 sha256: "%s" }\n' \
+  "$(sha256sum <"$work/wide/test_000.bin" | cut -d' ' -f1)" >"$work/wide/test.tokens.textproto"
+expect ffn_ablation "$out" "holds ids of a 9000-piece vocabulary, but $work/lm.pt embeds only 8192" \
+  --base="$work/lm.pt" --tokens="$work/wide/test.tokens.textproto" --out="$out"
+
 # Empty inputs, an output naming an input, and no fit: errors, not empty tables.
 : >"$work/empty.jsonl"
 expect encode_shards "$out" "$work/empty.jsonl: no documents (a split needs at least 1)" \
