@@ -9,35 +9,15 @@
 #include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
+#include "tools/common/text_proto.h"
 
 namespace sparse_layers::claims {
-namespace {
-
-// Keeps the first parse error with its position (file:line:column).
-class FirstError : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (error_.empty())
-      error_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
-  }
-  const std::string& error() const { return error_; }
-
- private:
-  std::string error_;
-};
-
-}  // namespace
 
 absl::StatusOr<ClaimSet> LoadClaimSet(const std::string& path) {
   auto text = ReadFileToString(path);
   if (!text.ok()) return text.status();
   ClaimSet claims;
-  google::protobuf::TextFormat::Parser parser;
-  FirstError errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(*text, &claims)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ":", errors.error()));
-  }
+  RETURN_IF_ERROR(ParseTextProto(*text, path, &claims));
   if (claims.experiment().empty())
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": no experiment name"));

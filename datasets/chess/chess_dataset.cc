@@ -12,6 +12,7 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
+#include "tools/common/text_proto.h"
 
 namespace sparse_layers::datasets::chess {
 
@@ -78,8 +79,8 @@ absl::Status BuildChessDataset(const ChessDatasetOptions& options,
   manifest.set_source_sha256(Sha256Hex(pgn));
   ASSIGN_OR_RETURN(const std::string games_manifest,
                    ReadFileToString(options.games_manifest));
-  google::protobuf::TextFormat::ParseFromString(games_manifest,
-                                                manifest.mutable_games());
+  RETURN_IF_ERROR(ParseTextProto(games_manifest, options.games_manifest,
+                                 manifest.mutable_games()));
 
   const int64_t n_train = options.train_games,
                 n_validation = options.validation_games,

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets::chess {
 namespace {
@@ -23,6 +24,91 @@ bool IsResult(absl::string_view token) {
   return token == "*" || token == "1-0" || token == "0-1" || token == "1/2-1/2";
 }
 
+bool IsFile(char c) { return c >= 'a' && c <= 'h'; }
+bool IsRank(char c) { return c >= '1' && c <= '8'; }
+
+}  // namespace
+
+absl::Status CheckFen(absl::string_view fen) {
+  auto error = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", fen.substr(0, 90), "' is not a FEN: ", what));
+  };
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(fen, ' ', absl::SkipEmpty());
+  if (fields.size() != 6) {
+    return error(absl::StrCat(fields.size(), " fields, not 6"));
+  }
+  const std::vector<absl::string_view> ranks = absl::StrSplit(fields[0], '/');
+  if (ranks.size() != 8) return error(absl::StrCat(ranks.size(), " ranks"));
+  for (absl::string_view rank : ranks) {
+    int squares = 0;
+    for (char c : rank) {
+      if (c >= '1' && c <= '8') {
+        squares += c - '0';
+      } else if (absl::string_view("pnbrqkPNBRQK").find(c) !=
+                 absl::string_view::npos) {
+        ++squares;
+      } else {
+        return error(absl::StrCat("'", std::string(1, c), "' on the board"));
+      }
+    }
+    if (squares != 8) return error(absl::StrCat("a rank of ", squares));
+  }
+  if (fields[1] != "w" && fields[1] != "b") return error("side to move");
+  if (fields[2] != "-" &&
+      (fields[2].size() > 4 ||
+       fields[2].find_first_not_of("KQkq") != absl::string_view::npos)) {
+    return error("castling rights");
+  }
+  if (fields[3] != "-" && (fields[3].size() != 2 || !IsFile(fields[3][0]) ||
+                           (fields[3][1] != '3' && fields[3][1] != '6'))) {
+    return error("en passant square");
+  }
+  int counter = 0;
+  if (!absl::SimpleAtoi(fields[4], &counter) || counter < 0 ||
+      !absl::SimpleAtoi(fields[5], &counter) || counter < 1) {
+    return error("move counters");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSan(absl::string_view san) {
+  absl::string_view move = san;
+  if (!absl::ConsumeSuffix(&move, "+")) absl::ConsumeSuffix(&move, "#");
+  if (move == "O-O" || move == "O-O-O") return absl::OkStatus();
+  auto error = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", san.substr(0, 20), "' is not a move (SAN)"));
+  };
+  // Promotion "=Q" at the end.
+  if (move.size() >= 2 && move[move.size() - 2] == '=') {
+    if (absl::string_view("QRBN").find(move.back()) ==
+        absl::string_view::npos) {
+      return error();
+    }
+    move.remove_suffix(2);
+  }
+  if (move.size() < 2 || !IsFile(move[move.size() - 2]) ||
+      !IsRank(move.back())) {
+    return error();
+  }
+  move.remove_suffix(2);  // The target square.
+  if (!move.empty() && absl::string_view("KQRBN").find(move.front()) !=
+                           absl::string_view::npos) {
+    move.remove_prefix(1);
+  }
+  absl::ConsumeSuffix(&move, "x");
+  // What is left disambiguates: a file, a rank, or both.
+  if (move.size() > 2) return error();
+  for (char c : move) {
+    if (!IsFile(c) && !IsRank(c)) return error();
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 absl::Status ParseMovetext(absl::string_view text, ChessGame* game) {
   std::vector<std::string> san;
   game->add_fens(std::string(kInitialFen));
@@ -39,8 +125,10 @@ absl::Status ParseMovetext(absl::string_view text, ChessGame* game) {
         return absl::InvalidArgumentError(
             "a FEN comment that does not follow a move");
       }
-      game->add_fens(std::string(
-          absl::StripAsciiWhitespace(text.substr(i + 1, end - i - 1))));
+      const absl::string_view fen =
+          absl::StripAsciiWhitespace(text.substr(i + 1, end - i - 1));
+      RETURN_IF_ERROR(CheckFen(fen));
+      game->add_fens(std::string(fen));
       i = end + 1;
     } else {
       size_t end = text.find_first_of(" \n{", i);
@@ -51,6 +139,7 @@ absl::Status ParseMovetext(absl::string_view text, ChessGame* game) {
           return absl::InvalidArgumentError(absl::StrCat(
               "move ", token, " without the FEN of the move before"));
         }
+        RETURN_IF_ERROR(CheckSan(token));
         san.emplace_back(token);
       }
       i = end;
@@ -150,6 +239,12 @@ absl::StatusOr<std::vector<ChessGame>> ParseGamesJsonl(
              .ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("not a ChessGame: ", line.substr(0, 80)));
+    }
+    for (const std::string& fen : game.fens()) {
+      if (absl::Status status = CheckFen(fen); !status.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("game ", game.index(), ": ", status.message()));
+      }
     }
     // Every consumer reads the position after each ply.
     if (game.fens().empty()) {

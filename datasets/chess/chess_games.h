@@ -29,6 +29,16 @@ std::string GameString(const std::vector<std::string>& san_moves);
 absl::StatusOr<std::vector<ChessGame>> ParsePgnExtractOutput(
     absl::string_view pgn);
 
+// OK when `fen` is Forsyth-Edwards Notation by syntax: 8 ranks of 8 squares
+// (piece letters and digits 1-8), side w or b, castling "-" or of KQkq, en
+// passant "-" or a third- or sixth-rank square, two move counters. Legality
+// of the position is not checked.
+absl::Status CheckFen(absl::string_view fen);
+
+// OK when `san` is a move in Standard Algebraic Notation by syntax ("e4",
+// "Nbxd7+", "exd8=Q#", "O-O-O"). Legality in the position is not checked.
+absl::Status CheckSan(absl::string_view san);
+
 // The ids of `text` in kVocabulary; fails on any other character.
 absl::StatusOr<std::vector<int>> EncodeGame(absl::string_view text);
 

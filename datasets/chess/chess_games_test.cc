@@ -68,6 +68,40 @@ TEST(PgnExtractOutputTest, RejectsAMoveWithoutItsFen) {
       ParsePgnExtractOutput("[Event \"1\"]\n\n1. e4 e5 { x } *\n").ok());
 }
 
+TEST(PgnExtractOutputTest, CommentsThatAreNotFensAndMovesThatAreNotSanFail) {
+  EXPECT_EQ(ParsePgnExtractOutput("[Event \"1\"]\n\n1. e4 { a good move } *\n")
+                .status()
+                .message(),
+            "game 1: 'a good move' is not a FEN: 3 fields, not 6");
+  EXPECT_EQ(ParsePgnExtractOutput("[Event \"1\"]\n\n1. e9 { " +
+                                  std::string(kInitialFen) + " } *\n")
+                .status()
+                .message(),
+            "game 1: 'e9' is not a move (SAN)");
+}
+
+TEST(FenAndSanTest, SyntaxOfPositionsAndMoves) {
+  EXPECT_TRUE(CheckFen(kInitialFen).ok());
+  EXPECT_TRUE(
+      CheckFen("rnbqkbnr/pp1ppppp/8/2p5/4P3/8/PPPP1PPP/RNBQKBNR w KQkq c6 0 2")
+          .ok());
+  EXPECT_FALSE(
+      CheckFen("rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1").ok());
+  EXPECT_FALSE(
+      CheckFen("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNX w - - 0 1").ok());
+  EXPECT_FALSE(CheckFen("8/8/8/8/8/8/8/8 x - - 0 1").ok());
+  EXPECT_FALSE(CheckFen("8/8/8/8/8/8/8/8 w KQkx - 0 1").ok());
+  EXPECT_FALSE(CheckFen("8/8/8/8/8/8/8/8 w - e4 0 1").ok());
+  EXPECT_FALSE(CheckFen("8/8/8/8/8/8/8/8 w - - 0 0").ok());
+  for (const char* san : {"e4", "exd5", "Nf3", "Nbd7", "R1e2", "Qh4xe1+",
+                          "exd8=Q#", "O-O", "O-O-O+", "Kxf7"}) {
+    EXPECT_TRUE(CheckSan(san).ok()) << san;
+  }
+  for (const char* san : {"e9", "Zf3", "exd8=K", "O-O-O-O", "", "Nbd7d", "x"}) {
+    EXPECT_FALSE(CheckSan(san).ok()) << san;
+  }
+}
+
 TEST(UciEngineTest, LegalMovesAndSearchFromStockfish) {
   auto engine = UciEngine::Start(kEngine);
   ASSERT_TRUE(engine.ok()) << engine.status();

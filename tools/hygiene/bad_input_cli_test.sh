@@ -192,6 +192,17 @@ printf 'split: "test"\nvocab_size: 9000\ntokens: 1024\nshards { file: "test_000.
 expect ffn_ablation "$out" "holds ids of a 9000-piece vocabulary, but $work/lm.pt embeds only 8192" \
   --base="$work/lm.pt" --tokens="$work/wide/test.tokens.textproto" --out="$out"
 
+# Chess data that is not what it claims: a games manifest that does not parse (protobuf printed an ERROR line
+# and the build went on), and a comment that is not a FEN.
+printf '[Event "0"]\n[Round "random"]\n\n1. e4 { rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1 } *\n' \
+  >"$work/one.pgn"
+echo 'games: oops' >"$work/bad_games.textproto"
+expect build_chess_dataset "$out" "$work/bad_games.textproto:1:" \
+  --pgn="$work/one.pgn" --games_manifest="$work/bad_games.textproto" --train_games=0 --out_dir="$out"
+printf '[Event "0"]\n[Round "random"]\n\n1. e4 { a fine move } *\n' >"$work/comment.pgn"
+expect build_chess_dataset "$out" "game 0: 'a fine move' is not a FEN: 3 fields, not 6" \
+  --pgn="$work/comment.pgn" --games_manifest="$work/empty.textproto" --train_games=0 --out_dir="$out"
+
 # Empty inputs, an output naming an input, and no fit: errors, not empty tables.
 : >"$work/empty.jsonl"
 expect encode_shards "$out" "$work/empty.jsonl: no documents (a split needs at least 1)" \

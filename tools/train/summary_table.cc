@@ -21,6 +21,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
+#include "tools/common/text_proto.h"
 #include "tools/config/experiment.pb.h"
 #include "tools/train/training.pb.h"
 
@@ -31,30 +32,6 @@ using ::google::protobuf::FieldDescriptor;
 using ::google::protobuf::Message;
 using ::google::protobuf::Reflection;
 using ::google::protobuf::TextFormat;
-
-// Keeps the parser's first error, to say why a file is neither kind.
-class FirstError : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, int column, const std::string& message) override {
-    if (!text_.empty()) return;
-    text_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
-  }
-  void AddWarning(int, int, const std::string&) override {}
-  const std::string& text() const { return text_; }
-
- private:
-  std::string text_;
-};
-
-// Parses `text` as `message`; on failure returns the first error.
-bool Parse(const std::string& text, Message* message, std::string* error) {
-  FirstError errors;
-  TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  if (parser.ParseFromString(text, message)) return true;
-  *error = errors.text();
-  return false;
-}
 
 std::string CsvField(absl::string_view text) {
   if (text.find_first_of(",\"\n\r") == absl::string_view::npos) {
@@ -202,18 +179,22 @@ absl::StatusOr<std::string> SummaryTableCsv(
   for (const SummaryTableInput& input : inputs) {
     TrainingSummary summary;
     config::ExperimentConfig config;
-    std::string summary_error, config_error;
-    const bool is_summary = Parse(input.contents, &summary, &summary_error);
-    const bool is_config = Parse(input.contents, &config, &config_error);
+    // Each error reads "line:<l>:<c>: ..." (the parse position in the file).
+    const absl::Status summary_error =
+        ParseTextProto(input.contents, "line", &summary);
+    const absl::Status config_error =
+        ParseTextProto(input.contents, "line", &config);
+    const bool is_summary = summary_error.ok();
+    const bool is_config = config_error.ok();
     if (is_summary == is_config) {
       return absl::InvalidArgumentError(
-          is_summary
-              ? absl::StrCat(input.path,
-                             ": parses as both a TrainingSummary and an "
-                             "ExperimentConfig; cannot tell which it is")
-              : absl::StrCat(input.path, ": neither a TrainingSummary (",
-                             summary_error, ") nor an ExperimentConfig (",
-                             config_error, ")"));
+          is_summary ? absl::StrCat(input.path,
+                                    ": parses as both a TrainingSummary and an "
+                                    "ExperimentConfig; cannot tell which it is")
+                     : absl::StrCat(input.path, ": neither a TrainingSummary (",
+                                    summary_error.message(),
+                                    ") nor an ExperimentConfig (",
+                                    config_error.message(), ")"));
     }
     std::string name = is_summary ? summary.name() : config.name();
     if (options.name_from_path) {
