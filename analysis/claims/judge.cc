@@ -5,8 +5,6 @@
 #include "absl/strings/str_split.h"
 #include "analysis/claims/claims_engine.h"
 #include "analysis/claims/section_renderer.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
 #include "tools/common/text_proto.h"

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {

@@ -1,7 +1,6 @@
 #include "layers/models/safetensors.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <tuple>
 #include <utility>

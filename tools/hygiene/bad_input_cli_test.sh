@@ -157,6 +157,9 @@ printf 'split: "train"\nvocab_size: 512\ntokens: -9223372036854775804\nshards { 
 expect train "$out" "header says 9223372036854775812 tokens of 2 bytes but the file has 40 bytes" \
   --config="$config,$work/short.textproto" --train_data="$work/overflow/train.tokens.textproto" \
   --validation_data="$work/overflow/train.tokens.textproto" --out="$out"
+printf 'name: "lm" sample_ids: x\n' >"$work/garbled.summary.textproto"
+expect decode_sample "$out" "garbled.summary.textproto:1:" \
+  --summary="$work/garbled.summary.textproto" --tokenizer="$tokenizer" --out="$out"
 printf 'name: "lm" sample_prompt_ids: 1 sample_ids: 99999\n' >"$work/foreign.summary.textproto"
 expect decode_sample "$out" "lm: sample token id 99999 is outside the tokenizer's" \
   --summary="$work/foreign.summary.textproto" --tokenizer="$tokenizer" --out="$out"

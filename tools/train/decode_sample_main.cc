@@ -6,12 +6,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "datasets/text/tokenizer.h"
-#include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
 #include "tools/common/status_macros.h"
+#include "tools/common/text_proto.h"
 #include "tools/train/sample_text.h"
 #include "tools/train/training.pb.h"
 
@@ -31,10 +30,7 @@ absl::Status Run() {
   const std::string summary_path = absl::GetFlag(FLAGS_summary);
   ASSIGN_OR_RETURN(const std::string text, ReadFileToString(summary_path));
   TrainingSummary summary;
-  if (!google::protobuf::TextFormat::ParseFromString(text, &summary)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(summary_path, ": not a TrainingSummary"));
-  }
+  RETURN_IF_ERROR(ParseTextProto(text, summary_path, &summary));
   std::string error;
   auto tokenizer =
       datasets::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);

@@ -18,8 +18,6 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
 #include "tools/common/text_proto.h"
 #include "tools/config/experiment.pb.h"
@@ -31,7 +29,6 @@ namespace {
 using ::google::protobuf::FieldDescriptor;
 using ::google::protobuf::Message;
 using ::google::protobuf::Reflection;
-using ::google::protobuf::TextFormat;
 
 std::string CsvField(absl::string_view text) {
   if (text.find_first_of(",\"\n\r") == absl::string_view::npos) {

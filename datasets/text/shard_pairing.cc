@@ -1,4 +1,4 @@
-#include "datasets/text/tokenizer_pairing.h"
+#include "datasets/text/shard_pairing.h"
 
 #include "absl/strings/str_cat.h"
 #include "datasets/text/tokenizer.h"

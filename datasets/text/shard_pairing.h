@@ -2,8 +2,8 @@
 // them with (shards of another tokenizer with the same vocabulary size would
 // decode to plausible-looking wrong text) and the model they feed (ids beyond
 // its embedding failed inside LibTorch as "index out of range in self").
-#ifndef SPARSE_LAYERS_DATASETS_TEXT_TOKENIZER_PAIRING_H_
-#define SPARSE_LAYERS_DATASETS_TEXT_TOKENIZER_PAIRING_H_
+#ifndef SPARSE_LAYERS_DATASETS_TEXT_SHARD_PAIRING_H_
+#define SPARSE_LAYERS_DATASETS_TEXT_SHARD_PAIRING_H_
 
 #include <cstdint>
 #include <string>
@@ -29,4 +29,4 @@ absl::Status CheckFitsModelVocabulary(const TokenShardSet& tokens,
 
 }  // namespace sparse_layers::datasets
 
-#endif  // SPARSE_LAYERS_DATASETS_TEXT_TOKENIZER_PAIRING_H_
+#endif  // SPARSE_LAYERS_DATASETS_TEXT_SHARD_PAIRING_H_
