@@ -1,9 +1,12 @@
 #include "analysis/claims/judge.h"
 
+#include <sys/stat.h>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "analysis/claims/claims_engine.h"
+#include "analysis/claims/section_checks.h"
 #include "analysis/claims/section_renderer.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
@@ -56,6 +59,7 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
   RenderOptions render;
   render.out_dir = options.out_dir;
   render.plot_script = options.plot_script;
+  render.heatmap_script = options.heatmap_script;
   auto section = RenderSection(*claims, tables, *results, render);
   if (!section.ok())
     return absl::Status(
@@ -72,10 +76,19 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
 }
 
 absl::StatusOr<std::string> Verify(const std::string& claims_path,
-                                   const std::string& verdicts_path,
+                                   const std::string& path,
+                                   const std::vector<std::string>& seeds,
                                    int min_n) {
   auto claims = LoadClaimSet(claims_path);
   if (!claims.ok()) return claims.status();
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
+    if (seeds.empty() && claims->checks_size() > 0)
+      return absl::InvalidArgumentError(
+          "--verify of a section directory needs --seeds");
+    return CheckSection(*claims, path, seeds, min_n);
+  }
+  const std::string& verdicts_path = path;
   auto verdicts = TidyTable::ReadConcatenated({verdicts_path});
   if (!verdicts.ok()) return verdicts.status();
   verdicts->set_name(verdicts_path);

@@ -17,6 +17,7 @@ struct JudgeOptions {
   std::string claims_path;
   std::string out_dir;
   std::string plot_script;
+  std::string heatmap_script;
   // Table name (e.g. "frontier.csv") -> the CSV files concatenated into it.
   std::vector<std::pair<std::string, std::vector<std::string>>> tables;
   // Arms the experiment does not train at this scale: their claims are NOT
@@ -35,10 +36,13 @@ absl::StatusOr<std::pair<std::string, std::vector<std::string>>> ParseTableFlag(
 // <out_dir>/verdicts.csv. Returns the section's Markdown.
 absl::StatusOr<std::string> Judge(const JudgeOptions& options);
 
-// VerifyVerdicts of <section>/verdicts.csv against the claims file; a line
-// saying what was checked.
+// Checks against the claims file either a whole section directory
+// (CheckSection: the experiment's smoke check, `seeds` its study's seeds) or
+// one verdicts.csv (VerifyVerdicts); a line saying what was checked.
 absl::StatusOr<std::string> Verify(const std::string& claims_path,
-                                   const std::string& verdicts_path, int min_n);
+                                   const std::string& path,
+                                   const std::vector<std::string>& seeds,
+                                   int min_n);
 
 // The summary rows of several verdicts.csv files (SummarizeVerdicts).
 absl::StatusOr<std::string> Summarize(

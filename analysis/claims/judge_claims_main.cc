@@ -4,6 +4,9 @@
 //   judge_claims --claims=claims.textproto --out_dir=DIR
 //       [--plot=plot_lines.sh] --table=NAME.csv=FILE[,FILE...]...
 //       [--arms_not_run=ARM[,ARM...]]  (arms not trained at this scale)
+//       [--plot_heatmap=plot_heatmap.sh]  (for the claims file's heat maps)
+// Checking a built section (the experiment's smoke test; or one verdicts.csv):
+//   judge_claims --verify --claims=F --seeds=1,2 [--min_n=N] SECTION_DIR
 // The combined report's summary rows:
 //   judge_claims --summarize VERDICTS.csv...
 //
@@ -27,12 +30,14 @@ constexpr char kUsage[] =
     "usage: judge_claims --claims=F --out_dir=D [--plot=P] "
     "--table=NAME=FILE[,FILE...]... [--arms_not_run=ARM,...]\n"
     "       judge_claims --summarize VERDICTS.csv...\n"
-    "       judge_claims --verify --claims=F [--min_n=N] VERDICTS.csv\n";
+    "       judge_claims --verify --claims=F [--seeds=S,...] [--min_n=N] "
+    "SECTION_DIR|VERDICTS.csv\n";
 
 absl::Status Run(int argc, char** argv) {
   sparse_layers::claims::JudgeOptions options;
   bool summarize = false, verify = false;
   int min_n = 0;
+  std::vector<std::string> seeds;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -50,6 +55,10 @@ absl::Status Run(int argc, char** argv) {
       if (!absl::SimpleAtoi(value("--min_n="), &min_n) || min_n < 0) {
         return absl::InvalidArgumentError("--min_n takes a whole number >= 0");
       }
+    } else if (absl::StartsWith(arg, "--seeds=")) {
+      seeds = absl::StrSplit(value("--seeds="), ',', absl::SkipEmpty());
+    } else if (absl::StartsWith(arg, "--plot_heatmap=")) {
+      options.heatmap_script = value("--plot_heatmap=");
     } else if (absl::StartsWith(arg, "--claims=")) {
       options.claims_path = value("--claims=");
     } else if (absl::StartsWith(arg, "--out_dir=")) {
@@ -81,10 +90,11 @@ absl::Status Run(int argc, char** argv) {
   if (verify) {
     if (positional.size() != 1 || options.claims_path.empty()) {
       return absl::InvalidArgumentError(
-          "--verify needs --claims and one verdicts.csv");
+          "--verify needs --claims and one section directory or "
+          "verdicts.csv");
     }
     auto checked = sparse_layers::claims::Verify(options.claims_path,
-                                                 positional[0], min_n);
+                                                 positional[0], seeds, min_n);
     if (!checked.ok()) return checked.status();
     std::cout << *checked;
     return absl::OkStatus();

@@ -438,12 +438,22 @@ absl::StatusOr<std::string> RenderSection(
     absl::StrAppend(&out, *table, "\n");
   }
   if (claims.figures_size() > 0) {
-    if (options.plot_script.empty())
-      return absl::InvalidArgumentError(
-          "the claims file has figures: pass --plot");
-    std::vector<std::string> written, empty;
+    std::vector<std::string> written, heat_maps, empty;
     for (const FigureSpec& spec : claims.figures()) {
-      auto points = FigurePoints(spec, tables);
+      const bool heat_map = !spec.value().empty();
+      if (heat_map && options.heatmap_script.empty())
+        return absl::InvalidArgumentError(
+            "the claims file has heat maps: pass --plot_heatmap");
+      if (!heat_map && options.plot_script.empty())
+        return absl::InvalidArgumentError(
+            "the claims file has figures: pass --plot");
+      // A heat map's rows are the groups of its points, its cells their means.
+      FigureSpec points_spec = spec;
+      if (heat_map) {
+        points_spec.set_group(spec.y());
+        points_spec.set_y(spec.value());
+      }
+      auto points = FigurePoints(points_spec, tables);
       if (!points.ok()) return points.status();
       // Its filters select nothing (a base not run), as a table's "-" cells.
       if (points->rows().empty()) {
@@ -456,34 +466,58 @@ absl::StatusOr<std::string> RenderSection(
       const std::string points_path =
           absl::StrCat(options.out_dir, "/", stem, ".points.csv");
       RETURN_IF_ERROR(WriteFileAtomically(points_path, points->ToCsv()));
-      std::vector<std::string> argv = {
-          options.plot_script,
-          "--csv=" + points_path,
-          "--x=" + spec.x(),
-          "--y=" + spec.y() + "_mean",
-          "--ylow=" + spec.y() + "_ci_low",
-          "--yhigh=" + spec.y() + "_ci_high",
-          "--group=" + spec.group(),
-          absl::StrCat("--out=", options.out_dir, "/", spec.file()),
-          "--title=" + spec.title(),
-          "--xlabel=" + (spec.xlabel().empty() ? spec.x() : spec.xlabel()),
-          "--ylabel=" + (spec.ylabel().empty() ? spec.y() : spec.ylabel())};
-      if (spec.logx()) argv.push_back("--logx");
-      if (spec.logy()) argv.push_back("--logy");
-      if (spec.integer_x()) argv.push_back("--integer_x");
-      ASSIGN_OR_RETURN(const std::vector<std::string> lines,
-                       ReferenceLineArguments(spec, tables.at(spec.table())));
-      argv.insert(argv.end(), lines.begin(), lines.end());
+      const std::string file_path =
+          absl::StrCat(options.out_dir, "/", spec.file());
+      const std::string xlabel =
+          spec.xlabel().empty() ? spec.x() : spec.xlabel();
+      const std::string ylabel =
+          spec.ylabel().empty() ? spec.y() : spec.ylabel();
+      std::vector<std::string> argv;
+      if (heat_map) {
+        argv = {options.heatmap_script,
+                "--csv=" + points_path,
+                "--x=" + spec.x(),
+                "--y=" + spec.y(),
+                "--value=" + spec.value() + "_mean",
+                "--out=" + file_path,
+                "--title=" + spec.title(),
+                "--xlabel=" + xlabel,
+                "--ylabel=" + ylabel};
+      } else {
+        argv = {options.plot_script,
+                "--csv=" + points_path,
+                "--x=" + spec.x(),
+                "--y=" + spec.y() + "_mean",
+                "--ylow=" + spec.y() + "_ci_low",
+                "--yhigh=" + spec.y() + "_ci_high",
+                "--group=" + spec.group(),
+                "--out=" + file_path,
+                "--title=" + spec.title(),
+                "--xlabel=" + xlabel,
+                "--ylabel=" + ylabel};
+        if (spec.logx()) argv.push_back("--logx");
+        if (spec.logy()) argv.push_back("--logy");
+        if (spec.integer_x()) argv.push_back("--integer_x");
+        ASSIGN_OR_RETURN(const std::vector<std::string> lines,
+                         ReferenceLineArguments(spec, tables.at(spec.table())));
+        argv.insert(argv.end(), lines.begin(), lines.end());
+      }
       if (auto status = RunCommand(argv); !status.ok()) {
         return absl::Status(
             status.code(),
             absl::StrCat("figure ", spec.file(), ": ", status.message()));
       }
-      written.push_back(absl::StrCat(spec.title(), " (", options.out_dir, "/",
-                                     spec.file(), ")"));
+      (heat_map ? heat_maps : written)
+          .push_back(absl::StrCat(spec.title(), " (", file_path, ")"));
     }
-    absl::StrAppend(&out, "Figures (seed means with 95% CI error bars): ",
-                    absl::StrJoin(written, "; "), ".\n\n");
+    if (!written.empty()) {
+      absl::StrAppend(&out, "Figures (seed means with 95% CI error bars): ",
+                      absl::StrJoin(written, "; "), ".\n\n");
+    }
+    if (!heat_maps.empty()) {
+      absl::StrAppend(&out, "Heat maps (each cell a mean over its rows): ",
+                      absl::StrJoin(heat_maps, "; "), ".\n\n");
+    }
     if (!empty.empty()) {
       absl::StrAppend(&out, "Not drawn (no rows): ", absl::StrJoin(empty, "; "),
                       ".\n\n");

@@ -21,6 +21,8 @@ struct RenderOptions {
   std::string out_dir;
   // analysis/plot/plot_lines.sh; required when the claims file has figures.
   std::string plot_script;
+  // analysis/plot/plot_heatmap.sh; required when a figure has a `value`.
+  std::string heatmap_script;
 };
 
 // A Markdown table of seed means +- 95% CI half-widths.

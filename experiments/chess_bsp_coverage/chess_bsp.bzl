@@ -116,28 +116,37 @@ def pretrained_chess_arm():
         message = "BSP coverage of the user's chess model (CHESS_MODEL)",
     )
 
-def _pretrained_results():
-    if not CHESS_MODEL:
-        return []
-    return [":%s_bsp" % PRETRAINED_ARM, "//datasets/pretrained:chess_model.manifest.textproto"]
+def _pretrained_files(suffix):
+    return [":%s%s" % (PRETRAINED_ARM, suffix)] if CHESS_MODEL else []
 
-def chess_results(models, controls, judged):
-    """select() of the active scale's seeded outputs: checkpoints with summaries, merged configs, CSVs, and
-    arms_not_run.txt, the judged arms (models and random_<control>s) this scale does not train.
+def pretrained_chess_manifests():
+    """The import manifest of the user's chess model (CHESS_MODEL), named in the report's manifest."""
+    return ["//datasets/pretrained:chess_model.manifest.textproto"] if CHESS_MODEL else []
 
-    models, controls: scale -> the models trained and the architectures given a random control;
-    judged: every model a claim names (all of them are trained at paper scale)."""
-    for scale in CHESS_SEEDS:
-        not_run = [m for m in judged if m not in models[scale]]
-        not_run += ["random_" + m for m in controls["paper"] if m not in controls[scale]]
-        native.genrule(
-            name = "arms_not_run_" + scale,
-            outs = [scale + "/arms_not_run.txt"],
-            cmd = "echo '%s' > $@" % ",".join(not_run),
-        )
+def chess_runs(models):
+    """select() of the active scale's trained models and their merged configs (the runs table's inputs).
+
+    models: scale -> the models trained there."""
     return by_scale({
-        scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale] for suffix in ["", "_config", "_bsp"]] +
-               [":%s_bsp" % seeded_name("random_" + m, s) for s in seeds for m in controls[scale]] +
-               [":arms_not_run_" + scale] + _pretrained_results()
+        scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale] for suffix in ["", "_config"]]
         for scale, seeds in CHESS_SEEDS.items()
+    })
+
+def chess_evaluations(models, controls, suffix):
+    """select() of the active scale's evaluate_bsp tables (suffix ".bsp.csv" or ".board.csv"): the models, their
+    random controls, then the user's chess model."""
+    return by_scale({
+        scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale]] +
+               [":" + seeded_name("random_" + m, s) + suffix for s in seeds for m in controls[scale]] +
+               _pretrained_files(suffix)
+        for scale, seeds in CHESS_SEEDS.items()
+    })
+
+def arms_not_run(models, controls, judged):
+    """select() of the judged arms (models and random_<control>s) the active scale does not train: their claims
+    read NOT TESTABLE."""
+    return by_scale({
+        scale: [m for m in judged if m not in models[scale]] +
+               ["random_" + m for m in controls["paper"] if m not in controls[scale]]
+        for scale in CHESS_SEEDS
     })

@@ -72,11 +72,17 @@ def fact_lm_seeds():
             _fact_lm(arm, seed)
         _patching(seed)
 
-def fact_lm_results():
-    """select() of the active scale's seeded checkpoints, configs and patching tables."""
+def fact_lm_runs():
+    """select() of the active scale's fact LMs, then their merged configs (the models table's inputs)."""
     return by_scale({
         scale: [":" + seeded_name("fact_lm_" + arm, s) for s in FACT_LM_SEEDS[scale] for arm in ARMS] +
-               [":%s_config" % seeded_name("fact_lm_" + arm, s) for s in FACT_LM_SEEDS[scale] for arm in ARMS] +
-               [":" + seeded_name("patching", s) for s in FACT_LM_SEEDS[scale]]
+               [":%s_config" % seeded_name("fact_lm_" + arm, s) for s in FACT_LM_SEEDS[scale] for arm in ARMS]
+        for scale in SCALES
+    })
+
+def patching_tables(table):
+    """select() of each seed's <table>.csv of the patching study (recall, patching, block_contrasts, neighbours)."""
+    return by_scale({
+        scale: [":%s/%s.csv" % (seeded_name("patching", s), table) for s in FACT_LM_SEEDS[scale]]
         for scale in SCALES
     })

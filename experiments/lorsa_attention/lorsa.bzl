@@ -22,6 +22,7 @@ load(
     "seeds_by_scale",
 )
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
+load("//tools/train:summary_table.bzl", "summary_table")
 load("//tools/train:tool_run.bzl", "tool_run")
 
 # A user's pretrained model is the base (HF_MODEL); else each seed trains its own LM.
@@ -245,22 +246,36 @@ def lorsa_seed(seed, base_config, scale_configs):
     fits = attention_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
     _evaluation(seeded_name("evaluation", seed), base, caches, fits, seed)
 
+def evaluation_files(file):
+    """select() of each seed's evaluation_s<seed>/<file> (one of EVALUATION_FILES) at the active scale."""
+    return by_scale({
+        scale: [":%s/%s" % (seeded_name("evaluation", s), file) for s in LORSA_SEEDS[scale]]
+        for scale in SCALES
+    })
+
+def lorsa_lm_table(name):
+    """<name>.csv: one row per base LM (size, steps, loss, seed) from the trainer summaries; with a pretrained
+    base, the header alone (no LM is trained here)."""
+    if PRETRAINED:
+        native.genrule(
+            name = name,
+            outs = [name + ".csv"],
+            cmd = "echo 'arm,parameters,steps,validation_loss,seed' > $@",
+        )
+        return
+    summary_table(
+        name = name,
+        config_fields = ["seed=runtime.seed"],
+        fields = ["parameters", "steps", "validation_loss"],
+        runs = seeds_by_scale(_lm, LORSA_SEEDS) + seeds_by_scale(_lm_config, LORSA_SEEDS),
+    )
+
+def pretrained_lorsa_manifests():
+    """The import manifest of a pretrained base (HF_MODEL), named in the report's manifest."""
+    return [PRETRAINED_MODEL + ".manifest.textproto"] if PRETRAINED else []
+
 def _lm(seed):
     return ":" + seeded_name("lm", seed)
 
 def _lm_config(seed):
     return ":%s_config" % seeded_name("lm", seed)
-
-def _evaluation_label(seed):
-    return ":" + seeded_name("evaluation", seed)
-
-def lorsa_results(name):
-    """The active scale's seeds' evaluations, and their base LMs and configs, or the pretrained model's import
-    manifest (the report's base line and its file digests)."""
-    bases = [PRETRAINED_MODEL + ".manifest.textproto"] if PRETRAINED else (
-        seeds_by_scale(_lm, LORSA_SEEDS) + seeds_by_scale(_lm_config, LORSA_SEEDS)
-    )
-    native.filegroup(
-        name = name,
-        srcs = seeds_by_scale(_evaluation_label, LORSA_SEEDS) + bases,
-    )

@@ -168,12 +168,14 @@ def activation_flow_run(seed):
         tags = seed_tags(seed, MOHD_SEEDS),
     )
 
-def mohd_results(variants):
-    """select() of the active scale's seeded results: every run's outputs and merged config, and the
-    activation-flow tables with their seed column."""
+def mohd_run_files(variants):
+    """select() of the active scale's trained runs, then their merged configs (the runs table's inputs)."""
     return by_scale({
         scale: [":" + seeded_name(v, s) for s in MOHD_SEEDS[scale] for v in variants] +
-               [":%s_config" % seeded_name(v, s) for s in MOHD_SEEDS[scale] for v in variants] +
-               [":%s.csv" % seeded_name(t, s) for s in MOHD_SEEDS[scale] for t in ["flow", "sharing"]]
+               [":%s_config" % seeded_name(v, s) for s in MOHD_SEEDS[scale] for v in variants]
         for scale in SCALES
     })
+
+def activation_flow_tables(table):
+    """select() of <table>_s<seed>.csv (flow or sharing, with its seed column) at the active scale's seeds."""
+    return by_scale({scale: [":%s.csv" % seeded_name(table, s) for s in MOHD_SEEDS[scale]] for scale in SCALES})

@@ -57,13 +57,23 @@ def base_models():
         ),
     ]
 
-def base_results(suffix, per_base = []):
-    """A results filegroup's srcs: every base's seeded_labels(<base><suffix>), its per_base labels (formats of
-    the base's name, e.g. ":%s_ffn_ablation") and its extra_results."""
-    labels = []
-    for base in base_models():
-        labels = labels + seeded_labels(base.name + suffix) + [f % base.name for f in per_base] + base.extra_results
-    return labels
+def base_files(pattern):
+    """select() of the files `pattern % (base, seed)` (e.g. ":%s_probe_s%d.csv") of every base at the active
+    scale's seeds, bases in order: a table of the experiment's report."""
+    return by_scale({
+        scale: [pattern % (base.name, seed) for base in base_models() for seed in seeds]
+        for scale, seeds in SEEDS.items()
+    })
+
+def bases_not_run():
+    """The arms "base=<name>" of our two bases that have no model here (with HF_MODEL, the other family's):
+    their claims read NOT TESTABLE."""
+    run = [base.name for base in base_models()]
+    return ["base=" + name for name in ["gelu", "swiglu"] if name not in run]
+
+def pretrained_manifests():
+    """The import manifests of a user's pretrained base (HF_MODEL), named in the reports' manifests."""
+    return [f for base in base_models() for f in base.extra_results]
 
 # Seeded targets are built only through the active scale's results (seeded_labels), never by a wildcard
 # (`bazel test //...` at smoke would otherwise also fit the cpu scale's third seed).

@@ -1,0 +1,34 @@
+// The smoke check of a built section, as data: the claims file's TableChecks
+// (each declared arm x seed x level present, values finite and in range), its
+// tables' titles in section.md, its figures drawn, its listed files written,
+// and one verdict per claim (VerifyVerdicts). One check for every experiment;
+// nothing experiment-specific lives in shell.
+#ifndef SPARSE_LAYERS_ANALYSIS_CLAIMS_SECTION_CHECKS_H_
+#define SPARSE_LAYERS_ANALYSIS_CLAIMS_SECTION_CHECKS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "analysis/claims/claims.pb.h"
+#include "analysis/claims/tidy_table.h"
+
+namespace sparse_layers::claims {
+
+// One TableCheck on its table; `seeds` replaces "$seeds" in ColumnValues.
+// The error names the table, the check's `why` and the first offending row.
+absl::Status CheckTable(const TableCheck& check, const TidyTable& table,
+                        const std::vector<std::string>& seeds);
+
+// Every check of a section directory written by judge_claims: its tables
+// (<dir>/<table>), section.md, figures, files and verdicts.csv (with
+// VerifyVerdicts' `min_n`). Returns a line saying what was checked.
+absl::StatusOr<std::string> CheckSection(const ClaimSet& claims,
+                                         const std::string& section_dir,
+                                         const std::vector<std::string>& seeds,
+                                         int min_n);
+
+}  // namespace sparse_layers::claims
+
+#endif  // SPARSE_LAYERS_ANALYSIS_CLAIMS_SECTION_CHECKS_H_

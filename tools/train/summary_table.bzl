@@ -1,0 +1,61 @@
+"""summary_table: trainer summaries and merged configs as one tidy CSV (//tools/train:summary_table), a table an
+experiment's report declares.
+
+    summary_table(
+        name = "runs",                       # runs.csv
+        runs = [":dense_s1", ":dense_s1_config", ...],   # checkpoints (their summaries) and merged configs
+        fields = ["validation_loss", "steps"],
+        config_fields = ["seed=runtime.seed"],
+    )
+"""
+
+load(":providers.bzl", "CheckpointInfo")
+
+def _summary_table_impl(ctx):
+    files = []
+    for run in ctx.attr.runs:
+        if CheckpointInfo in run:
+            files.append(run[CheckpointInfo].summary)
+        else:
+            files.extend(run.files.to_list())
+    args = ctx.actions.args()
+    args.add("--out=" + ctx.outputs.out.path)
+    if ctx.attr.fields:
+        args.add("--fields=" + ",".join(ctx.attr.fields))
+    if ctx.attr.config_fields:
+        args.add("--config_fields=" + ",".join(ctx.attr.config_fields))
+    if ctx.attr.name_from_path:
+        args.add("--name_from_path")
+    args.add_all(files)
+    ctx.actions.run(
+        executable = ctx.executable._summary_table,
+        arguments = [args],
+        inputs = files,
+        outputs = [ctx.outputs.out],
+        mnemonic = "SummaryTable",
+        progress_message = "Tabulating the runs of %s" % ctx.label,
+    )
+
+_summary_table = rule(
+    implementation = _summary_table_impl,
+    attrs = {
+        "runs": attr.label_list(mandatory = True, allow_files = True, doc = "Checkpoints and merged configs, in row order."),
+        "fields": attr.string_list(doc = "TrainingSummary fields, each field or column=field."),
+        "config_fields": attr.string_list(doc = "ExperimentConfig dotted paths, each path or column=path."),
+        "name_from_path": attr.bool(doc = "Name each run by its file instead of the name inside it."),
+        "out": attr.output(mandatory = True),
+        "_summary_table": attr.label(default = "//tools/train:summary_table", executable = True, cfg = "exec"),
+    },
+)
+
+def summary_table(name, runs, fields = [], config_fields = [], name_from_path = False, **kwargs):
+    """<name>.csv: one row per run."""
+    _summary_table(
+        name = name,
+        runs = runs,
+        fields = fields,
+        config_fields = config_fields,
+        name_from_path = name_from_path,
+        out = name + ".csv",
+        **kwargs
+    )
