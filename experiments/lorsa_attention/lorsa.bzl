@@ -15,6 +15,7 @@ load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load(
     "//tools/seeds:seeds.bzl",
     "SEEDS",
+    "SEED_PLAN",
     "all_seeds",
     "seed_tags",
     "seeded_config",
@@ -31,11 +32,6 @@ PRETRAINED_MODEL = "//datasets/pretrained:model"
 
 # The base LM's tokenizer: the pretrained model's own, or the LM core's small BPE.
 LORSA_TOKENIZER = PRETRAINED_MODEL if PRETRAINED else "//datasets/text:bpe_small"
-
-# The study's seeds: 6 at cpu although each is a whole LM and its 16 fits (about 8 min). At n = 2 the 95% t
-# quantile is 12.7 (the induction-head claim stayed UNRESOLVED with both heads above 0.9); at n = 3 the two-
-# and three-head shares straddled their tolerance edges (+0.21 [+0.08, +0.35] against 0.15, Fig. 6).
-LORSA_SEEDS = dict(SEEDS, cpu = [1, 2, 3, 4, 5, 6])
 
 # Cached blocks: four slots, every block of the smoke and cpu LMs, every third of the paper one, and a
 # pretrained model's blocks 0, n/4, n/2 and 3n/4 (the paper fits all, Sec. 4.1; its K sweep is Pythia's
@@ -105,7 +101,7 @@ def attention_caches(checkpoint, seed):
             rows = CACHE_ROWS,
             sequence_length = SEQUENCE_LENGTH,
             site = "attn",
-            tags = [] if PRETRAINED else seed_tags(seed, LORSA_SEEDS),
+            tags = [] if PRETRAINED else seed_tags(seed, SEED_PLAN["lorsa_attention"]),
         )
     return names
 
@@ -149,7 +145,7 @@ def attention_fit(name, method, slot, k_of_scale, base, base_config, seed):
         config = ":%s_config" % name,
         base = base,
         activations = ":" + _cache_name(slot, seed),
-        tags = seed_tags(seed, LORSA_SEEDS),
+        tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
     )
 
 def attention_fits(base, base_config, seed):
@@ -202,14 +198,14 @@ def _evaluation(name, base, caches, fits, seed):
         args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH],
         checkpoints = [":" + f for f in fits],
         message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
-        tags = seed_tags(seed, LORSA_SEEDS),
+        tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
     )
 
 def lorsa_seeds(base_config, scale_configs):
-    """lorsa_seed for every seed of LORSA_SEEDS; with a pretrained base, its caches first, once."""
+    """lorsa_seed for every seed of SEED_PLAN["lorsa_attention"]; with a pretrained base, its caches first, once."""
     if PRETRAINED:
         attention_caches(PRETRAINED_MODEL, None)
-    for seed in all_seeds(LORSA_SEEDS):
+    for seed in all_seeds(SEED_PLAN["lorsa_attention"]):
         lorsa_seed(seed, base_config, scale_configs)
 
 def lorsa_seed(seed, base_config, scale_configs):
@@ -239,7 +235,7 @@ def lorsa_seed(seed, base_config, scale_configs):
             name = lm,
             config = ":%s_config" % lm,
             data = ":shards",
-            tags = seed_tags(seed, LORSA_SEEDS),
+            tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
         )
         base = ":" + lm
         caches = attention_caches(base, seed)
@@ -249,7 +245,7 @@ def lorsa_seed(seed, base_config, scale_configs):
 def evaluation_files(file):
     """select() of each seed's evaluation_s<seed>/<file> (one of EVALUATION_FILES) at the active scale."""
     return by_scale({
-        scale: [":%s/%s" % (seeded_name("evaluation", s), file) for s in LORSA_SEEDS[scale]]
+        scale: [":%s/%s" % (seeded_name("evaluation", s), file) for s in SEED_PLAN["lorsa_attention"][scale]]
         for scale in SCALES
     })
 
@@ -267,7 +263,7 @@ def lorsa_lm_table(name):
         name = name,
         config_fields = ["seed=runtime.seed"],
         fields = ["parameters", "steps", "validation_loss"],
-        runs = seeds_by_scale(_lm, LORSA_SEEDS) + seeds_by_scale(_lm_config, LORSA_SEEDS),
+        runs = seeds_by_scale(_lm, SEED_PLAN["lorsa_attention"]) + seeds_by_scale(_lm_config, SEED_PLAN["lorsa_attention"]),
     )
 
 def pretrained_lorsa_manifests():

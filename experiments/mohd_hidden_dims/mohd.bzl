@@ -5,7 +5,7 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEEDS", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -37,12 +37,6 @@ VARIANTS = {
     "mohd_x2_no_shared": struct(expand = 2, n = 8, k = 4, shared = 0, extra = ""),
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_random_routing: true"),
 }
-
-# The study's seeds at cpu: 5, from the seed plan (claims.textproto seed_plan: C5 needs 5 for 80% power at
-# its smallest effect of interest; a seed's 9 runs cost about 13 min, so 5 seeds stay inside the 90-minute
-# budget). Seed 4 was added after the n = 3 results and seed 5 by the plan (the claims file's amendments).
-# Smoke and paper keep SEEDS.
-MOHD_SEEDS = dict(SEEDS, cpu = [1, 2, 3, 4, 5])
 
 def _is_mohd(variant):
     return variant != None and hasattr(variant, "expand")
@@ -88,12 +82,12 @@ def mohd_run(variant_name, variant, seed):
         name = name,
         config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
-        tags = seed_tags(seed, MOHD_SEEDS),
+        tags = seed_tags(seed, SEED_PLAN["mohd_hidden_dims"]),
     )
 
 def mohd_runs():
     """Every variant at every seed any scale uses; returns the variant names."""
-    for seed in all_seeds(MOHD_SEEDS):
+    for seed in all_seeds(SEED_PLAN["mohd_hidden_dims"]):
         for name, variant in VARIANTS.items():
             mohd_run(name, variant, seed)
     return VARIANTS.keys()
@@ -154,7 +148,7 @@ def activation_flow_run(seed):
         token_args = {"--tokens=": "validation"},
         args = ["--threads=2"] + by_scale(ACTIVATION_FLOW_FLAGS),
         message = "Measuring the activation flow of the MoHD study's dense and x2 models, seed %d" % seed,
-        tags = seed_tags(seed, MOHD_SEEDS),
+        tags = seed_tags(seed, SEED_PLAN["mohd_hidden_dims"]),
     )
     native.genrule(
         name = name + "_with_seed",
@@ -165,17 +159,17 @@ def activation_flow_run(seed):
             name,
             seed,
         ),
-        tags = seed_tags(seed, MOHD_SEEDS),
+        tags = seed_tags(seed, SEED_PLAN["mohd_hidden_dims"]),
     )
 
 def mohd_run_files(variants):
     """select() of the active scale's trained runs, then their merged configs (the runs table's inputs)."""
     return by_scale({
-        scale: [":" + seeded_name(v, s) for s in MOHD_SEEDS[scale] for v in variants] +
-               [":%s_config" % seeded_name(v, s) for s in MOHD_SEEDS[scale] for v in variants]
+        scale: [":" + seeded_name(v, s) for s in SEED_PLAN["mohd_hidden_dims"][scale] for v in variants] +
+               [":%s_config" % seeded_name(v, s) for s in SEED_PLAN["mohd_hidden_dims"][scale] for v in variants]
         for scale in SCALES
     })
 
 def activation_flow_tables(table):
     """select() of <table>_s<seed>.csv (flow or sharing, with its seed column) at the active scale's seeds."""
-    return by_scale({scale: [":%s.csv" % seeded_name(table, s) for s in MOHD_SEEDS[scale]] for scale in SCALES})
+    return by_scale({scale: [":%s.csv" % seeded_name(table, s) for s in SEED_PLAN["mohd_hidden_dims"][scale]] for scale in SCALES})

@@ -6,7 +6,7 @@ runs made from them (issue 20: seeds as a build dimension)."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
 load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "all_seeds", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -62,7 +62,7 @@ def base_files(pattern):
     scale's seeds, bases in order: a table of the experiment's report."""
     return by_scale({
         scale: [pattern % (base.name, seed) for base in base_models() for seed in seeds]
-        for scale, seeds in SEEDS.items()
+        for scale, seeds in SEED_PLAN["mxd_frontier"].items()
     })
 
 def bases_not_run():
@@ -74,10 +74,6 @@ def bases_not_run():
 def pretrained_manifests():
     """The import manifests of a user's pretrained base (HF_MODEL), named in the reports' manifests."""
     return [f for base in base_models() for f in base.extra_results]
-
-# Seeded targets are built only through the active scale's results (seeded_labels), never by a wildcard
-# (`bazel test //...` at smoke would otherwise also fit the cpu scale's third seed).
-SEEDED_TAGS = ["manual"]
 
 # The grid of Fig. 3 at our scale: active units K per token.
 K_GRID = [2, 4, 8, 16, 32]
@@ -104,10 +100,10 @@ def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_o
         config = ":%s_config" % name,
         base = base,
         activations = activations,
-        tags = SEEDED_TAGS,
+        tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
     )
 
-def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRID, seeds = all_seeds(), layer = None):
+def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRID, seeds = all_seeds(SEED_PLAN["mxd_frontier"]), layer = None):
     """replacement_fit for every method x K x seed: <prefix>_<method>_k<K>_s<seed> (every scale's seeds
     are declared; only the active scale's are built). Returns {seed: [target names]}."""
     names = {}
@@ -120,7 +116,7 @@ def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRI
                 names[seed].append(name)
     return names
 
-def frontier_evaluation(name, base_name, base, activations, fits, tokens):
+def frontier_evaluation(name, base_name, base, activations, fits, tokens, seed):
     """<name>.csv: CE (base, zero-ablated, each fit), CE recovered, NMSE, l0, dead units and MxD expert
     rank of every fit, on the held-out test split (analysis/replacement:evaluate_replacements), and each
     fit's seed. Every fit is evaluated on the same test batches, so arms are paired within a seed."""
@@ -136,27 +132,20 @@ def frontier_evaluation(name, base_name, base, activations, fits, tokens):
         args = ["--base_name=" + base_name],
         checkpoints = [":" + f for f in fits],
         message = "Evaluating the %s replacement frontier" % base_name,
-        tags = SEEDED_TAGS,
+        tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
     )
 
 def frontier_evaluations(name, base_name, base, activations, fits, tokens):
     """frontier_evaluation <name>_s<seed> of each seed's fits ({seed: names}, as replacement_grid returns), on
     the test split of `tokens`."""
     for seed, names in fits.items():
-        frontier_evaluation(seeded_name(name, seed), base_name, base, activations, names, tokens)
-
-def seeded_labels(name, package = ""):
-    """select() of the labels <package>:<name>_s<seed> of the active scale's seeds (tools/seeds SEEDS)."""
-    return by_scale({
-        scale: ["%s:%s" % (package, seeded_name(name, seed)) for seed in seeds]
-        for scale, seeds in SEEDS.items()
-    })
+        frontier_evaluation(seeded_name(name, seed), base_name, base, activations, names, tokens, seed)
 
 # The K of the probing and steering layers: the paper's are K = 32 at d = 768, K/d = 0.04 (MxD Sec. 3.2,
 # the value from its released code); K = 8 is the grid point nearest that ratio at d = 128.
 FEATURE_K = 8
 
-def sae_fit(name, base, base_config, activations, seeds = all_seeds(), layer = None):
+def sae_fit(name, base, base_config, activations, seeds = all_seeds(SEED_PLAN["mxd_frontier"]), layer = None):
     """A TopK SAE on the FFN output (the probing and steering baseline, MxD Sec. 3.2), K = FEATURE_K, one
     per seed: <name>_s<seed>."""
     for seed in seeds:
@@ -188,7 +177,7 @@ def feature_analysis(
         extra_args,
         extra = {},
         examples = False,
-        seeds = all_seeds(),
+        seeds = all_seeds(SEED_PLAN["mxd_frontier"]),
         tokenizer = "//datasets/text:bpe"):
     """Per seed, <name>_s<seed>.csv from `tool` (sparse_probe or steer) over the base model and that seed's
     feature_layers with --seed=<seed> (random control and splits, or samples), and <name>_s<seed>.txt: the
@@ -207,6 +196,6 @@ def feature_analysis(
             args = ["--base_name=" + base_name, "--seed=%d" % seed] + extra_args,
             checkpoints = fits,
             message = "Running %s on the %s features" % (Label(tool).name, base_name),
-            tags = SEEDED_TAGS,
+            tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
             **extra
         )

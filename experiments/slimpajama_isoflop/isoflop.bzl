@@ -5,7 +5,7 @@ experiment's token shards), <name> = <type>_budget<i>_size<j>_s<seed>. isoflop_g
 x size at every seed; isoflop_results: the active scale's runs and configs."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "COSTLY_SEEDS", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
@@ -49,7 +49,7 @@ def isoflop_run(name, ffn_type, budget_index, size_index, seed):
     # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only smoke's seeds (seed_tags) at
     # points both scales sweep; the report pulls in the rest of its scale's grid.
     in_both_grids = _in_grid("smoke", budget_index, size_index) and _in_grid("cpu", budget_index, size_index)
-    tags = seed_tags(seed, COSTLY_SEEDS) if in_both_grids else ["manual"]
+    tags = seed_tags(seed, SEED_PLAN["slimpajama_isoflop"], in_wildcard = in_both_grids)
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
@@ -98,7 +98,7 @@ def _arms():
 
 def isoflop_grid():
     """Every run at every seed any scale uses."""
-    for seed in all_seeds(COSTLY_SEEDS):
+    for seed in all_seeds(SEED_PLAN["slimpajama_isoflop"]):
         for arm, ffn_type, b, s in _arms():
             isoflop_run(seeded_name(arm, seed), ffn_type, b, s, seed)
 
@@ -109,7 +109,7 @@ def isoflop_results():
             ":%s%s" % (seeded_name(arm, seed), suffix)
             for arm, _, b, s in _arms()
             if _in_grid(scale, b, s)
-            for seed in COSTLY_SEEDS[scale]
+            for seed in SEED_PLAN["slimpajama_isoflop"][scale]
             for suffix in ["", "_config"]
         ]
         for scale in SCALES
