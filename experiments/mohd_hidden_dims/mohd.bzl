@@ -9,15 +9,15 @@ load("//tools/seeds:seeds.bzl", "SEEDS", "SEED_PLAN", "all_seeds", "seed_tags", 
 load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
-# The dense model's shape per scale, as base.textproto + <scale>.textproto set it (keep in sync: the smoke
-# test checks d_model against the merged configs): width d, blocks L, attention inner width q, FFN width.
-# MoHD expansion xk sets D = k d. d_ffn_matching_x2: the FFN width that gives a dense model x2's total parameter
-# count (x2 adds V d of embedding and head and, per block, the blocks' weights at width 2d and its routers, all
-# put into the dense FFN's 3 d d_ff; design claim D_matched_parameters checks the counts within 0.1%).
+# The dense model's width d per scale, as base.textproto + <scale>.textproto set it: MoHD expansion xk sets
+# D = k d with the attention's inner width kept at d. d_ffn_matching_x2: the FFN width that gives a dense model
+# x2's total parameter count (x2 adds V d of embedding and head and, per block, the blocks' weights at width 2d
+# and its routers, all put into the dense FFN's 3 d d_ff; design claim D_matched_parameters checks the counts
+# within 0.1%). The design table reads the merged configs (//analysis/scaling:mohd_design).
 DENSE_SHAPE = {
-    "smoke": struct(width = 32, layers = 2, inner = 32, d_ffn = 80, d_ffn_matching_x2 = 386),
-    "cpu": struct(width = 128, layers = 4, inner = 128, d_ffn = 320, d_ffn_matching_x2 = 1165),
-    "paper": struct(width = 1024, layers = 24, inner = 1024, d_ffn = 2560, d_ffn_matching_x2 = 6726),
+    "smoke": struct(width = 32, d_ffn_matching_x2 = 386),
+    "cpu": struct(width = 128, d_ffn_matching_x2 = 1165),
+    "paper": struct(width = 1024, d_ffn_matching_x2 = 6726),
 }
 
 # Variants (Table 2's 50% / 75% compression read as N = 8 with K = 4 / 6, S = 3; x2 expansion and Table 4's
@@ -92,34 +92,19 @@ def mohd_runs():
             mohd_run(name, variant, seed)
     return VARIANTS.keys()
 
-def _design_csv(scale):
-    # Activated parameters as the paper counts them (Table 2's "# Activate": no embeddings; routers and
-    # fusion left out too): L a (4 q + 3 d_ff) with a = K D / N the active width (d when dense).
-    shape = DENSE_SHAPE[scale]
-    rows = ["variant,d_model,d_ffn,sub_dims,active,shared,active_width,activated_parameters"]
-    for name, variant in VARIANTS.items():
-        v = variant if _is_mohd(variant) else None
-        d_model = shape.width * (v.expand if v else 1)
-        d_ffn = shape.d_ffn_matching_x2 if variant and hasattr(variant, "matched_parameters") else shape.d_ffn
-        active_width = v.k * d_model // v.n if v else d_model
-        rows.append("%s,%d,%d,%d,%d,%d,%d,%d" % (
-            name,
-            d_model,
-            d_ffn,
-            v.n if v else 0,
-            v.k if v else 0,
-            v.shared if v else 0,
-            active_width,
-            shape.layers * active_width * (4 * shape.inner + 3 * d_ffn),
-        ))
-    return "\\n".join(rows)
-
 def design_table(name):
-    """<name>.csv: each variant's D, N, K, S, active width and activated parameters at the active scale."""
+    """<name>.csv: each variant's D, N, K, S, active width and activated parameters, computed by
+    //analysis/scaling:mohd_design from its seed-1 merged config (every scale trains seed 1)."""
+    configs = [":%s_config" % seeded_name(v, 1) for v in VARIANTS]
     native.genrule(
         name = name,
+        srcs = configs,
         outs = [name + ".csv"],
-        cmd = by_scale({scale: "printf '%s\\n' > $@" % _design_csv(scale) for scale in SCALES}),
+        cmd = "$(location //analysis/scaling:mohd_design) --out=$@ " + " ".join([
+            "%s=$(location %s)" % (v, c)
+            for v, c in zip(VARIANTS.keys(), configs)
+        ]),
+        tools = ["//analysis/scaling:mohd_design"],
     )
 
 # The activation-flow study's sample sizes per scale (windows of the validation split, and shuffled windows
