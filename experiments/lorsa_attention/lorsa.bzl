@@ -14,7 +14,6 @@ load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load(
     "//tools/seeds:seeds.bzl",
-    "SEEDS",
     "SEED_PLAN",
     "all_seeds",
     "seed_tags",
@@ -22,7 +21,8 @@ load(
     "seeded_name",
     "seeds_by_scale",
 )
-load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint", "replacement_checkpoint")
+load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
+load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:summary_table.bzl", "summary_table")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -219,23 +219,14 @@ def lorsa_seed(seed, base_config, scale_configs):
         base = PRETRAINED_MODEL
         caches = [_cache_name(slot, seed) for slot in BLOCK_SLOTS]
     else:
-        native.genrule(
-            name = lm + "_name",
-            outs = [lm + "_name.textproto"],
-            cmd = "echo 'name: \"%s\"' > $@" % seeded_name("lorsa_base_lm", seed),
-        )
-        seeded_config(
-            name = lm,
+        seeded_lm(
+            name = "lm",
             seed = seed,
+            seeds = SEED_PLAN["lorsa_attention"],
             base = base_config,
             scales = scale_configs,
-            overlays = [":%s_name" % lm],
-        )
-        lm_checkpoint(
-            name = lm,
-            config = ":%s_config" % lm,
+            overlay_cmd = "echo 'name: \"%s\"' > $@" % seeded_name("lorsa_base_lm", seed),
             data = ":shards",
-            tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
         )
         base = ":" + lm
         caches = attention_caches(base, seed)

@@ -5,8 +5,8 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEEDS", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
-load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_name")
+load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:tool_run.bzl", "tool_run")
 
 # The dense model's width d per scale, as base.textproto + <scale>.textproto set it: MoHD expansion xk sets
@@ -63,26 +63,17 @@ def _overlay(name, variant, shape):
 
 def mohd_run(variant_name, variant, seed):
     name = seeded_name(variant_name, seed)
-    native.genrule(
-        name = name + "_overlay",
-        outs = [name + "_overlay.textproto"],
-        cmd = by_scale({
+    seeded_lm(
+        name = variant_name,
+        seed = seed,
+        seeds = SEED_PLAN["mohd_hidden_dims"],
+        base = "base.textproto",
+        scales = {scale: scale + ".textproto" for scale in SCALES},
+        overlay_cmd = by_scale({
             scale: "echo '%s' > $@" % _overlay(name, variant, DENSE_SHAPE[scale])
             for scale in SCALES
         }),
-    )
-    seeded_config(
-        name = name,
-        seed = seed,
-        base = "base.textproto",
-        scales = {scale: scale + ".textproto" for scale in SCALES},
-        overlays = [":%s_overlay" % name],
-    )
-    lm_checkpoint(
-        name = name,
-        config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
-        tags = seed_tags(seed, SEED_PLAN["mohd_hidden_dims"]),
     )
 
 def mohd_runs():

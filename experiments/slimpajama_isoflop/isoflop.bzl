@@ -5,8 +5,8 @@ experiment's token shards), <name> = <type>_budget<i>_size<j>_s<seed>. isoflop_g
 x size at every seed; isoflop_results: the active scale's runs and configs."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
-load("//tools/train:lm_checkpoint.bzl", "lm_checkpoint")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seeded_name")
+load("//tools/train:seeded_lm.bzl", "seeded_lm")
 
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
 # for each budget the ladder scales swept (the paper slides its window of scales up with the budget, App. B.2).
@@ -43,18 +43,22 @@ def _points():
                     points.append((b, s))
     return points
 
-def isoflop_run(name, ffn_type, budget_index, size_index, seed):
+def isoflop_run(arm, ffn_type, budget_index, size_index, seed):
     """One run; a scale whose grid lacks the point fails its overlay with a message."""
 
     # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only smoke's seeds (seed_tags) at
     # points both scales sweep; the report pulls in the rest of its scale's grid.
     in_both_grids = _in_grid("smoke", budget_index, size_index) and _in_grid("cpu", budget_index, size_index)
-    tags = seed_tags(seed, SEED_PLAN["slimpajama_isoflop"], in_wildcard = in_both_grids)
-    native.genrule(
-        name = name + "_overlay",
-        outs = [name + "_overlay.textproto"],
-        exec_tools = ["//analysis/scaling:ladder_overlay"],
-        cmd = by_scale({
+    name = seeded_name(arm, seed)
+    seeded_lm(
+        name = arm,
+        seed = seed,
+        seeds = SEED_PLAN["slimpajama_isoflop"],
+        in_wildcard = in_both_grids,
+        base = "base.textproto",
+        scales = {scale: scale + ".textproto" for scale in SCALES},
+        overlay_tools = ["//analysis/scaling:ladder_overlay"],
+        overlay_cmd = by_scale({
             scale: ("$(location //analysis/scaling:ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
                 GRID[scale].ladder,
                 ffn_type,
@@ -67,22 +71,8 @@ def isoflop_run(name, ffn_type, budget_index, size_index, seed):
             ))
             for scale in SCALES
         }),
-        tags = tags,
-    )
-    seeded_config(
-        name = name,
-        seed = seed,
-        base = "base.textproto",
-        scales = {scale: scale + ".textproto" for scale in SCALES},
-        overlays = [":%s_overlay" % name],
-        tags = tags,
-    )
-    lm_checkpoint(
-        name = name,
-        config = ":%s_config" % name,
         data = "//datasets/text:shards_small",
         threads = 1,  # base.textproto's runtime.threads.
-        tags = tags,
     )
 
 def _arms():
@@ -100,7 +90,7 @@ def isoflop_grid():
     """Every run at every seed any scale uses."""
     for seed in all_seeds(SEED_PLAN["slimpajama_isoflop"]):
         for arm, ffn_type, b, s in _arms():
-            isoflop_run(seeded_name(arm, seed), ffn_type, b, s, seed)
+            isoflop_run(arm, ffn_type, b, s, seed)
 
 def isoflop_results():
     """select() of the active scale's runs and merged configs at its seeds."""
