@@ -116,6 +116,13 @@ def chess_runs(models):
         for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
     })
 
+def chess_checkpoints(models):
+    """select() of the active scale's trained models (their logs make the training curves)."""
+    return by_scale({
+        scale: [":" + seeded_name(m, s) for s in seeds for m in models[scale]]
+        for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
+    })
+
 def chess_evaluations(models, controls, suffix):
     """select() of the active scale's evaluate_bsp tables (suffix ".bsp.csv" or ".board.csv"): the models, their
     random controls, then the user's chess model."""

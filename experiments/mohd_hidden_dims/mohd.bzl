@@ -146,6 +146,13 @@ def mohd_run_files(variants):
         for scale in SCALES
     })
 
+def mohd_checkpoints(variants):
+    """select() of the active scale's trained runs (their logs make the training curves)."""
+    return by_scale({
+        scale: [":" + seeded_name(v, s) for s in SEED_PLAN["mohd_hidden_dims"][scale] for v in variants]
+        for scale in SCALES
+    })
+
 def activation_flow_tables(table):
     """select() of <table>_s<seed>.csv (flow or sharing, with its seed column) at the active scale's seeds."""
     return by_scale({scale: [":%s.csv" % seeded_name(table, s) for s in SEED_PLAN["mohd_hidden_dims"][scale]] for scale in SCALES})

@@ -1,5 +1,5 @@
 """summary_table: trainer summaries and merged configs as one tidy CSV (//tools/train:summary_table), a table an
-experiment's report declares.
+experiment's report declares; training_curves: the runs' loss over training (their logs).
 
     summary_table(
         name = "runs",                       # runs.csv
@@ -59,3 +59,32 @@ def summary_table(name, runs, fields = [], config_fields = [], name_from_path = 
         out = name + ".csv",
         **kwargs
     )
+
+def _training_curves_impl(ctx):
+    logs = [run[CheckpointInfo].log for run in ctx.attr.runs]
+    args = ctx.actions.args()
+    args.add("--out=" + ctx.outputs.out.path)
+    args.add("--points=%d" % ctx.attr.points)
+    args.add_all(logs)
+    ctx.actions.run(
+        executable = ctx.executable._training_curves,
+        arguments = [args],
+        inputs = logs,
+        outputs = [ctx.outputs.out],
+        mnemonic = "TrainingCurves",
+        progress_message = "Tabulating the training curves of %s" % ctx.label,
+    )
+
+_training_curves = rule(
+    implementation = _training_curves_impl,
+    attrs = {
+        "runs": attr.label_list(mandatory = True, providers = [CheckpointInfo], doc = "Seeded checkpoints, in row order."),
+        "points": attr.int(default = 10, doc = "Equal bins of steps per run."),
+        "out": attr.output(mandatory = True),
+        "_training_curves": attr.label(default = "//tools/train:training_curves", executable = True, cfg = "exec"),
+    },
+)
+
+def training_curves(name, runs, points = 10, **kwargs):
+    """<name>.csv: arm,seed,step,tokens,train_loss,train_perplexity, `points` bins of each run's steps."""
+    _training_curves(name = name, runs = runs, points = points, out = name + ".csv", **kwargs)
