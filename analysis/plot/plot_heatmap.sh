@@ -1,6 +1,7 @@
 #!/bin/bash
 # Heat maps beside plot_lines.sh (same CSV conventions, gnuplot): one cell per (x, y) pair of named columns,
-# coloured and labelled by a value column. Rows and columns keep their order of first appearance.
+# coloured by a value column and labelled with it up to 400 cells. Rows and columns keep their order of first
+# appearance.
 # Text is shown verbatim.
 # Usage: plot_heatmap.sh --csv=F --x=COL --y=COL --value=COL --out=F.svg [--where=COL=VALUE]...
 #                        [--title=T] [--xlabel=T] [--ylabel=T]
@@ -35,8 +36,14 @@ awk -F, -v xc="$x" -v yc="$y" -v vc="$value" -v where="${wheres[*]:-}" '
     print xi[$col[xc]], yi[$col[yc]], $col[vc], $col[xc], $col[yc]
   }' "$csv" > "$data"
 [[ -s "$data" ]] || { echo "plot_heatmap.sh: no rows to plot in $csv" >&2; exit 3; }
-xtics=$(awk '!seen[$1]++ { printf "%s\"%s\" %d", (n++ ? ", " : ""), $4, $1 }' "$data")
-ytics=$(awk '!seen[$2]++ { printf "%s\"%s\" %d", (n++ ? ", " : ""), $5, $2 }' "$data")
+# Large maps (a co-activation matrix) keep every 8th tic and no cell labels, which would cover the colours.
+cells=$(wc -l <"$data")
+every=1
+((cells > 400)) && every=8
+xtics=$(awk -v every=$every '!seen[$1]++ && $1 % every == 0 { printf "%s\"%s\" %d", (n++ ? ", " : ""), $4, $1 }' "$data")
+ytics=$(awk -v every=$every '!seen[$2]++ && $2 % every == 0 { printf "%s\"%s\" %d", (n++ ? ", " : ""), $5, $2 }' "$data")
+labels=", '' using 1:2:(sprintf('%.2f', \$3)) with labels"
+((cells > 400)) && labels=""
 script="${out%.svg}.gp"
 {
   echo "set terminal svg size 900,520 dynamic background rgb 'white'"
@@ -47,6 +54,6 @@ script="${out%.svg}.gp"
   echo "set xtics ($xtics); set ytics ($ytics)"
   echo "set palette defined (0 'white', 1 'red'); set cblabel '$value'"
   echo "set autoscale fix; unset key"
-  echo "plot '$data' using 1:2:3 with image, '' using 1:2:(sprintf('%.2f', \$3)) with labels"
+  echo "plot '$data' using 1:2:3 with image$labels"
 } > "$script"
 gnuplot "$script"

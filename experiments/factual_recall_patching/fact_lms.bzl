@@ -51,12 +51,37 @@ def _patching(seed):
         tags = seed_tags(seed, SEED_PLAN["factual_recall_patching"]),
     )
 
+# Held-out windows of the neuron-usage study per scale (sgatlin App. C.1 uses 128 validation sequences).
+NEURON_USAGE_FLAGS = {
+    "smoke": ["--sequences=16", "--sequence_length=64"],
+    "cpu": ["--sequences=128", "--sequence_length=128"],
+    "paper": ["--sequences=128", "--sequence_length=128"],
+}
+
+def _neuron_usage(seed):
+    """neuron_usage_s<seed>/{usage,coactivation}.csv: the sgatlin LM's neuron usage and sub-key co-activation,
+    and its initialisation's (sgatlin App. C.1, Fig. 8)."""
+    name = seeded_name("neuron_usage", seed)
+    tool_run(
+        name = name,
+        tool = "//analysis/neuron_usage",
+        outs = [name + "/usage.csv", name + "/coactivation.csv"],
+        out_flags = ["--usage_out=", "--coactivation_out="],
+        checkpoint_args = {":" + seeded_name("fact_lm_sgatlin", seed): "--model="},
+        tokens = ":shards",
+        token_args = {"--tokens=": "validation"},
+        args = ["--threads=2"] + by_scale(NEURON_USAGE_FLAGS),
+        message = "Measuring the neuron usage of the sgatlin fact LM, seed %d" % seed,
+        tags = seed_tags(seed, SEED_PLAN["factual_recall_patching"]),
+    )
+
 def fact_lm_seeds():
     """Both fact LMs and their patching at every seed any scale uses (unbuilt ones cost nothing)."""
     for seed in all_seeds(SEED_PLAN["factual_recall_patching"]):
         for arm in ARMS:
             _fact_lm(arm, seed)
         _patching(seed)
+        _neuron_usage(seed)
 
 def fact_lm_runs():
     """select() of the active scale's fact LMs, then their merged configs (the models table's inputs)."""
@@ -66,9 +91,10 @@ def fact_lm_runs():
         for scale in SCALES
     })
 
-def patching_tables(table):
-    """select() of each seed's <table>.csv of the patching study (recall, patching, block_contrasts, neighbours)."""
+def seed_tables(study, table):
+    """select() of each seed's <study>_s<seed>/<table>.csv (the patching study's recall, patching,
+    block_contrasts, neighbours; the neuron-usage study's usage, coactivation)."""
     return by_scale({
-        scale: [":%s/%s.csv" % (seeded_name("patching", s), table) for s in SEED_PLAN["factual_recall_patching"][scale]]
+        scale: [":%s/%s.csv" % (seeded_name(study, s), table) for s in SEED_PLAN["factual_recall_patching"][scale]]
         for scale in SCALES
     })
