@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/activation_flow/hidden_dims.h"
+#include "datasets/text/held_out_windows.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
@@ -130,19 +131,12 @@ absl::Status ActivationFlowTables::AddModel(
     const ActivationFlowOptions& options) {
   const int length =
       std::min<int>(options.sequence_length, model.options().context_length);
-  ASSIGN_OR_RETURN(const datasets::BatchSampler probe,
-                   datasets::BatchSampler::Create(&tokens, 1, length, 1));
-  const int windows = static_cast<int>(
-      std::min<int64_t>(options.windows, probe.EvalWindowCount()));
-  if (windows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tokens holds no window of ", length, " tokens"));
-  }
-  ASSIGN_OR_RETURN(const datasets::BatchSampler sampler,
-                   datasets::BatchSampler::Create(&tokens, windows, length, 1));
-  const datasets::TokenBatch batch = sampler.EvalBatch(0, 1);
+  ASSIGN_OR_RETURN(
+      const datasets::HeldOutWindows held_out,
+      datasets::ReadHeldOutWindows(tokens, options.windows, length));
+  const int windows = held_out.count;
   const torch::Tensor window_tokens =
-      torch::tensor(batch.inputs).view({windows, length});
+      torch::tensor(held_out.ids).view({windows, length});
   ASSIGN_OR_RETURN(const Captures captures,
                    CaptureActivationSites(model, window_tokens));
   AppendFlow(name, captures, &flow_);

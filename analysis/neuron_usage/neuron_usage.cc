@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "datasets/text/held_out_windows.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
@@ -160,20 +161,12 @@ absl::Status NeuronUsageTables::AddModel(const std::string& name, int64_t seed,
   }
   const int length =
       std::min<int>(options.sequence_length, model.options().context_length);
-  ASSIGN_OR_RETURN(const datasets::BatchSampler probe,
-                   datasets::BatchSampler::Create(&tokens, 1, length, 1));
-  const int sequences = static_cast<int>(
-      std::min<int64_t>(options.sequences, probe.EvalWindowCount()));
-  if (sequences < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--tokens holds no window of ", length, " tokens"));
-  }
   ASSIGN_OR_RETURN(
-      const datasets::BatchSampler sampler,
-      datasets::BatchSampler::Create(&tokens, sequences, length, 1));
-  const datasets::TokenBatch batch = sampler.EvalBatch(0, 1);
+      const datasets::HeldOutWindows windows,
+      datasets::ReadHeldOutWindows(tokens, options.sequences, length));
+  const int sequences = windows.count;
   const torch::Tensor window_tokens =
-      torch::tensor(batch.inputs).view({sequences, length});
+      torch::tensor(windows.ids).view({sequences, length});
 
   std::vector<std::vector<torch::Tensor>> sinks(blocks);
   for (int b = 0; b < blocks; ++b) {

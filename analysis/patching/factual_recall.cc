@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "datasets/synthetic/capital_facts.h"
+#include "datasets/text/held_out_windows.h"
 #include "datasets/text/token_shards.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
@@ -410,14 +411,11 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
   std::string* csv = &tables.neighbours;
   auto shards = datasets::TokenShardSet::Open(options.tokens_manifest);
   if (!shards.ok()) return shards.status();
-  auto probe = datasets::BatchSampler::Create(shards->get(), 1, 128, 1);
-  if (!probe.ok()) return probe.status();
-  const int windows = static_cast<int>(
-      std::min<int64_t>(options.windows, probe->EvalWindowCount()));
-  auto sampler = datasets::BatchSampler::Create(shards->get(), windows, 128, 1);
-  if (!sampler.ok()) return sampler.status();
-  const datasets::TokenBatch batch = sampler->EvalBatch(0, 1);
-  const torch::Tensor tokens = torch::tensor(batch.inputs).view({windows, 128});
+  ASSIGN_OR_RETURN(
+      const datasets::HeldOutWindows held_out,
+      datasets::ReadHeldOutWindows(**shards, options.windows, 128));
+  const int windows = held_out.count;
+  const torch::Tensor tokens = torch::tensor(held_out.ids).view({windows, 128});
   const RecordedRun sparse_run = RunAndRecord(sparse, tokens);
   const RecordedRun dense_run = RunAndRecord(dense, tokens);
   // Word class per token: punctuation pieces and "▁word" pieces in the
@@ -426,14 +424,14 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
   std::vector<std::string> class_names;
   std::vector<int64_t> kept;
   std::vector<int> word_class, token_id;
-  for (int64_t i = 0; i < static_cast<int64_t>(batch.inputs.size()); ++i) {
-    const std::string piece = tok.Piece(static_cast<int>(batch.inputs[i]));
+  for (int64_t i = 0; i < static_cast<int64_t>(held_out.ids.size()); ++i) {
+    const std::string piece = tok.Piece(static_cast<int>(held_out.ids[i]));
     std::string cls;
     if (piece == "." || piece == "," || piece == ";" || piece == ":" ||
         piece == "!" || piece == "?") {
       cls = "punctuation";
     } else if (const std::string word =
-                   tok.WordOfPiece(static_cast<int>(batch.inputs[i]));
+                   tok.WordOfPiece(static_cast<int>(held_out.ids[i]));
                !word.empty()) {
       auto it = lexicon.find(absl::AsciiStrToLower(word));
       if (it != lexicon.end()) cls = it->second;
@@ -444,7 +442,7 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
       class_names.push_back(cls);
     }
     word_class.push_back(class_ids.at(cls));
-    token_id.push_back(static_cast<int>(batch.inputs[i]));
+    token_id.push_back(static_cast<int>(held_out.ids[i]));
   }
   const torch::Tensor rows = torch::tensor(kept);
   const int k = options.neighbours;
