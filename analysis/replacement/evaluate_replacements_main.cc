@@ -5,6 +5,7 @@
 //
 //   evaluate_replacements --base=lm.pt --tokens=.../test.tokens.textproto
 //       --activations=.../test.activations.textproto --out=frontier.csv
+//       --unit_frequencies_out=units.csv
 //       tc_k8.pt mxd_k8.pt ...
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
@@ -31,6 +33,8 @@ ABSL_FLAG(int, batch_size, 16, "Windows per CE batch");
 ABSL_FLAG(int64_t, rows, 32768, "Activation rows for NMSE, l0 and dead units");
 ABSL_FLAG(int, rank_experts, 64, "MxD experts sampled for the rank");
 ABSL_FLAG(std::string, out, "", "CSV path");
+ABSL_FLAG(std::string, unit_frequencies_out, "",
+          "CSV of each fit's unit firing-frequency histogram (MxD Fig. 20)");
 
 namespace sparse_layers::analysis {
 namespace {
@@ -39,8 +43,9 @@ absl::Status Run(const std::vector<std::string>& replacements) {
   RETURN_IF_ERROR(FirstError(
       {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokens),
        RequiredFile(FLAGS_activations), RequiredFlag(FLAGS_out),
-       FlagAtLeast(FLAGS_batches, 1), FlagAtLeast(FLAGS_batch_size, 1),
-       FlagAtLeast(FLAGS_rows, 1), FlagAtLeast(FLAGS_rank_experts, 1),
+       RequiredFlag(FLAGS_unit_frequencies_out), FlagAtLeast(FLAGS_batches, 1),
+       FlagAtLeast(FLAGS_batch_size, 1), FlagAtLeast(FLAGS_rows, 1),
+       FlagAtLeast(FLAGS_rank_experts, 1),
        FilesExist("replacement", replacements)}));
   if (replacements.empty()) {
     return absl::InvalidArgumentError(
@@ -64,10 +69,14 @@ absl::Status Run(const std::vector<std::string>& replacements) {
   options.rows = absl::GetFlag(FLAGS_rows);
   options.rank_experts = absl::GetFlag(FLAGS_rank_experts);
   ASSIGN_OR_RETURN(
-      const std::string csv,
+      const ReplacementFrontierTables tables,
       EvaluateReplacements(base, absl::GetFlag(FLAGS_base), *tokens,
                            *activations, replacements, options));
-  return WriteFileAtomically(absl::GetFlag(FLAGS_out), csv);
+  StagedOutputs outputs;  // Both tables or neither.
+  RETURN_IF_ERROR(outputs.WriteFile(absl::GetFlag(FLAGS_out), tables.frontier));
+  RETURN_IF_ERROR(outputs.WriteFile(absl::GetFlag(FLAGS_unit_frequencies_out),
+                                    tables.unit_frequencies));
+  return outputs.Commit();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
@@ -28,7 +29,39 @@ double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
   return total / samples;
 }
 
-absl::StatusOr<std::string> EvaluateReplacements(
+torch::Tensor UnitFrequencies(layers::SparseReplacementImpl& layer,
+                              const datasets::ActivationSet& data,
+                              bool on_output, int64_t rows) {
+  torch::NoGradGuard no_grad;
+  train::FiringCounter firing(layer.units());
+  rows = std::min(rows, data.rows());
+  for (int64_t begin = 0; begin < rows; begin += 4096) {
+    auto [x, y] = data.Range(begin, std::min(rows, begin + 4096));
+    firing.Add(layer.Encode(on_output ? y : x, layer.options().top_k));
+  }
+  return firing.Frequencies();
+}
+
+std::vector<std::pair<double, double>> FrequencyHistogram(
+    const torch::Tensor& frequencies) {
+  constexpr int kBins = 20;
+  std::vector<int64_t> counts(kBins);
+  const torch::Tensor f = frequencies.to(torch::kDouble).contiguous();
+  const double* data = f.data_ptr<double>();
+  for (int64_t i = 0; i < f.numel(); ++i) {
+    const double log_frequency = std::log10(data[i] + 1e-10);
+    const int bin = static_cast<int>(std::floor((log_frequency + 10) / 0.5));
+    ++counts[std::clamp(bin, 0, kBins - 1)];
+  }
+  std::vector<std::pair<double, double>> histogram;
+  for (int bin = 0; bin < kBins; ++bin) {
+    histogram.emplace_back(-10 + 0.5 * bin + 0.25,
+                           static_cast<double>(counts[bin]) / f.numel());
+  }
+  return histogram;
+}
+
+absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
     layers::LoadedModel& base, const std::string& base_path,
     const datasets::TokenShardSet& tokens,
     const datasets::ActivationSet& activations,
@@ -60,6 +93,8 @@ absl::StatusOr<std::string> EvaluateReplacements(
                "zero-ablated %.4f\n",
                ce_base, layer, ce_zero);
 
+  std::string units_csv =
+      "base,name,method,k,seed,log10_frequency,share_of_units\n";
   std::string csv =
       "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
       "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
@@ -96,11 +131,18 @@ absl::StatusOr<std::string> EvaluateReplacements(
                           train::CeRecovered(ce_base, ce_zero, ce), codes.nmse,
                           codes.relative_mse, codes.l0, codes.dead_fraction,
                           rank, fitted.config.runtime().seed());
+    for (const auto& [bin, share] : FrequencyHistogram(UnitFrequencies(
+             sparse, activations, spec.on_output(), options.rows))) {
+      absl::StrAppendFormat(&units_csv, "%s,%s,%s,%d,%d,%.2f,%.6f\n",
+                            options.base_name, fitted.config.name(), spec.ffn(),
+                            sparse.options().top_k,
+                            fitted.config.runtime().seed(), bin, share);
+    }
     std::fprintf(stderr,
                  "evaluate_replacements: %s: CE %.4f, NMSE %.4f, l0 %.1f\n",
                  fitted.config.name().c_str(), ce, codes.nmse, codes.l0);
   }
-  return csv;
+  return ReplacementFrontierTables{csv, units_csv};
 }
 
 }  // namespace sparse_layers::analysis

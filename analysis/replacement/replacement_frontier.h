@@ -10,8 +10,11 @@
 #ifndef SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_FRONTIER_H_
 #define SPARSE_LAYERS_ANALYSIS_REPLACEMENT_REPLACEMENT_FRONTIER_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,9 +37,28 @@ struct ReplacementFrontierOptions {
   int rank_experts = 64;           // MxD experts sampled for the rank.
 };
 
-// The frontier CSV. `base` (loaded from `base_path`) has its cached block's
+// Firing frequency of each unit of `layer` (the share of the first `rows`
+// activation rows on which its kept code is > 0), as MxD App. C.1 counts it.
+torch::Tensor UnitFrequencies(layers::SparseReplacementImpl& layer,
+                              const datasets::ActivationSet& data,
+                              bool on_output, int64_t rows);
+
+// MxD Fig. 20's histogram of log10(frequency + 1e-10): the share of units in
+// each of 20 bins of width 0.5 over [-10, 0], as (bin centre, share) pairs;
+// a unit that never fired lands in the first bin, centre -9.75.
+std::vector<std::pair<double, double>> FrequencyHistogram(
+    const torch::Tensor& frequencies);
+
+struct ReplacementFrontierTables {
+  std::string frontier;  // One row per replacement.
+  // base,name,method,k,seed,log10_frequency,share_of_units: each fit's
+  // FrequencyHistogram.
+  std::string unit_frequencies;
+};
+
+// The frontier tables. `base` (loaded from `base_path`) has its cached block's
 // FFN zero-ablated afterwards; `activations` must be that model's cache.
-absl::StatusOr<std::string> EvaluateReplacements(
+absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
     layers::LoadedModel& base, const std::string& base_path,
     const datasets::TokenShardSet& tokens,
     const datasets::ActivationSet& activations,

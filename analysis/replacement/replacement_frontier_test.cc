@@ -30,5 +30,22 @@ TEST(MeanExpertRankTest, RankOfEachSampledExpertsSupport) {
   EXPECT_DOUBLE_EQ(MeanExpertRank(mxd, 100), (6 * 1.0 + 0.5 + 0.0) / 8);
 }
 
+// MxD Fig. 20's bins: log10(f + 1e-10) in 20 bins of 0.5 over [-10, 0].
+TEST(FrequencyHistogramTest, BinsOfLogFrequency) {
+  // Never fired (-10), 1e-3 (-3: bin [-3, -2.5)), 0.05 (-1.3), always (0).
+  const auto histogram =
+      FrequencyHistogram(torch::tensor({0.0, 1e-3, 0.05, 1.0}, torch::kDouble));
+  ASSERT_EQ(histogram.size(), 20u);
+  EXPECT_DOUBLE_EQ(histogram[0].first, -9.75);
+  EXPECT_DOUBLE_EQ(histogram[0].second, 0.25);
+  EXPECT_DOUBLE_EQ(histogram[14].first, -2.75);
+  EXPECT_DOUBLE_EQ(histogram[14].second, 0.25);
+  EXPECT_DOUBLE_EQ(histogram[17].second, 0.25);  // [-1.5, -1): 0.05.
+  EXPECT_DOUBLE_EQ(histogram[19].second, 0.25);  // Clamped into the last.
+  double total = 0;
+  for (const auto& [bin, share] : histogram) total += share;
+  EXPECT_DOUBLE_EQ(total, 1.0);
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis

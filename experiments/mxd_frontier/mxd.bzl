@@ -119,12 +119,13 @@ def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRI
 def frontier_evaluation(name, base_name, base, activations, fits, tokens, seed):
     """<name>.csv: CE (base, zero-ablated, each fit), CE recovered, NMSE, l0, dead units and MxD expert
     rank of every fit, on the held-out test split (analysis/replacement:evaluate_replacements), and each
-    fit's seed. Every fit is evaluated on the same test batches, so arms are paired within a seed."""
+    fit's seed; <name>_units.csv: each fit's unit firing-frequency histogram (MxD Fig. 20). Every fit is
+    evaluated on the same test batches, so arms are paired within a seed."""
     tool_run(
         name = name,
         tool = "//analysis/replacement:evaluate_replacements",
-        outs = [name + ".csv"],
-        out_flags = ["--out="],
+        outs = [name + ".csv", name + "_units.csv"],
+        out_flags = ["--out=", "--unit_frequencies_out="],
         checkpoint_args = {base: "--base="},
         tokens = tokens,
         token_args = {"--tokens=": "test"},

@@ -70,7 +70,7 @@ expect generate_games "$out" "cannot run the UCI engine /nonexistent: No such fi
 expect generate_games "$out" "did not answer within 500ms" --engine="$work/echo_engine" \
   --engine_timeout_seconds=0.5 --games=2 --out="$out" --manifest="$out"
 expect evaluate_replacements "$out" "--rows must be >= 1, got 0" \
-  --base="$work/lm.pt" --tokens="$tokens" --activations="$tokens" --rows=0 --out="$out"
+  --base="$work/lm.pt" --tokens="$tokens" --activations="$tokens" --rows=0 --out="$out" --unit_frequencies_out="$out"
 
 # An exception from a layer constructor (heads that do not divide the width) is one line too.
 sed 's/n_heads: 2/n_heads: 3/' "$config" >"$work/three_heads.textproto"
@@ -211,7 +211,7 @@ expect build_chess_dataset "$out" "game 0: 'a fine move' is not a FEN: 3 fields,
 expect encode_shards "$out" "$work/empty.jsonl: no documents (a split needs at least 1)" \
   --input="$work/empty.jsonl" --split=train --tokenizer="$tokenizer" --out_dir="$out"
 expect evaluate_replacements "$out" "no fits given: evaluate_replacements needs at least one fitted layer" \
-  --base="$work/lm.pt" --tokens="$tokens" --activations="$tokens" --out="$out"
+  --base="$work/lm.pt" --tokens="$tokens" --activations="$tokens" --out="$out" --unit_frequencies_out="$out"
 cp "$work/lm.pt" "$work/keep.pt"
 expect export_fit - "--out $work/./keep.pt is also an input ($work/keep.pt); write it elsewhere" \
   --checkpoint="$work/keep.pt" --out="$work/./keep.pt"

@@ -5,8 +5,8 @@ TokenizerInfo, ChessGamesInfo) and passed with ctx.actions.args(), never picked 
     tool_run(
         name = "gelu_frontier_s1",
         tool = "//analysis/replacement:evaluate_replacements",
-        outs = ["gelu_frontier_s1.csv"],
-        out_flags = ["--out="],
+        outs = ["gelu_frontier_s1.csv", "gelu_frontier_s1_units.csv"],
+        out_flags = ["--out=", "--unit_frequencies_out="],
         checkpoint_args = {"//experiments/lm_baseline": "--base="},
         tokens = "//datasets/text:shards",
         token_args = {"--tokens=": "test"},
