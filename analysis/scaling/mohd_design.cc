@@ -1,6 +1,7 @@
 #include "analysis/scaling/mohd_design.h"
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace sparse_layers::analysis {
@@ -19,8 +20,10 @@ absl::StatusOr<MohdDesign> DesignOf(absl::string_view variant,
                      "model.d_ffn set (got ",
                      design.d_model, " and ", design.d_ffn, ")"));
   }
-  design.active_width = design.d_model;
-  if (model.attention() == "mohd") {
+  design.attention_active_width = design.ffn_active_width = design.d_model;
+  const bool routed_attention = model.attention() == "mohd";
+  const bool routed_ffn = absl::StartsWith(model.ffn(), "mohd");
+  if (routed_attention || routed_ffn) {
     design.sub_dims = model.n_experts();
     design.active = model.top_k();
     design.shared = model.layer_options().mohd_shared();
@@ -31,24 +34,27 @@ absl::StatusOr<MohdDesign> DesignOf(absl::string_view variant,
           variant, ": N = ", design.sub_dims,
           " does not divide K D = ", design.active, " x ", design.d_model));
     }
-    design.active_width = design.active * design.d_model / design.sub_dims;
+    const int64_t active = design.active * design.d_model / design.sub_dims;
+    if (routed_attention) design.attention_active_width = active;
+    if (routed_ffn) design.ffn_active_width = active;
   }
   const int64_t inner =
       model.attention_inner() > 0 ? model.attention_inner() : design.d_model;
   design.activated_parameters = static_cast<int64_t>(model.n_layers()) *
-                                design.active_width *
-                                (4 * inner + 3 * design.d_ffn);
+                                (design.attention_active_width * 4 * inner +
+                                 design.ffn_active_width * 3 * design.d_ffn);
   return design;
 }
 
 std::string DesignCsv(const std::vector<MohdDesign>& designs) {
   std::string csv =
-      "variant,d_model,d_ffn,sub_dims,active,shared,active_width,"
-      "activated_parameters\n";
+      "variant,d_model,d_ffn,sub_dims,active,shared,attention_active_width,"
+      "ffn_active_width,activated_parameters\n";
   for (const MohdDesign& d : designs) {
     absl::StrAppend(&csv, d.variant, ",", d.d_model, ",", d.d_ffn, ",",
                     d.sub_dims, ",", d.active, ",", d.shared, ",",
-                    d.active_width, ",", d.activated_parameters, "\n");
+                    d.attention_active_width, ",", d.ffn_active_width, ",",
+                    d.activated_parameters, "\n");
   }
   return csv;
 }

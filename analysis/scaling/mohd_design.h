@@ -23,20 +23,24 @@ struct MohdDesign {
   int64_t sub_dims = 0;
   int64_t active = 0;
   int64_t shared = 0;
-  // a = K D / N, the width a token activates (D when dense).
-  int64_t active_width = 0;
-  // Table 2's "# Activate" (no embeddings, routers or fusion):
-  // L a (4 q + 3 d_ff), q the attention's inner width.
+  // a = K D / N, the width a token activates in a MoHD attention or FFN (D
+  // in a dense one; Table 5 routes one of the two).
+  int64_t attention_active_width = 0;
+  int64_t ffn_active_width = 0;
+  // Tables 2 and 5's "# Activate" (no embeddings, routers or fusion):
+  // L (a_attention 4 q + a_ffn 3 d_ff), q the attention's inner width.
   int64_t activated_parameters = 0;
 };
 
-// The design of one variant's model (attention "mohd" for MoHD, else dense);
-// an error names the variant when N does not divide K D or d_ffn is unset.
+// The design of one variant's model (attention "mohd" and FFN "mohd_*" are
+// routed, others dense); an error names the variant when N does not divide
+// K D or d_ffn is unset.
 absl::StatusOr<MohdDesign> DesignOf(absl::string_view variant,
                                     const config::ExperimentConfig& config);
 
-// design.csv: variant,d_model,d_ffn,sub_dims,active,shared,active_width,
-// activated_parameters, one row per design in order.
+// design.csv: variant,d_model,d_ffn,sub_dims,active,shared,
+// attention_active_width,ffn_active_width,activated_parameters, one row per
+// design in order.
 std::string DesignCsv(const std::vector<MohdDesign>& designs);
 
 }  // namespace sparse_layers::analysis

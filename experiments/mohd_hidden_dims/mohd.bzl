@@ -21,10 +21,11 @@ DENSE_SHAPE = {
 }
 
 # Variants (Table 2's 50% / 75% compression read as N = 8 with K = 4 / 6, S = 3; x2 expansion and Table 4's
-# ablations of it; random routing and two dense models, controls not in the paper): expansion k (D = k d),
-# sub-dims N, active K, shared S, extra layer_options; or, for the dense control with x2's embedding and LM head
-# width (2d, projected to and from the blocks' d), embedding_expand; or, for the dense control with x2's total
-# parameter count from a wider FFN, matched_parameters.
+# ablations of it; Table 5's 50% in the FFN or the attention alone; random routing and two dense models,
+# controls not in the paper): expansion k (D = k d), sub-dims N, active K, shared S, extra layer_options, and
+# `only` ("ffn" or "attention") to route one of the two; or, for the dense control with x2's embedding and LM
+# head width (2d, projected to and from the blocks' d), embedding_expand; or, for the dense control with x2's
+# total parameter count from a wider FFN, matched_parameters.
 VARIANTS = {
     "dense": None,
     "dense_wide_embedding": struct(embedding_expand = 2),
@@ -36,6 +37,9 @@ VARIANTS = {
     "mohd_x2_no_fusion": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_fusion: false"),
     "mohd_x2_no_shared": struct(expand = 2, n = 8, k = 4, shared = 0, extra = ""),
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_random_routing: true"),
+    # Table 5's decoupled sparsity at 50%: MoHD in the FFN only (the attention dense) or the attention only.
+    "mohd_ffn_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = "", only = "ffn"),
+    "mohd_attention_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = "", only = "attention"),
 }
 
 def _is_mohd(variant):
@@ -50,10 +54,14 @@ def _overlay(name, variant, shape):
         text += " model { d_ffn: %d }" % shape.d_ffn_matching_x2
     elif variant:
         # MoHD attention and SwiGLU FFN read and write K of N sub-dims of D; q and d_ff stay the dense model's.
-        text += (" model { d_model: %d attention_inner: %d attention: \"mohd\" ffn: \"mohd_swiglu\"" +
+        # A Table 5 variant routes one of the two and leaves the other dense.
+        only = getattr(variant, "only", "")
+        layers = ("" if only == "ffn" else " attention: \"mohd\"") + ("" if only == "attention" else " ffn: \"mohd_swiglu\"")
+        text += (" model { d_model: %d attention_inner: %d%s" +
                  " n_experts: %d top_k: %d layer_options { mohd_shared: %d %s } }") % (
             variant.expand * width,
             width,
+            layers,
             variant.n,
             variant.k,
             variant.shared,
