@@ -5,26 +5,22 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/claims/claims_test_util.h"
 #include "analysis/claims/section_renderer.h"
+#include "analysis/claims/verdict_files.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace sparse_layers::claims {
 namespace {
 
-Claim ParseClaim(const std::string& text) {
-  Claim claim;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &claim))
-      << text;
-  return claim;
-}
+using testing::OneTable;
 
-Tables OneTable(const std::string& csv) {
-  Tables tables;
-  auto table = TidyTable::Parse(csv, "t.csv");
-  EXPECT_TRUE(table.ok()) << table.status();
-  tables.emplace("t.csv", *table);
-  return tables;
+Claim ParseClaim(const std::string& text) {
+  return testing::ParseText<Claim>(text);
+}
+ClaimSet ParseSet(const std::string& text) {
+  return testing::ParseText<ClaimSet>(text);
 }
 
 ClaimResult Judge(const std::string& claim_text, const std::string& csv,
@@ -611,18 +607,6 @@ TEST(ClaimSet, ValidationNamesTheProblem) {
             std::string::npos);
 }
 
-TEST(Renderer, TableCellsShowMeanIntervalAndN) {
-  TableSpec spec;
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      "title: 'Loss' table: 't.csv' rows: 'arm' metrics: 'loss'", &spec));
-  auto table = RenderTable(
-      spec, OneTable("arm,seed,loss\nnew,1,1\nnew,2,2\nnew,3,3\nold,1,5\n"));
-  ASSERT_TRUE(table.ok()) << table.status();
-  // 2 +- 4.3027 / sqrt(3) = 2.484; one seed: a bare mean.
-  EXPECT_NE(table->find("| new | 2 ± 2.5 | 3 |"), std::string::npos) << *table;
-  EXPECT_NE(table->find("| old | 5 | 1 |"), std::string::npos) << *table;
-}
-
 TEST(Renderer, VerdictLineCarriesEffectIntervalAndN) {
   const ClaimResult r =
       Judge(kBetter + " source: 'Paper Fig. 1' statement: 'new beats old'",
@@ -640,13 +624,6 @@ TEST(Renderer, VerdictLineCarriesEffectIntervalAndN) {
 
 // Issue 44: design statements apart, simultaneous intervals, one unit of
 // replication, the seed plan. Each test below failed on the engine before it.
-
-ClaimSet ParseSet(const std::string& text) {
-  ClaimSet set;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &set))
-      << text;
-  return set;
-}
 
 TEST(Basis, ADesignStatementThatVariesBetweenSeedsIsAnError) {
   const Claim claim = ParseClaim(
@@ -721,29 +698,6 @@ TEST(Basis, DesignStatementsAreListedApartAndNeverCounted) {
       << *section;
   auto checked = VerifyVerdicts(set, verdicts, 2);
   EXPECT_TRUE(checked.ok()) << checked.status();
-}
-
-TEST(Verify, ACountedVerdictOnAZeroWidthIntervalIsAnError) {
-  const ClaimSet set = ParseSet(
-      "experiment: 'x' claims { id: 'c' comparison: BETTER } "
-      "claims { id: 'd' comparison: BETTER basis: BY_DESIGN }");
-  const std::string header =
-      "experiment,kind,id,source,statement,level,verdict,effect,ci_low,ci_high,"
-      "n,paper_effect,reason,confidence\n";
-  const std::string design = "x,design,d,,,,HOLDS,1,1,1,3,,,0.95\n";
-  auto flat = TidyTable::Parse(
-      header + "x,claim,c,,,,HOLDS,1,1,1,3,,,0.95\n" + design, "v.csv");
-  ASSERT_TRUE(flat.ok());
-  auto checked = VerifyVerdicts(set, *flat, 2);
-  ASSERT_FALSE(checked.ok());
-  EXPECT_NE(checked.status().message().find("zero-width interval"),
-            std::string::npos)
-      << checked.status();
-  // A design statement may have one; a claim with spread passes.
-  auto fine = TidyTable::Parse(
-      header + "x,claim,c,,,,HOLDS,1,0.5,1.5,3,,,0.95\n" + design, "v.csv");
-  ASSERT_TRUE(fine.ok());
-  EXPECT_TRUE(VerifyVerdicts(set, *fine, 2).ok());
 }
 
 TEST(Bonferroni, FiveLevelsHaveSimultaneousIntervals) {

@@ -8,6 +8,7 @@
 #include "analysis/claims/claims_engine.h"
 #include "analysis/claims/section_checks.h"
 #include "analysis/claims/section_renderer.h"
+#include "analysis/claims/verdict_files.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
 #include "tools/common/text_proto.h"

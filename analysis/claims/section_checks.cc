@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analysis/claims/claims_engine.h"
-#include "analysis/claims/section_renderer.h"
+#include "analysis/claims/verdict_files.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "analysis/claims/claims.pb.h"
+#include "analysis/claims/claims_test_util.h"
 #include "analysis/claims/tidy_table.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -23,10 +24,7 @@ constexpr char kRuns[] =
     "mxd,2,4,2.5,0.25,0\n";
 
 TidyTable Table(const std::string& csv) {
-  auto table = TidyTable::Parse(csv, "runs.csv");
-  EXPECT_TRUE(table.ok()) << table.status();
-  table->set_name("runs.csv");
-  return *table;
+  return testing::CsvTable(csv, "runs.csv");
 }
 
 absl::Status Check(const std::string& text, const std::string& csv = kRuns) {

@@ -1,0 +1,89 @@
+#include "analysis/claims/figures.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "analysis/claims/claims_test_util.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+
+namespace sparse_layers::claims {
+namespace {
+
+TidyTable Table(const std::string& csv) { return testing::CsvTable(csv); }
+FigureSpec Spec(const std::string& text) {
+  return testing::ParseText<FigureSpec>(text);
+}
+
+constexpr char kRows[] =
+    "arm,seed,k,ce,ce_base\n"
+    "a,1,2,5.0,4.0\na,1,4,4.5,4.0\na,2,2,5.5,4.5\na,2,4,5.0,4.5\n";
+
+TEST(ReferenceLineArguments, ColumnSeedMeanOrFixedValue) {
+  const FigureSpec spec = Spec(
+      "file: 'f.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
+      "reference_lines { label: 'base CE' column: 'ce_base' } "
+      "reference_lines { label: 'chance' value: 0.5 }");
+  auto lines = ReferenceLineArguments(spec, Table(kRows));
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  // The base CE is one value per seed (4.0 and 4.5): their mean.
+  ASSERT_EQ(lines->size(), 2u);
+  EXPECT_EQ((*lines)[0], "--hline=4.25:base CE");
+  EXPECT_EQ((*lines)[1], "--hline=0.5:chance");
+}
+
+TEST(ReferenceLineArguments, APerLevelColumnIsNotAReference) {
+  const FigureSpec spec = Spec(
+      "file: 'f.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
+      "reference_lines { label: 'ce' column: 'ce' }");
+  auto lines = ReferenceLineArguments(spec, Table(kRows));
+  ASSERT_FALSE(lines.ok());
+  EXPECT_NE(lines.status().message().find("several values for seed 1"),
+            std::string::npos)
+      << lines.status();
+}
+
+TEST(DrawFigures, CallsThePlotScriptAndNamesTheFigure) {
+  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/figures";
+  mkdir(dir.c_str(), 0755);
+  // A stand-in plot script: records its arguments, writes the SVG.
+  const std::string script = dir + "/plot.sh";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done > " << dir
+        << "/args.txt\n"
+        << "for a in \"$@\"; do case \"$a\" in --out=*) : > \"${a#--out=}\";; "
+           "esac; done\n";
+  }
+  chmod(script.c_str(), 0755);
+  ClaimSet claims;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "figures { file: 'ce.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
+      "title: 'CE by K' } "
+      "figures { file: 'none.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
+      "title: 'Nothing' where { column: 'arm' value: 'b' } }",
+      &claims));
+  Tables tables;
+  tables.emplace("t.csv", Table(kRows));
+  RenderOptions options;
+  options.out_dir = dir;
+  options.plot_script = script;
+  auto lines = DrawFigures(claims, tables, options);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_EQ(*lines, "Figures (seed means with 95% CI error bars): CE by K (" +
+                        dir + "/ce.svg).\n\nNot drawn (no rows): Nothing.\n\n");
+  std::ifstream args(dir + "/args.txt");
+  std::stringstream text;
+  text << args.rdbuf();
+  EXPECT_NE(text.str().find("--y=ce_mean\n--ylow=ce_ci_low"), std::string::npos)
+      << text.str();
+  // Without a plot script the figure is an error, not a silent omission.
+  options.plot_script.clear();
+  EXPECT_FALSE(DrawFigures(claims, tables, options).ok());
+}
+
+}  // namespace
+}  // namespace sparse_layers::claims
