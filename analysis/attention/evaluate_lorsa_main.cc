@@ -122,6 +122,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
            {"probe_heads.csv", &tables.probe_heads},
            {"probe.csv", &tables.probe},
            {"induction_heads.csv", &tables.induction_heads},
+           {"errors.csv", &tables.errors},
            {"top_activations.txt", &tables.top_activations}}) {
     RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
   }

@@ -131,4 +131,27 @@ torch::Tensor EffectiveHeadCounts(const torch::Tensor& contributions,
       .clamp_max(contributions.size(1));
 }
 
+ErrorAgreement CompareErrors(const torch::Tensor& a, const torch::Tensor& b) {
+  const torch::Tensor x = a.to(torch::kDouble), y = b.to(torch::kDouble);
+  ErrorAgreement agreement;
+  agreement.tokens = x.size(0);
+  const auto cosine = [](const torch::Tensor& u, const torch::Tensor& v) {
+    return torch::nn::functional::cosine_similarity(
+               u, v,
+               torch::nn::functional::CosineSimilarityFuncOptions().dim(1).eps(
+                   1e-12))
+        .mean()
+        .item<double>();
+  };
+  agreement.cosine = cosine(x, y);
+  agreement.cosine_shuffled = cosine(x, y.roll(x.size(0) / 2, 0));
+  const torch::Tensor nx = x.norm(2, 1) - x.norm(2, 1).mean();
+  const torch::Tensor ny = y.norm(2, 1) - y.norm(2, 1).mean();
+  const double denominator = std::sqrt(nx.pow(2).sum().item<double>() *
+                                       ny.pow(2).sum().item<double>());
+  agreement.norm_correlation =
+      denominator > 0 ? (nx * ny).sum().item<double>() / denominator : 0;
+  return agreement;
+}
+
 }  // namespace sparse_layers::analysis

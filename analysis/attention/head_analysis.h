@@ -81,6 +81,22 @@ class HeadAttribution {
 torch::Tensor EffectiveHeadCounts(const torch::Tensor& contributions,
                                   double mass = 0.9);
 
+// How alike two replacements' per-token errors are (arXiv:2504.20938 App. G,
+// Figs. 14-15: Lorsa's and the SAE's "dark matter"), on the same rows.
+struct ErrorAgreement {
+  int64_t tokens = 0;
+  // Mean cosine of the two error vectors of each token, and of each token's
+  // first error with another token's second (rows paired after rolling by
+  // half their count): the null of errors that merely share a direction.
+  double cosine = 0;
+  double cosine_shuffled = 0;
+  // Pearson r of the two errors' norms over tokens.
+  double norm_correlation = 0;
+};
+
+// a, b: (N, d) errors (prediction - target) of two layers on the same N rows.
+ErrorAgreement CompareErrors(const torch::Tensor& a, const torch::Tensor& b);
+
 }  // namespace sparse_layers::analysis
 
 #endif  // SPARSE_LAYERS_ANALYSIS_ATTENTION_HEAD_ANALYSIS_H_

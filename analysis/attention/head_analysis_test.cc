@@ -118,5 +118,23 @@ TEST(HeadAnalysisTest, ObliqueProjectionRecoversPlantedMixtures) {
   EXPECT_TRUE(torch::equal(counts, torch::tensor({2L, 3L})));
 }
 
+TEST(CompareErrorsTest, CosinesAndNormCorrelationByHand) {
+  // Rows 0-1 point along x, rows 2-3 along y; b equals a, scaled per row.
+  const torch::Tensor a =
+      torch::tensor({1.0, 0.0, 2.0, 0.0, 0.0, 1.0, 0.0, 3.0}).view({4, 2});
+  const torch::Tensor b =
+      torch::tensor({2.0, 0.0, 4.0, 0.0, 0.0, 2.0, 0.0, 6.0}).view({4, 2});
+  const ErrorAgreement same = CompareErrors(a, b);
+  EXPECT_EQ(same.tokens, 4);
+  EXPECT_NEAR(same.cosine, 1.0, 1e-12);
+  // Rolled by 2, every x row meets a y row: orthogonal.
+  EXPECT_NEAR(same.cosine_shuffled, 0.0, 1e-12);
+  EXPECT_NEAR(same.norm_correlation, 1.0, 1e-12);
+  const ErrorAgreement opposite = CompareErrors(a, -b);
+  EXPECT_NEAR(opposite.cosine, -1.0, 1e-12);
+  // Norms are the same whatever the sign.
+  EXPECT_NEAR(opposite.norm_correlation, 1.0, 1e-12);
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis

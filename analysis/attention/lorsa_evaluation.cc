@@ -209,6 +209,46 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
                  fit.name.c_str(), metrics.fvu, ce, ce_base);
   }
 
+  // errors.csv: how alike Lorsa's and the SAE's per-token errors are at each
+  // block fitted by both at the per-layer K (App. G, Figs. 14-15).
+  tables.errors =
+      "seed,block,k,tokens,error_cosine,error_cosine_shuffled,"
+      "error_norm_correlation\n";
+  std::map<int, std::pair<LorsaFit*, LorsaFit*>> pairs;  // (Lorsa, SAE)
+  for (LorsaFit& fit : fits) {
+    if (fit.spec.top_k() != layer_k) continue;
+    auto& pair = pairs[fit.spec.layer()];
+    (fit.method == "lorsa" ? pair.first : pair.second) = &fit;
+  }
+  for (const auto& [block, pair] : pairs) {
+    if (pair.first == nullptr || pair.second == nullptr) continue;
+    layers::Lorsa lorsa = pair.first->loaded.model->LorsaReplacement();
+    auto sae = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
+        pair.second->loaded.model->ReplacementLayer());
+    if (!lorsa || !sae) continue;
+    const datasets::ActivationSet& cache = *caches.at(block);
+    const int64_t window = cache.manifest().sequence_length();
+    const int64_t d = cache.d_out();
+    const int64_t windows = std::min(options.windows, cache.rows() / window);
+    std::vector<torch::Tensor> lorsa_errors, sae_errors;
+    for (int64_t w = 0; w < windows; w += 8) {
+      const int64_t end = std::min(windows, w + 8);
+      auto [x, y] = cache.Range(w * window, end * window);
+      lorsa_errors.push_back(
+          lorsa->Run(x.view({end - w, window, -1}), lorsa->options().top_k)
+              .output.reshape({-1, d}) -
+          y);
+      const layers::TopKCodes codes = sae->Encode(y, sae->options().top_k);
+      sae_errors.push_back(sae->DecodeSparse(y, codes) - y);
+    }
+    const ErrorAgreement agreement =
+        CompareErrors(torch::cat(lorsa_errors), torch::cat(sae_errors));
+    absl::StrAppendFormat(&tables.errors, "%d,%d,%d,%d,%.6f,%.6f,%.6f\n", seed,
+                          block, layer_k, agreement.tokens, agreement.cosine,
+                          agreement.cosine_shuffled,
+                          agreement.norm_correlation);
+  }
+
   // attribution.csv: oblique projection on held-out cache windows.
   const int64_t mhsa_heads = model.options().n_heads;
   std::string& attribution_csv = tables.attribution;

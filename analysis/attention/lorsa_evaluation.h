@@ -89,6 +89,9 @@ struct LorsaEvaluationOptions {
 struct LorsaTables {
   std::string fits, attribution, attribution_shares, heads, probe_heads, probe,
       induction_heads, top_activations;
+  // Per block fitted by both methods at the per-layer K: the agreement of
+  // their per-token errors (CompareErrors).
+  std::string errors;
 };
 
 // Every table, on `base` and its held-out `tokens`, with `caches` the

@@ -178,6 +178,7 @@ EVALUATION_FILES = [
     "probe_heads.csv",
     "probe.csv",
     "induction_heads.csv",
+    "errors.csv",
     "top_activations.txt",
 ]
 
