@@ -29,17 +29,25 @@ double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
   return total / samples;
 }
 
-torch::Tensor UnitFrequencies(layers::SparseReplacementImpl& layer,
-                              const datasets::ActivationSet& data,
-                              bool on_output, int64_t rows) {
+UnitUsage UsageOfUnits(layers::SparseReplacementImpl& layer,
+                       const datasets::ActivationSet& data, bool on_output,
+                       int64_t rows) {
   torch::NoGradGuard no_grad;
   train::FiringCounter firing(layer.units());
+  torch::Tensor top = torch::zeros({layer.units()}, torch::kLong);
   rows = std::min(rows, data.rows());
   for (int64_t begin = 0; begin < rows; begin += 4096) {
     auto [x, y] = data.Range(begin, std::min(rows, begin + 4096));
-    firing.Add(layer.Encode(on_output ? y : x, layer.options().top_k));
+    const layers::TopKCodes codes =
+        layer.Encode(on_output ? y : x, layer.options().top_k);
+    firing.Add(codes);
+    // Each row's unit with the largest code.
+    const torch::Tensor first =
+        codes.indices.gather(1, codes.values.argmax(1, true)).squeeze(1);
+    top.index_add_(0, first, torch::ones_like(first));
   }
-  return firing.Frequencies();
+  return {firing.Frequencies(),
+          rows > 0 ? top.max().item<double>() / rows : 0.0};
 }
 
 std::vector<std::pair<double, double>> FrequencyHistogram(
@@ -98,7 +106,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
   std::string csv =
       "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
       "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
-      "mean_expert_rank,seed\n";
+      "mean_expert_rank,seed,training,shared_expert_rate\n";
   for (const std::string& path : replacement_paths) {
     ASSIGN_OR_RETURN(const layers::LoadedReplacement replacement,
                      layers::LoadReplacement(path));
@@ -121,18 +129,22 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
             : "";
     int64_t parameters = 0;
     for (const torch::Tensor& p : sparse.parameters()) parameters += p.numel();
-    absl::StrAppendFormat(&csv,
-                          "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
-                          "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d\n",
-                          options.base_name, fitted.config.name(), spec.ffn(),
-                          sparse.options().top_k, spec.expansion(),
-                          sparse.units(), parameters, ce, ce_base, ce_zero,
-                          ce_zero - ce_base,
-                          train::CeRecovered(ce_base, ce_zero, ce), codes.nmse,
-                          codes.relative_mse, codes.l0, codes.dead_fraction,
-                          rank, fitted.config.runtime().seed());
-    for (const auto& [bin, share] : FrequencyHistogram(UnitFrequencies(
-             sparse, activations, spec.on_output(), options.rows))) {
+    const UnitUsage usage =
+        UsageOfUnits(sparse, activations, spec.on_output(), options.rows);
+    absl::StrAppendFormat(
+        &csv,
+        "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
+        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d,%s,%.6f\n",
+        options.base_name, fitted.config.name(), spec.ffn(),
+        sparse.options().top_k, spec.expansion(), sparse.units(), parameters,
+        ce, ce_base, ce_zero, ce_zero - ce_base,
+        train::CeRecovered(ce_base, ce_zero, ce), codes.nmse,
+        codes.relative_mse, codes.l0, codes.dead_fraction, rank,
+        fitted.config.runtime().seed(),
+        fitted.config.model().layer_options().random_k() ? "random_k"
+                                                         : "default",
+        usage.shared_expert_rate);
+    for (const auto& [bin, share] : FrequencyHistogram(usage.frequencies)) {
       absl::StrAppendFormat(&units_csv, "%s,%s,%s,%d,%d,%.2f,%.6f\n",
                             options.base_name, fitted.config.name(), spec.ffn(),
                             sparse.options().top_k,

@@ -37,11 +37,18 @@ struct ReplacementFrontierOptions {
   int rank_experts = 64;           // MxD experts sampled for the rank.
 };
 
-// Firing frequency of each unit of `layer` (the share of the first `rows`
-// activation rows on which its kept code is > 0), as MxD App. C.1 counts it.
-torch::Tensor UnitFrequencies(layers::SparseReplacementImpl& layer,
-                              const datasets::ActivationSet& data,
-                              bool on_output, int64_t rows);
+// How `layer` uses its units on the first `rows` activation rows.
+struct UnitUsage {
+  // Each unit's firing frequency: the share of rows on which its kept code is
+  // > 0 (as MxD App. C.1 counts it).
+  torch::Tensor frequencies;
+  // The share of rows whose largest code is the most common such unit: a
+  // shared expert (MxD App. C.2, Fig. 21), near 1 / units without one.
+  double shared_expert_rate = 0;
+};
+UnitUsage UsageOfUnits(layers::SparseReplacementImpl& layer,
+                       const datasets::ActivationSet& data, bool on_output,
+                       int64_t rows);
 
 // MxD Fig. 20's histogram of log10(frequency + 1e-10): the share of units in
 // each of 20 bins of width 0.5 over [-10, 0], as (bin centre, share) pairs;

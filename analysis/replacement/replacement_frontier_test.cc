@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
+
 #include "gtest/gtest.h"
 
 namespace sparse_layers::analysis {
@@ -45,6 +47,42 @@ TEST(FrequencyHistogramTest, BinsOfLogFrequency) {
   double total = 0;
   for (const auto& [bin, share] : histogram) total += share;
   EXPECT_DOUBLE_EQ(total, 1.0);
+}
+
+// Rows along x fire unit 0, rows along y unit 1 (k = 1, zero biases): 3 of
+// the 4 rows' largest code is unit 0, so the shared-expert rate is 0.75.
+TEST(UsageOfUnitsTest, FrequenciesAndSharedExpertRateByHand) {
+  const std::string dir = ::testing::TempDir() + "/usage_of_units";
+  std::filesystem::create_directories(dir);
+  datasets::ActivationManifest header;
+  header.set_split("test");
+  header.set_d_in(2);
+  header.set_d_out(2);
+  datasets::ActivationWriter writer(dir, header, 16);
+  const torch::Tensor x =
+      torch::tensor({1.0f, 0.0f, 2.0f, 0.0f, 0.0f, 1.0f, 3.0f, 0.0f})
+          .view({4, 2});
+  ASSERT_TRUE(writer.Append(x, x).ok());
+  ASSERT_TRUE(writer.Finish().ok());
+  auto data =
+      datasets::ActivationSet::Open(dir + "/test.activations.textproto");
+  ASSERT_TRUE(data.ok()) << data.status();
+  layers::ReplacementOptions options;
+  options.d_in = options.d_out = 2;
+  options.d_ffn = 3;
+  options.top_k = 1;
+  layers::TranscoderImpl transcoder(options, /*skip=*/false);
+  {
+    torch::NoGradGuard no_grad;
+    transcoder.encoder.copy_(
+        torch::tensor({1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f}).view({2, 3}));
+    transcoder.encoder_bias.zero_();
+  }
+  const UnitUsage usage = UsageOfUnits(transcoder, **data, false, 100);
+  EXPECT_TRUE(torch::allclose(usage.frequencies,
+                              torch::tensor({0.75, 0.25, 0.0}, torch::kDouble)))
+      << usage.frequencies;
+  EXPECT_DOUBLE_EQ(usage.shared_expert_rate, 0.75);
 }
 
 }  // namespace

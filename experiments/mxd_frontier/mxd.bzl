@@ -78,15 +78,21 @@ def pretrained_manifests():
 # The grid of Fig. 3 at our scale: active units K per token.
 K_GRID = [2, 4, 8, 16, 32]
 
-def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None):
+def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False):
     """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
     sets the layer's initialisation and the order of the cached rows; `layer`, when set, the replaced block
-    (else fit_<scale>.textproto's)."""
+    (else fit_<scale>.textproto's); `random_k`, training with a random K' per step (MxD App. C.2)."""
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s } }\\n' > $@" %
-              (name, ffn, top_k, "true" if on_output else "false", "" if layer == None else " layer: %d" % layer),
+        cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s }%s }\\n' > $@" % (
+            name,
+            ffn,
+            top_k,
+            "true" if on_output else "false",
+            "" if layer == None else " layer: %d" % layer,
+            " layer_options { random_k: true }" if random_k else "",
+        ),
     )
     seeded_config(
         name = name,
@@ -161,6 +167,46 @@ def sae_fit(name, base, base_config, activations, seeds = all_seeds(SEED_PLAN["m
             on_output = True,
             layer = layer,
         )
+
+def random_k_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
+    """MxD App. C.2 (Figs. 21-22) on one base, per seed: <base>_mxd_randk_k<FEATURE_K>_s<seed>, the MxD at
+    FEATURE_K trained with random K', and <base>_random_k_s<seed>, the frontier evaluation of it beside the
+    default MxD of the frontier grid at the same K and seed (CE, NMSE, shared-expert rate)."""
+    for seed in seeds:
+        fit = seeded_name("%s_mxd_randk_k%d" % (base.name, FEATURE_K), seed)
+        replacement_fit(
+            fit,
+            base.checkpoint,
+            base.config,
+            ":%s_activations" % base.name,
+            "mxd_" + base.name,
+            FEATURE_K,
+            seed,
+            layer = base.layer,
+            random_k = True,
+        )
+        frontier_evaluation(
+            seeded_name("%s_random_k" % base.name, seed),
+            base.name,
+            base.checkpoint,
+            ":%s_activations" % base.name,
+            [seeded_name("%s_mxd_k%d" % (base.name, FEATURE_K), seed), fit],
+            base.tokens,
+            seed,
+        )
+
+def random_k_fits():
+    """select() of the default and random-K MxD fits at FEATURE_K of every base at the active scale's seeds
+    (their training logs: MxD Fig. 22's curves)."""
+    return by_scale({
+        scale: [
+            ":" + seeded_name("%s_mxd_%sk%d" % (base.name, variant, FEATURE_K), seed)
+            for base in base_models()
+            for seed in seeds
+            for variant in ["", "randk_"]
+        ]
+        for scale, seeds in SEED_PLAN["mxd_frontier"].items()
+    })
 
 def feature_layers(base_name, seed):
     """The fits of `seed` the probing and steering experiments compare: TC, STC and MxD of the frontier at

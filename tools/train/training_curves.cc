@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,7 +15,7 @@ namespace sparse_layers::train {
 absl::StatusOr<std::string> TrainingCurvesCsv(
     const std::vector<TrainingLog>& logs, int points) {
   if (points < 1) return absl::InvalidArgumentError("points must be >= 1");
-  std::string csv = "arm,seed,step,tokens,train_loss,train_perplexity\n";
+  std::string csv, header_line;
   for (const TrainingLog& log : logs) {
     const std::string arm = StripSeedSuffix(log.run);
     if (arm == log.run) {
@@ -28,15 +29,28 @@ absl::StatusOr<std::string> TrainingCurvesCsv(
       return absl::InvalidArgumentError(absl::StrCat(log.run, ": empty log"));
     }
     const std::vector<std::string> header = absl::StrSplit(lines[0], ',');
+    // An LM's log counts tokens and its train_loss; a fit's counts rows and
+    // its train_nmse (or another train_* objective).
     int step = -1, tokens = -1, loss = -1;
     for (int i = 0; i < static_cast<int>(header.size()); ++i) {
       if (header[i] == "step") step = i;
-      if (header[i] == "tokens") tokens = i;
-      if (header[i] == "train_loss") loss = i;
+      if (header[i] == "tokens" || header[i] == "rows") tokens = i;
+      if (loss < 0 && absl::StartsWith(header[i], "train_")) loss = i;
     }
     if (step < 0 || tokens < 0 || loss < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          log.run, ": the log has no step, tokens or train_loss column"));
+          log.run,
+          ": the log has no step, tokens (or rows) or train_* column"));
+    }
+    const bool perplexity = header[loss] == "train_loss";
+    const std::string this_header =
+        absl::StrCat("arm,seed,step,", header[tokens], ",", header[loss],
+                     perplexity ? ",train_perplexity" : "", "\n");
+    if (csv.empty()) {
+      csv = header_line = this_header;
+    } else if (this_header != header_line) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(log.run, ": its log's columns differ from the first's"));
     }
     struct Row {
       std::string step, tokens;
@@ -72,9 +86,10 @@ absl::StatusOr<std::string> TrainingCurvesCsv(
       double sum = 0;
       for (int i = begin; i < end; ++i) sum += rows[i].loss;
       const double mean = sum / (end - begin);
-      absl::StrAppend(&csv, arm, ",", seed, ",", rows[end - 1].step, ",",
-                      rows[end - 1].tokens, ",", absl::StrFormat("%.6f", mean),
-                      ",", absl::StrFormat("%.6g", std::exp(mean)), "\n");
+      absl::StrAppend(
+          &csv, arm, ",", seed, ",", rows[end - 1].step, ",",
+          rows[end - 1].tokens, ",", absl::StrFormat("%.6g", mean),
+          perplexity ? absl::StrFormat(",%.6g", std::exp(mean)) : "", "\n");
     }
   }
   return csv;

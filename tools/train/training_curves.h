@@ -21,11 +21,13 @@ struct TrainingLog {
   std::string text;
 };
 
-// arm,seed,step,tokens,train_loss,train_perplexity: `points` rows per log
-// (logs in the given order), each the mean training loss over one of `points`
-// equal bins of its steps, at the bin's last step. Errors: a run name without
-// a _s<seed> suffix, a log without the columns or with fewer steps than
-// points, a loss that is not a finite number.
+// arm,seed,step,tokens,train_loss,train_perplexity for LM logs, or
+// arm,seed,step,rows,train_nmse for a fit's (the log's own unit and train_*
+// objective): `points` rows per log (logs in the given order), each the mean
+// objective over one of `points` equal bins of its steps, at the bin's last
+// step. Errors: a run name without a _s<seed> suffix, a log without the
+// columns or with fewer steps than points, logs of different columns, a loss
+// that is not a finite number.
 absl::StatusOr<std::string> TrainingCurvesCsv(
     const std::vector<TrainingLog>& logs, int points);
 

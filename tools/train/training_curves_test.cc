@@ -20,8 +20,26 @@ TEST(TrainingCurvesTest, MeansOverEqualBinsWithArmAndSeed) {
   // exp(4) = 54.5982.
   EXPECT_EQ(*csv,
             "arm,seed,step,tokens,train_loss,train_perplexity\n"
-            "mohd_x2,12,2,256,5.500000,244.692\n"
-            "mohd_x2,12,5,640,4.000000,54.5982\n");
+            "mohd_x2,12,2,256,5.5,244.692\n"
+            "mohd_x2,12,5,640,4,54.5982\n");
+}
+
+TEST(TrainingCurvesTest, AFitsLogKeepsItsRowsAndObjective) {
+  auto csv = TrainingCurvesCsv(
+      {{"gelu_mxd_k8_s1",
+        "step,rows,learning_rate,train_nmse,grad_norm,validation_nmse\n"
+        "1,256,2.5e-04,0.5,0.1,\n2,512,5e-04,0.3,0.1,0.2\n"}},
+      1);
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_EQ(*csv,
+            "arm,seed,step,rows,train_nmse\n"
+            "gelu_mxd_k8,1,2,512,0.4\n");
+  // An LM's log and a fit's do not share a table.
+  EXPECT_FALSE(TrainingCurvesCsv(
+                   {{"dense_s1", kLog},
+                    {"gelu_mxd_k8_s1", "step,rows,train_nmse\n1,256,0.5\n"}},
+                   1)
+                   .ok());
 }
 
 TEST(TrainingCurvesTest, RefusesWhatIsNotACurve) {
