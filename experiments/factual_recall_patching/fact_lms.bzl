@@ -5,7 +5,7 @@ _config (base + scale + overlays) and checkpoints fact_lm_{sgatlin,dense}_s<seed
 fact_lm_results: the active scale's seeded outputs for the report."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_labels", "seeded_name")
 load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -85,16 +85,11 @@ def fact_lm_seeds():
 
 def fact_lm_runs():
     """select() of the active scale's fact LMs, then their merged configs (the models table's inputs)."""
-    return by_scale({
-        scale: [":" + seeded_name("fact_lm_" + arm, s) for s in SEED_PLAN["factual_recall_patching"][scale] for arm in ARMS] +
-               [":%s_config" % seeded_name("fact_lm_" + arm, s) for s in SEED_PLAN["factual_recall_patching"][scale] for arm in ARMS]
-        for scale in SCALES
-    })
+    lms = ["fact_lm_" + arm for arm in ARMS]
+    plan = SEED_PLAN["factual_recall_patching"]
+    return seeded_labels(lms, plan) + seeded_labels(lms, plan, "_config")
 
 def seed_tables(study, table):
     """select() of each seed's <study>_s<seed>/<table>.csv (the patching study's recall, patching,
     block_contrasts, neighbours; the neuron-usage study's usage, coactivation)."""
-    return by_scale({
-        scale: [":%s/%s.csv" % (seeded_name(study, s), table) for s in SEED_PLAN["factual_recall_patching"][scale]]
-        for scale in SCALES
-    })
+    return seeded_labels([study], SEED_PLAN["factual_recall_patching"], "/%s.csv" % table)

@@ -18,8 +18,8 @@ load(
     "all_seeds",
     "seed_tags",
     "seeded_config",
+    "seeded_labels",
     "seeded_name",
-    "seeds_by_scale",
 )
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
 load("//tools/train:seeded_lm.bzl", "seeded_lm")
@@ -236,10 +236,7 @@ def lorsa_seed(seed, base_config, scale_configs):
 
 def evaluation_files(file):
     """select() of each seed's evaluation_s<seed>/<file> (one of EVALUATION_FILES) at the active scale."""
-    return by_scale({
-        scale: [":%s/%s" % (seeded_name("evaluation", s), file) for s in SEED_PLAN["lorsa_attention"][scale]]
-        for scale in SCALES
-    })
+    return seeded_labels(["evaluation"], SEED_PLAN["lorsa_attention"], "/" + file)
 
 def lorsa_lm_table(name):
     """<name>.csv: one row per base LM (size, steps, loss, seed) from the trainer summaries; with a pretrained
@@ -255,15 +252,10 @@ def lorsa_lm_table(name):
         name = name,
         config_fields = ["seed=runtime.seed"],
         fields = ["parameters", "steps", "validation_loss"],
-        runs = seeds_by_scale(_lm, SEED_PLAN["lorsa_attention"]) + seeds_by_scale(_lm_config, SEED_PLAN["lorsa_attention"]),
+        runs = seeded_labels(["lm"], SEED_PLAN["lorsa_attention"]) +
+               seeded_labels(["lm"], SEED_PLAN["lorsa_attention"], "_config"),
     )
 
 def pretrained_lorsa_manifests():
     """The import manifest of a pretrained base (HF_MODEL), named in the report's manifest."""
     return [PRETRAINED_MODEL + ".manifest.textproto"] if PRETRAINED else []
-
-def _lm(seed):
-    return ":" + seeded_name("lm", seed)
-
-def _lm_config(seed):
-    return ":%s_config" % seeded_name("lm", seed)

@@ -5,7 +5,7 @@ initialisation and data order), <name>_config (base + scale + overlays) and <nam
 design_table: design.csv, the variants' shapes and activated parameters at the active scale."""
 
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_labels", "seeded_name")
 load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -148,19 +148,13 @@ def activation_flow_run(seed):
 
 def mohd_run_files(variants):
     """select() of the active scale's trained runs, then their merged configs (the runs table's inputs)."""
-    return by_scale({
-        scale: [":" + seeded_name(v, s) for s in SEED_PLAN["mohd_hidden_dims"][scale] for v in variants] +
-               [":%s_config" % seeded_name(v, s) for s in SEED_PLAN["mohd_hidden_dims"][scale] for v in variants]
-        for scale in SCALES
-    })
+    plan = SEED_PLAN["mohd_hidden_dims"]
+    return seeded_labels(variants, plan) + seeded_labels(variants, plan, "_config")
 
 def mohd_checkpoints(variants):
     """select() of the active scale's trained runs (their logs make the training curves)."""
-    return by_scale({
-        scale: [":" + seeded_name(v, s) for s in SEED_PLAN["mohd_hidden_dims"][scale] for v in variants]
-        for scale in SCALES
-    })
+    return seeded_labels(variants, SEED_PLAN["mohd_hidden_dims"])
 
 def activation_flow_tables(table):
     """select() of <table>_s<seed>.csv (flow or sharing, with its seed column) at the active scale's seeds."""
-    return by_scale({scale: [":%s.csv" % seeded_name(table, s) for s in SEED_PLAN["mohd_hidden_dims"][scale]] for scale in SCALES})
+    return seeded_labels([table], SEED_PLAN["mohd_hidden_dims"], ".csv")

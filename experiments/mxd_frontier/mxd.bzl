@@ -5,8 +5,7 @@ built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evalu
 runs made from them (issue 20: seeds as a build dimension)."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
-load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_name")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_labels", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -57,13 +56,13 @@ def base_models():
         ),
     ]
 
-def base_files(pattern):
-    """select() of the files `pattern % (base, seed)` (e.g. ":%s_probe_s%d.csv") of every base at the active
-    scale's seeds, bases in order: a table of the experiment's report."""
-    return by_scale({
-        scale: [pattern % (base.name, seed) for base in base_models() for seed in seeds]
-        for scale, seeds in SEED_PLAN["mxd_frontier"].items()
-    })
+def base_files(stem, suffix):
+    """select() of every base's <base><stem>_s<seed><suffix> (e.g. "_probe", ".csv") at the active scale's
+    seeds, bases in order: a table of the experiment's report."""
+    labels = []
+    for base in base_models():
+        labels = labels + seeded_labels([base.name + stem], SEED_PLAN["mxd_frontier"], suffix)
+    return labels
 
 def bases_not_run():
     """The arms "base=<name>" of our two bases that have no model here (with HF_MODEL, the other family's):
@@ -198,15 +197,11 @@ def random_k_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
 def random_k_fits():
     """select() of the default and random-K MxD fits at FEATURE_K of every base at the active scale's seeds
     (their training logs: MxD Fig. 22's curves)."""
-    return by_scale({
-        scale: [
-            ":" + seeded_name("%s_mxd_%sk%d" % (base.name, variant, FEATURE_K), seed)
-            for base in base_models()
-            for seed in seeds
-            for variant in ["", "randk_"]
-        ]
-        for scale, seeds in SEED_PLAN["mxd_frontier"].items()
-    })
+    labels = []
+    for base in base_models():
+        fits = ["%s_mxd_%sk%d" % (base.name, variant, FEATURE_K) for variant in ["", "randk_"]]
+        labels = labels + seeded_labels(fits, SEED_PLAN["mxd_frontier"])
+    return labels
 
 def feature_layers(base_name, seed):
     """The fits of `seed` the probing and steering experiments compare: TC, STC and MxD of the frontier at

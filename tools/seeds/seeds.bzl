@@ -11,7 +11,7 @@ tidy CSVs carry a `seed` column so the claims engine (analysis/claims) computes 
 
 Which list is active follows --//tools/scale; macros that need the names at loading time (every scale's
 targets exist, only the active scale's are built) take all_seeds() and select with `by_scale` where a target
-gathers them (`seeds_by_scale`).
+gathers them (`seeded_labels`).
 """
 
 load("//tools/config:config.bzl", "experiment_config")
@@ -75,14 +75,16 @@ def seeded_name(name, seed):
     """The target of `name` built with `seed`."""
     return "%s_s%d" % (name, seed)
 
-def seeds_by_scale(name_fn, seeds = SEEDS):
-    """select() of the list of labels name_fn(seed) for the active scale's seeds."""
-    return by_scale({scale: [name_fn(s) for s in seeds[scale]] for scale in seeds})
+def seeded_labels(names, seeds = SEEDS, suffix = ""):
+    """select() of the labels ":<name>_s<seed><suffix>" of `names` at the active scale's seeds, seed by seed
+    and `names` in order within a seed: a seeded node's outputs for a report table or a rule that gathers
+    them (suffix "_config" for merged configs, "/fits.csv" for a file in a seeded tool's output folder)."""
+    return by_scale({scale: [":%s%s" % (seeded_name(n, s), suffix) for s in seeds[scale] for n in names] for scale in seeds})
 
 def seed_tags(seed, seeds = SEEDS, in_wildcard = True):
     """Tags of a target built at `seed`, the one tag rule: manual unless smoke uses the seed, so `bazel test //...`
     (smoke) never trains a seed only cpu or paper needs, and manual when not `in_wildcard` (a model or grid point
-    only a larger scale's report pulls in); a scale's reports pull in its seeds (seeds_by_scale)."""
+    only a larger scale's report pulls in); a scale's reports pull in its seeds (seeded_labels)."""
     return [] if in_wildcard and seed in seeds["smoke"] else ["manual"]
 
 def _seed_overlay(name, seed, tags = None):

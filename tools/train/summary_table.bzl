@@ -78,7 +78,7 @@ def _training_curves_impl(ctx):
 _training_curves = rule(
     implementation = _training_curves_impl,
     attrs = {
-        "runs": attr.label_list(mandatory = True, providers = [CheckpointInfo], doc = "Seeded checkpoints, in row order."),
+        "runs": attr.label_list(mandatory = True, providers = [CheckpointInfo], doc = "Seeded checkpoints or fits, in row order."),
         "points": attr.int(default = 10, doc = "Equal bins of steps per run."),
         "out": attr.output(mandatory = True),
         "_training_curves": attr.label(default = "//tools/train:training_curves", executable = True, cfg = "exec"),
@@ -86,5 +86,6 @@ _training_curves = rule(
 )
 
 def training_curves(name, runs, points = 10, **kwargs):
-    """<name>.csv: arm,seed,step,tokens,train_loss,train_perplexity, `points` bins of each run's steps."""
+    """<name>.csv: `points` bins of each run's steps (tools/train/training_curves.h): arm,seed,step,tokens,
+    train_loss,train_perplexity for language models, arm,seed,step,rows,train_nmse for fits."""
     _training_curves(name = name, runs = runs, points = points, out = name + ".csv", **kwargs)
