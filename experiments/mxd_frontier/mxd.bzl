@@ -5,6 +5,7 @@ built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evalu
 runs made from them (issue 20: seeds as a build dimension)."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
+load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_labels", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
@@ -141,11 +142,37 @@ def frontier_evaluation(name, base_name, base, activations, fits, tokens, seed):
         tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
     )
 
-def frontier_evaluations(name, base_name, base, activations, fits, tokens):
-    """frontier_evaluation <name>_s<seed> of each seed's fits ({seed: names}, as replacement_grid returns), on
-    the test split of `tokens`."""
+def faithfulness_evaluation(name, base_name, base, fits, tokens, tokenizer, seed):
+    """<name>.csv: each fit's next-token KL from the base model, top-1 agreement and greedy prefix match, beside
+    the zero-ablated FFN's; <name>_prefix.csv: the prefix-match curves, t = 1..32 (MxD App. B.1, Figs. 6-7);
+    <name>_examples.txt: the first prompts' continuations at K = FEATURE_K (Figs. 8-9); on prompts from the
+    held-out test split (analysis/replacement:output_faithfulness)."""
+    tool_run(
+        name = name,
+        tool = "//analysis/replacement:output_faithfulness",
+        outs = [name + ".csv", name + "_prefix.csv", name + "_examples.txt"],
+        out_flags = ["--out=", "--prefix_match_out=", "--examples_out="],
+        checkpoint_args = {base: "--base="},
+        tokens = tokens,
+        tokenizer = tokenizer,
+        token_args = {"--tokens=": "test"},
+        # The paper samples 1000 snippets at full scale (the spec's recommendation); 128 prompts below it.
+        args = ["--base_name=" + base_name, "--examples_k=%d" % FEATURE_K] + by_scale({
+            "smoke": [],
+            "cpu": [],
+            "paper": ["--prompt_batches=32"],
+        }),
+        checkpoints = [":" + f for f in fits],
+        message = "Comparing the %s fits' outputs with the base model's" % base_name,
+        tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
+    )
+
+def frontier_evaluations(name, base_name, base, activations, fits, tokens, tokenizer, faithfulness):
+    """frontier_evaluation <name>_s<seed> and faithfulness_evaluation <faithfulness>_s<seed> of each seed's fits
+    ({seed: names}, as replacement_grid returns), on the test split of `tokens`."""
     for seed, names in fits.items():
         frontier_evaluation(seeded_name(name, seed), base_name, base, activations, names, tokens, seed)
+        faithfulness_evaluation(seeded_name(faithfulness, seed), base_name, base, names, tokens, tokenizer, seed)
 
 # The K of the probing and steering layers: the paper's are K = 32 at d = 768, K/d = 0.04 (MxD Sec. 3.2,
 # the value from its released code); K = 8 is the grid point nearest that ratio at d = 128.
