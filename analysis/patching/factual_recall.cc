@@ -193,7 +193,9 @@ FactRecallTables::FactRecallTables()
       patching(
           "seed,model,patched,facts,blocks,position,token,pairs,mean_nie,"
           "rank_flip_rate,mean_logit_difference,mean_logit_difference_clean,"
-          "mean_logit_difference_counterfactual,third_fact_pairs,"
+          "mean_logit_difference_counterfactual\n"),
+      disruption_null(
+          "seed,model,patched,facts,blocks,position,token,third_fact_pairs,"
           "mean_nie_on_third_fact_pairs,third_fact_nie\n"),
       block_contrasts(
           "seed,model,patched,facts,block,token,pairs,mean_nie,"
@@ -358,20 +360,21 @@ void AppendPatching(const std::string& model_name, int64_t seed,
       kind == PatchKind::kRouting ? "routing" : "ffn_hidden";
   for (const auto& [cell, e] : pooled) {
     const double n = static_cast<double>(e.pairs);
-    const double t = static_cast<double>(e.third_fact_pairs);
-    absl::StrAppend(
-        patching_csv, seed, ",", model_name, ",", patched, ",", facts_used, ",",
+    const std::string key = absl::StrCat(
+        seed, ",", model_name, ",", patched, ",", facts_used, ",",
         BlocksName(block_sets[cell.first], n_layers), ",", cell.second, ",",
-        absl::StrReplaceAll(labels[cell.second], {{",", "<comma>"}}), ",",
-        e.pairs, ",",
+        absl::StrReplaceAll(labels[cell.second], {{",", "<comma>"}}));
+    absl::StrAppend(
+        patching_csv, key, ",", e.pairs, ",",
         absl::StrFormat("%.4f,%.4f,%.4f,%.4f,%.4f", e.nie / n, e.flips / n,
                         e.patched / n, e.clean / n, e.counterfactual / n),
-        ",", e.third_fact_pairs, ",",
-        e.third_fact_pairs > 0
-            ? absl::StrFormat("%.4f,%.4f", e.nie_on_third_fact_pairs / t,
-                              e.third_fact_nie / t)
-            : "nan,nan",
         "\n");
+    if (e.third_fact_pairs == 0) continue;
+    const double t = static_cast<double>(e.third_fact_pairs);
+    absl::StrAppend(&tables.disruption_null, key, ",", e.third_fact_pairs, ",",
+                    absl::StrFormat("%.4f,%.4f", e.nie_on_third_fact_pairs / t,
+                                    e.third_fact_nie / t),
+                    "\n");
   }
   // Fig. 7's block claims as columns of each single block's row: the NIE of
   // patching all blocks ("outsized") and of the best other single block

@@ -47,13 +47,15 @@ std::string WordClass(std::string tag);
 absl::StatusOr<std::map<std::string, std::string>> BrownLexicon(
     const std::string& brown_dir);
 
-// The four tables, each starting with its header line: recall.csv,
-// patching.csv, block_contrasts.csv (each single block's NIE beside the
-// all-block NIE and the best other block's, for sgatlin Fig. 7's block
-// claims) and neighbours.csv (one row per input token and block).
+// The five tables, each starting with its header line: recall.csv,
+// patching.csv, disruption_null.csv (each patching cell's disruption null,
+// only for cells with third-fact pairs: no row, rather than a NaN),
+// block_contrasts.csv (each single block's NIE beside the all-block NIE and
+// the best other block's, for sgatlin Fig. 7's block claims) and
+// neighbours.csv (one row per input token and block).
 struct FactRecallTables {
   FactRecallTables();
-  std::string recall, patching, block_contrasts, neighbours;
+  std::string recall, patching, disruption_null, block_contrasts, neighbours;
 };
 
 // Recall of every fact by `model`, then `kind` patching of every ordered pair

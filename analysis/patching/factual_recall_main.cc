@@ -82,6 +82,7 @@ absl::Status Run() {
        std::vector<std::pair<std::string, const std::string*>>{
            {"recall.csv", &tables.recall},
            {"patching.csv", &tables.patching},
+           {"disruption_null.csv", &tables.disruption_null},
            {"block_contrasts.csv", &tables.block_contrasts},
            {"neighbours.csv", &tables.neighbours}}) {
     RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));

@@ -2,13 +2,16 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
@@ -138,32 +141,43 @@ TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   const std::vector<std::string> recall =
       absl::StrSplit(tables.recall, '\n', absl::SkipEmpty());
   EXPECT_EQ(recall.size(), facts.size() + 1);
+  // The disruption null by cell (seed ... token), the first 7 columns.
+  std::map<std::string, std::vector<std::string>> nulls;
+  for (absl::string_view line :
+       absl::StrSplit(tables.disruption_null, '\n', absl::SkipEmpty())) {
+    const std::vector<std::string> f = absl::StrSplit(line, ',');
+    ASSERT_EQ(f.size(), 10u) << line;
+    nulls[absl::StrJoin(f.begin(), f.begin() + 7, ",")] = f;
+  }
   int prefix_rows = 0, final_rows = 0;
   for (absl::string_view line :
        absl::StrSplit(tables.patching, '\n', absl::SkipEmpty())) {
     const std::vector<std::string> f = absl::StrSplit(line, ',');
-    ASSERT_EQ(f.size(), 16u) << line;
+    ASSERT_EQ(f.size(), 13u) << line;
     if (f[0] == "seed") continue;
     EXPECT_EQ(f[0], "5");
     const int position = std::stoi(f[5]);
-    const int pairs = std::stoi(f[7]), third_fact_pairs = std::stoi(f[13]);
     // A length group of 3 or more facts gives each pair a third fact.
+    const auto null = nulls.find(absl::StrJoin(f.begin(), f.begin() + 7, ","));
+    ASSERT_NE(null, nulls.end()) << line;
+    const std::vector<std::string>& n = null->second;
+    const int pairs = std::stoi(f[7]), third_fact_pairs = std::stoi(n[7]);
     EXPECT_GT(third_fact_pairs, 0) << line;
     EXPECT_LE(third_fact_pairs, pairs) << line;
     if (third_fact_pairs == pairs) {  // The same pairs: the same NIE.
-      EXPECT_NEAR(std::stod(f[14]), std::stod(f[8]), 1e-4) << line;
+      EXPECT_NEAR(std::stod(n[8]), std::stod(f[8]), 1e-4) << line;
     }
     if (position < static_cast<int>(prefix.size())) {
       ++prefix_rows;
       EXPECT_NEAR(std::stod(f[8]), 0.0, 1e-6) << line;  // mean_nie
       // The patched logit difference is the clean one.
       EXPECT_NEAR(std::stod(f[10]), std::stod(f[11]), 1e-6) << line;
-      EXPECT_NEAR(std::stod(f[15]), 0.0, 1e-6) << line;  // third_fact_nie
+      EXPECT_NEAR(std::stod(n[9]), 0.0, 1e-6) << line;  // third_fact_nie
     } else if (f[6] == "<final>" && f[4] == "all") {
       ++final_rows;
       EXPECT_NE(std::stod(f[8]), 0.0) << line;
       // A third fact's state is not the counterfactual's: another NIE.
-      EXPECT_GT(std::abs(std::stod(f[15]) - std::stod(f[14])), 1e-3) << line;
+      EXPECT_GT(std::abs(std::stod(n[9]) - std::stod(n[8])), 1e-3) << line;
     }
   }
   // Every prefix position at each of the blocks 0, 1 and all.
@@ -173,6 +187,53 @@ TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
   const std::vector<std::string> contrasts =
       absl::StrSplit(tables.block_contrasts, '\n', absl::SkipEmpty());
   EXPECT_GT(contrasts.size(), 2 * prefix.size());
+}
+
+// Two facts of one subject and one of a much longer subject: the pair of
+// equal length has no third fact, so its cells have no disruption null (no
+// row, never a NaN).
+TEST(AppendPatchingTest, NoThirdFactNoNullRow) {
+  auto tok = datasets::LoadTestBpe();
+  config::ModelConfig config =
+      layers::testing::TinyModelConfig(tok->vocab_size(), 16, 2);
+  config.set_context_length(32);
+  torch::manual_seed(3);
+  auto model = layers::GptImpl::Create(*layers::GptOptionsFromConfig(config));
+  ASSERT_TRUE(model.ok()) << model.status();
+  (*model)->eval();
+  // Two capitals whose answer tokens differ, both given to one subject whose
+  // prompt keeps the shared prefix's tokens.
+  const std::vector<int64_t> prefix = PromptPrefix(*tok);
+  const std::vector<Fact> candidates =
+      *ParseFacts(absl::StrCat(kStates, kMoreStates), *tok, "f.csv");
+  const Fact* first = nullptr;
+  const Fact* second = nullptr;
+  for (const Fact& f : candidates) {
+    if (f.answer_id < 0) continue;
+    if (first == nullptr &&
+        std::equal(prefix.begin(), prefix.end(), f.prompt.begin())) {
+      first = &f;
+    } else if (first != nullptr && f.answer_id != first->answer_id) {
+      second = &f;
+      break;
+    }
+  }
+  ASSERT_NE(second, nullptr);
+  const std::vector<Fact> facts = *ParseFacts(
+      absl::StrCat("capital,state\n", first->answer, ",", first->subject, "\n",
+                   second->answer, ",", first->subject,
+                   "\nSalem,New Hampshire North Carolina\n"),
+      *tok, "f.csv");
+  FactRecallTables tables;
+  AppendPatching("dense", 5, **model, PatchKind::kFfnHidden, facts, *tok,
+                 prefix, tables);
+  const std::vector<std::string> patching =
+      absl::StrSplit(tables.patching, '\n', absl::SkipEmpty());
+  EXPECT_GT(patching.size(), 1u);
+  EXPECT_EQ(tables.disruption_null.find('\n') + 1,
+            tables.disruption_null.size())
+      << tables.disruption_null;
+  EXPECT_EQ(tables.patching.find("nan"), std::string::npos);
 }
 
 }  // namespace

@@ -38,8 +38,8 @@ def _patching(seed):
     tool_run(
         name = name,
         tool = "//analysis/patching:factual_recall",
-        outs = ["%s/%s.csv" % (name, t) for t in ["recall", "patching", "block_contrasts", "neighbours"]],
-        out_flags = [""] * 4,
+        outs = ["%s/%s.csv" % (name, t) for t in ["recall", "patching", "disruption_null", "block_contrasts", "neighbours"]],
+        out_flags = [""] * 5,
         out_dir_flag = "--out_dir=",
         checkpoint_args = {sparse: "--model=", dense: "--dense_model="},
         tokens = ":shards",
