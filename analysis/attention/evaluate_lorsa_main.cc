@@ -1,6 +1,7 @@
 // evaluate_lorsa: the tables of analysis/attention/lorsa_evaluation.h
 // (fits.csv, attribution.csv, attribution_shares.csv, heads.csv,
-// probe_heads.csv, probe.csv, induction_heads.csv, top_activations.txt) for
+// probe_heads.csv, probe.csv, induction_heads.csv, errors.csv,
+// qk_spectra.csv, qk_rank.csv, qk_rank_summary.csv, top_activations.txt) for
 // fitted Lorsa layers and attention-output SAEs of one base model.
 //
 //   evaluate_lorsa --base=lm.pt --tokens=.../test.tokens.textproto
@@ -123,6 +124,9 @@ absl::Status Run(const std::vector<std::string>& paths) {
            {"probe.csv", &tables.probe},
            {"induction_heads.csv", &tables.induction_heads},
            {"errors.csv", &tables.errors},
+           {"qk_spectra.csv", &tables.qk_spectra},
+           {"qk_rank.csv", &tables.qk_rank},
+           {"qk_rank_summary.csv", &tables.qk_rank_summary},
            {"top_activations.txt", &tables.top_activations}}) {
     RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
   }

@@ -145,13 +145,58 @@ ErrorAgreement CompareErrors(const torch::Tensor& a, const torch::Tensor& b) {
   };
   agreement.cosine = cosine(x, y);
   agreement.cosine_shuffled = cosine(x, y.roll(x.size(0) / 2, 0));
-  const torch::Tensor nx = x.norm(2, 1) - x.norm(2, 1).mean();
-  const torch::Tensor ny = y.norm(2, 1) - y.norm(2, 1).mean();
-  const double denominator = std::sqrt(nx.pow(2).sum().item<double>() *
-                                       ny.pow(2).sum().item<double>());
-  agreement.norm_correlation =
-      denominator > 0 ? (nx * ny).sum().item<double>() / denominator : 0;
+  agreement.norm_correlation = PearsonCorrelation(x.norm(2, 1), y.norm(2, 1));
   return agreement;
+}
+
+double PearsonCorrelation(const torch::Tensor& x, const torch::Tensor& y) {
+  const torch::Tensor dx = x.to(torch::kDouble) - x.to(torch::kDouble).mean();
+  const torch::Tensor dy = y.to(torch::kDouble) - y.to(torch::kDouble).mean();
+  const double denominator = std::sqrt(dx.pow(2).sum().item<double>() *
+                                       dy.pow(2).sum().item<double>());
+  return denominator > 0 ? (dx * dy).sum().item<double>() / denominator : 0;
+}
+
+namespace {
+
+// Ranks 1..n of x's entries, ties sharing their average rank.
+torch::Tensor AverageRanks(const torch::Tensor& x) {
+  const torch::Tensor values = x.to(torch::kDouble).contiguous();
+  const int64_t n = values.numel();
+  const torch::Tensor order = values.argsort();
+  torch::Tensor ranks = torch::empty({n}, torch::kDouble);
+  const double* v = values.data_ptr<double>();
+  const int64_t* o = order.data_ptr<int64_t>();
+  double* r = ranks.data_ptr<double>();
+  for (int64_t i = 0; i < n;) {
+    int64_t j = i;
+    while (j + 1 < n && v[o[j + 1]] == v[o[i]]) ++j;
+    for (int64_t t = i; t <= j; ++t) r[o[t]] = (i + j) / 2.0 + 1;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+}  // namespace
+
+double SpearmanCorrelation(const torch::Tensor& x, const torch::Tensor& y) {
+  return PearsonCorrelation(AverageRanks(x), AverageRanks(y));
+}
+
+torch::Tensor RelativeSingularValues(const torch::Tensor& matrix) {
+  const torch::Tensor singular =
+      torch::linalg::svdvals(matrix.detach().to(torch::kDouble), c10::nullopt);
+  return singular / singular[0];  // svdvals sorts descending.
+}
+
+double EffectiveRank(const torch::Tensor& matrix) {
+  const torch::Tensor singular =
+      torch::linalg::svdvals(matrix.detach().to(torch::kDouble), c10::nullopt);
+  const torch::Tensor p = singular / singular.sum();
+  // 0 log 0 = 0: a zero singular value adds nothing to the entropy.
+  const torch::Tensor terms =
+      torch::where(p > 0, -p * p.log(), torch::zeros_like(p));
+  return std::exp(terms.sum().item<double>());
 }
 
 }  // namespace sparse_layers::analysis

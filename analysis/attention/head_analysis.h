@@ -97,6 +97,21 @@ struct ErrorAgreement {
 // a, b: (N, d) errors (prediction - target) of two layers on the same N rows.
 ErrorAgreement CompareErrors(const torch::Tensor& a, const torch::Tensor& b);
 
+// Pearson r of two vectors of equal length; 0 when either is constant.
+double PearsonCorrelation(const torch::Tensor& x, const torch::Tensor& y);
+
+// Spearman's rank correlation: Pearson r of the ranks, ties sharing their
+// average rank.
+double SpearmanCorrelation(const torch::Tensor& x, const torch::Tensor& y);
+
+// The QK circuit rank of Lorsa App. C (Fig. 10): the singular values of a
+// (d, D_QK) projection, sorted descending and divided by the largest.
+torch::Tensor RelativeSingularValues(const torch::Tensor& matrix);
+
+// exp of the entropy of sigma / sum(sigma) (Roy and Vetterli's effective
+// rank): 1 for a rank-one matrix, min(rows, cols) for a flat spectrum.
+double EffectiveRank(const torch::Tensor& matrix);
+
 }  // namespace sparse_layers::analysis
 
 #endif  // SPARSE_LAYERS_ANALYSIS_ATTENTION_HEAD_ANALYSIS_H_

@@ -136,5 +136,42 @@ TEST(CompareErrorsTest, CosinesAndNormCorrelationByHand) {
   EXPECT_NEAR(opposite.norm_correlation, 1.0, 1e-12);
 }
 
+TEST(CorrelationTest, PearsonAndSpearmanMatchHandComputedValues) {
+  const auto vec = [](std::vector<double> v) {
+    return torch::tensor(v, torch::kDouble);
+  };
+  // dx = (-1, 0, 1), dy = (-7, -1, 8) / 3: r = 5 / sqrt(2 * 114 / 9).
+  EXPECT_NEAR(PearsonCorrelation(vec({1, 2, 3}), vec({2, 4, 7})),
+              5 / std::sqrt(2 * 114.0 / 9), 1e-12);
+  EXPECT_EQ(PearsonCorrelation(vec({1, 1, 1}), vec({2, 4, 7})), 0);
+  // Ties share rank 2.5: ranks (1, 2.5, 2.5, 4) against (1, 2, 3, 4).
+  EXPECT_NEAR(SpearmanCorrelation(vec({10, 20, 20, 40}), vec({1, 2, 3, 4})),
+              4.5 / std::sqrt(4.5 * 5), 1e-12);
+  // Any increasing map of one side leaves the ranks, so rho = 1.
+  EXPECT_NEAR(SpearmanCorrelation(vec({1, 2, 3, 4}), vec({1, 8, 27, 1000})), 1,
+              1e-12);
+  EXPECT_NEAR(SpearmanCorrelation(vec({1, 2, 3, 4}), vec({9, 5, 2, 0})), -1,
+              1e-12);
+}
+
+TEST(QkRankTest, RelativeSingularValuesAndEffectiveRankOfKnownSpectra) {
+  // (4, 3) with singular values 4, 2, 1 (rows permuted, one zero row).
+  const torch::Tensor m = torch::tensor({0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 4.0, 0.0,
+                                         0.0, 0.0, 0.0, -1.0},
+                                        torch::kDouble)
+                              .view({4, 3});
+  const torch::Tensor relative = RelativeSingularValues(m);
+  ASSERT_EQ(relative.numel(), 3);
+  EXPECT_NEAR(relative[0].item<double>(), 1, 1e-12);
+  EXPECT_NEAR(relative[1].item<double>(), 0.5, 1e-12);
+  EXPECT_NEAR(relative[2].item<double>(), 0.25, 1e-12);
+  EXPECT_NEAR(EffectiveRank(torch::eye(3, torch::kDouble)), 3, 1e-9);
+  EXPECT_NEAR(EffectiveRank(torch::ones({5, 3}, torch::kDouble)), 1, 1e-6);
+  // sigma = (2, 1, 1): p = (1/2, 1/4, 1/4), entropy 1.5 ln 2, rank 2^1.5.
+  EXPECT_NEAR(EffectiveRank(
+                  torch::diag(torch::tensor({2.0, 1.0, 1.0}, torch::kDouble))),
+              std::pow(2, 1.5), 1e-9);
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis

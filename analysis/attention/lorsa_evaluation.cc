@@ -26,6 +26,75 @@
 namespace sparse_layers::analysis {
 namespace {
 
+// Lorsa App. C (Fig. 10): each QK group's W_Q and W_K spectra and effective
+// ranks beside its OV heads' best induction score (heads scored on >= 10
+// probe positions), and the fit's rank correlations over its scored groups.
+// A group's induction_rank orders the scored groups by that score (1: the
+// most induction-like; 0: no head scored), so that seeds, whose groups are
+// unrelated, can be averaged rank by rank.
+void AppendQkRank(const layers::LorsaImpl& lorsa, const ZPatternScores& scores,
+                  const LorsaFit& fit, bool strongest_block,
+                  LorsaTables& tables) {
+  torch::NoGradGuard no_grad;
+  const std::string key =
+      absl::StrCat(fit.loaded.config.runtime().seed(), ",", fit.name, ",",
+                   fit.spec.layer(), ",", fit.spec.top_k());
+  const int64_t groups = lorsa.options().qk_heads;
+  const int64_t group_size = lorsa.group_size();
+  std::vector<int> scored(groups, 0);
+  std::vector<double> best(groups, 0);
+  for (int64_t h = 0; h < groups * group_size; ++h) {
+    if (scores.induction_count[h].item<int64_t>() < 10) continue;
+    const int64_t g = h / group_size;
+    best[g] = std::max(best[g], scores.induction[h].item<double>());
+    ++scored[g];
+  }
+  std::vector<int64_t> order;
+  for (int64_t g = 0; g < groups; ++g) {
+    if (scored[g] > 0) order.push_back(g);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return best[a] > best[b]; });
+  std::vector<int> induction_rank(groups, 0);
+  for (size_t r = 0; r < order.size(); ++r) induction_rank[order[r]] = r + 1;
+
+  std::vector<double> scored_rank, scored_induction, rank_q, rank_k;
+  for (int64_t g = 0; g < groups; ++g) {
+    const torch::Tensor w_q = lorsa.w_q[g], w_k = lorsa.w_k[g];
+    for (const auto& [matrix, weights] :
+         {std::pair<const char*, torch::Tensor>{"w_q", w_q}, {"w_k", w_k}}) {
+      const torch::Tensor relative = RelativeSingularValues(weights);
+      for (int64_t i = 0; i < relative.numel(); ++i) {
+        absl::StrAppendFormat(&tables.qk_spectra, "%s,%d,%d,%s,%d,%.6f,%d\n",
+                              key, g, induction_rank[g], matrix, i + 1,
+                              relative[i].item<double>(),
+                              strongest_block ? 1 : 0);
+      }
+    }
+    const double q = EffectiveRank(w_q), k = EffectiveRank(w_k);
+    const double qk = EffectiveRank(w_q.matmul(w_k.t()));
+    rank_q.push_back(q);
+    rank_k.push_back(k);
+    absl::StrAppendFormat(&tables.qk_rank, "%s,%d,%.4f,%.4f,%.4f,%d,%s,%d\n",
+                          key, g, q, k, qk, scored[g],
+                          scored[g] > 0 ? absl::StrFormat("%.4f", best[g]) : "",
+                          induction_rank[g]);
+    if (scored[g] > 0) {
+      scored_rank.push_back(qk);
+      scored_induction.push_back(best[g]);
+    }
+  }
+  // Fewer than 3 groups give no rank correlation worth an estimate: no row.
+  if (scored_rank.size() < 3) return;
+  const auto vec = [](const std::vector<double>& v) {
+    return torch::tensor(v, torch::kDouble);
+  };
+  absl::StrAppendFormat(
+      &tables.qk_rank_summary, "%s,%d,%.4f,%.4f,%d\n", key, scored_rank.size(),
+      SpearmanCorrelation(vec(scored_rank), vec(scored_induction)),
+      SpearmanCorrelation(vec(rank_q), vec(rank_k)), strongest_block ? 1 : 0);
+}
+
 // Attention input of `block` on `tokens` (the cached quantity).
 torch::Tensor AttentionInput(layers::GptImpl& model, int block,
                              const torch::Tensor& tokens) {
@@ -428,6 +497,15 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
         static_cast<int>(b) == strongest_block ? 1 : 0);
   }
   std::string& listing = tables.top_activations;
+  tables.qk_spectra =
+      "seed,name,block,k,qk_head,induction_rank,matrix,index,"
+      "relative_singular_value,strongest_mhsa_block\n";
+  tables.qk_rank =
+      "seed,name,block,k,qk_head,effective_rank_q,effective_rank_k,"
+      "effective_rank_qk,scored_heads,best_induction,induction_rank\n";
+  tables.qk_rank_summary =
+      "seed,name,block,k,scored_groups,rank_induction_spearman,"
+      "q_k_rank_spearman,strongest_mhsa_block\n";
   for (LorsaFit& fit : fits) {
     layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
     if (!lorsa) continue;
@@ -448,6 +526,9 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
                             h, ind, prev, n_ind, n_prev);
       if (n_ind >= 10) best_induction.push_back({ind, h});
       if (n_prev >= 10) best_previous.push_back({prev, h});
+    }
+    if (fit.spec.top_k() == layer_k) {
+      AppendQkRank(*lorsa, scores, fit, block == strongest_block, tables);
     }
     if (fit.spec.top_k() == layer_k) {
       // Best heads among those active on >= 10 probe positions; a fit with

@@ -26,6 +26,18 @@
 //                the block of the strongest MHSA induction head marked.
 //   top_activations: for the best-scoring Lorsa heads of each kind, the
 //                held-out contexts where z is largest (text).
+//   qk_spectra:  per Lorsa fit at the per-layer K and QK group, the sorted
+//                relative singular values of W_Q and W_K (App. C, Fig. 10),
+//                with the group's induction_rank (1: the highest induction
+//                score of the fit's scored groups; 0: none of its heads
+//                scored).
+//   qk_rank:     per such group, the effective ranks of W_Q, W_K and W_Q W_K^T
+//                and the best induction score of its OV heads (scored on >= 10
+//                probe positions; empty when none is).
+//   qk_rank_summary: per such fit with >= 3 scored groups, Spearman's rho
+//                between a group's QK effective rank and its induction score
+//                (App. C: induction circuits have the higher rank), and between
+//                its W_Q and W_K effective ranks (their spectra align).
 #ifndef SPARSE_LAYERS_ANALYSIS_ATTENTION_LORSA_EVALUATION_H_
 #define SPARSE_LAYERS_ANALYSIS_ATTENTION_LORSA_EVALUATION_H_
 
@@ -88,7 +100,7 @@ struct LorsaEvaluationOptions {
 
 struct LorsaTables {
   std::string fits, attribution, attribution_shares, heads, probe_heads, probe,
-      induction_heads, top_activations;
+      induction_heads, top_activations, qk_spectra, qk_rank, qk_rank_summary;
   // Per block fitted by both methods at the per-layer K: the agreement of
   // their per-token errors (CompareErrors).
   std::string errors;

@@ -179,6 +179,9 @@ EVALUATION_FILES = [
     "probe.csv",
     "induction_heads.csv",
     "errors.csv",
+    "qk_spectra.csv",
+    "qk_rank.csv",
+    "qk_rank_summary.csv",
     "top_activations.txt",
 ]
 
