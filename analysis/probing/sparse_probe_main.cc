@@ -17,6 +17,7 @@
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
+#include "tools/common/staged_outputs.h"
 #include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
@@ -29,6 +30,9 @@ ABSL_FLAG(int, candidates, 100, "Units fitted per class (top mean difference)");
 ABSL_FLAG(uint64_t, seed, 42,
           "Seed of the random control and the splits (the CSV's seed)");
 ABSL_FLAG(std::string, out, "", "CSV path");
+ABSL_FLAG(std::string, densities_out, "",
+          "CSV path: the best units' activation densities by class (MxD Figs. "
+          "14-15, 17)");
 
 namespace sparse_layers::analysis {
 namespace {
@@ -37,8 +41,9 @@ absl::Status Run(const std::vector<std::string>& paths) {
   RETURN_IF_ERROR(FirstError(
       {RequiredFile(FLAGS_base), RequiredFile(FLAGS_tokenizer),
        RequiredFile(FLAGS_data), RequiredFlag(FLAGS_out),
-       FlagAtLeast(FLAGS_layer, -1), FlagAtLeast(FLAGS_max_tokens, 1),
-       FlagAtLeast(FLAGS_candidates, 1), FilesExist("fit", paths)}));
+       RequiredFlag(FLAGS_densities_out), FlagAtLeast(FLAGS_layer, -1),
+       FlagAtLeast(FLAGS_max_tokens, 1), FlagAtLeast(FLAGS_candidates, 1),
+       FilesExist("fit", paths)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(const layers::LoadedModel base,
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));
@@ -54,9 +59,13 @@ absl::Status Run(const std::vector<std::string>& paths) {
   options.max_tokens = absl::GetFlag(FLAGS_max_tokens);
   options.candidates = absl::GetFlag(FLAGS_candidates);
   options.seed = absl::GetFlag(FLAGS_seed);
-  ASSIGN_OR_RETURN(const std::string csv,
+  ASSIGN_OR_RETURN(const UnitProbingTables tables,
                    ProbeUnits(*base.model, *tokenizer, fits, options));
-  return WriteFileAtomically(absl::GetFlag(FLAGS_out), csv);
+  StagedOutputs outputs;  // Both tables or neither.
+  RETURN_IF_ERROR(outputs.WriteFile(absl::GetFlag(FLAGS_out), tables.probes));
+  RETURN_IF_ERROR(
+      outputs.WriteFile(absl::GetFlag(FLAGS_densities_out), tables.densities));
+  return outputs.Commit();
 }
 
 }  // namespace

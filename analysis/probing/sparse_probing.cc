@@ -119,4 +119,33 @@ ProbeOutcome ProbeOneClass(const torch::Tensor& fit_features,
   return outcome;
 }
 
+ClassDensities UnitClassDensities(const torch::Tensor& values,
+                                  const torch::Tensor& positive, int bins) {
+  const torch::Tensor v = values.to(torch::kDouble).flatten();
+  const torch::Tensor is_positive = positive.to(torch::kBool).flatten();
+  const double low = v.min().item<double>(), high = v.max().item<double>();
+  // A constant unit puts every text in the middle bin of a unit-wide range.
+  const double width = high > low ? (high - low) / bins : 1.0 / bins;
+  const double start = high > low ? low : low - 0.5;
+  const torch::Tensor bin =
+      ((v - start) / width).floor().clamp(0, bins - 1).to(torch::kLong);
+  ClassDensities densities;
+  for (int b = 0; b < bins; ++b) {
+    densities.centres.push_back(start + (b + 0.5) * width);
+  }
+  for (const bool side : {true, false}) {
+    const torch::Tensor in_class = side ? is_positive : ~is_positive;
+    const int64_t count = in_class.sum().item<int64_t>();
+    const torch::Tensor counts =
+        torch::bincount(bin.masked_select(in_class), {}, bins)
+            .to(torch::kDouble);
+    std::vector<double>& shares =
+        side ? densities.positive : densities.negative;
+    for (int b = 0; b < bins; ++b) {
+      shares.push_back(count > 0 ? counts[b].item<double>() / count : 0.0);
+    }
+  }
+  return densities;
+}
+
 }  // namespace sparse_layers::analysis

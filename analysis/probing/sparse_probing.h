@@ -65,6 +65,16 @@ ProbeOutcome ProbeOneClass(const torch::Tensor& fit_features,
                            const torch::Tensor& test_labels,
                            int64_t candidates = 100);
 
+// One unit's activations on positive and negative texts (MxD Figs. 14-15 and
+// 17): `bins` equal bins over the range of `values` (both classes), each
+// class's share of its texts per bin (its shares sum to 1; all zero for a
+// class without texts).
+struct ClassDensities {
+  std::vector<double> centres, positive, negative;
+};
+ClassDensities UnitClassDensities(const torch::Tensor& values,
+                                  const torch::Tensor& positive, int bins);
+
 }  // namespace sparse_layers::analysis
 
 #endif  // SPARSE_LAYERS_ANALYSIS_PROBING_SPARSE_PROBING_H_

@@ -81,5 +81,23 @@ TEST(SparseProbingTest, FindsAPlantedFeatureAndBothVariantsAgree) {
   EXPECT_LT(noise.selected_f1, 0.7);
 }
 
+TEST(UnitClassDensitiesTest, SharesPerClassOverTheValuesRange) {
+  // Range [0, 4] in 4 bins of width 1; 4 falls in the last bin.
+  const torch::Tensor values = torch::tensor({0.0, 0.5, 1.5, 3.9, 4.0, 2.2});
+  const torch::Tensor positive =
+      torch::tensor({1, 1, 0, 0, 1, 0}).to(torch::kBool);
+  const ClassDensities d = UnitClassDensities(values, positive, 4);
+  EXPECT_EQ(d.centres, (std::vector<double>{0.5, 1.5, 2.5, 3.5}));
+  const double third = 1.0 / 3;
+  EXPECT_EQ(d.positive, (std::vector<double>{2 * third, 0, 0, third}));
+  EXPECT_EQ(d.negative, (std::vector<double>{0, third, third, third}));
+  // A constant unit: every text in the middle of a unit-wide range.
+  const ClassDensities flat =
+      UnitClassDensities(torch::full({3}, 2.0), positive.slice(0, 0, 3), 2);
+  EXPECT_EQ(flat.centres, (std::vector<double>{1.75, 2.25}));
+  EXPECT_EQ(flat.positive, (std::vector<double>{0, 1}));
+  EXPECT_EQ(flat.negative, (std::vector<double>{0, 1}));
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis

@@ -27,6 +27,10 @@ const char kUnitProbingHeader[] =
     "best_f1,best_balanced_accuracy,best_unit,selected_f1,selected_unit,"
     "seed\n";
 
+const char kUnitDensitiesHeader[] =
+    "base,task,granularity,class,method,layer_kind,unit,seed,sample,"
+    "range_position,activation,share\n";
+
 absl::StatusOr<std::vector<ProbedFit>> LoadProbedFits(
     const std::vector<std::string>& paths) {
   ASSIGN_OR_RETURN(const std::vector<layers::LoadedReplacement> loaded,
@@ -156,7 +160,8 @@ absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
 
 int AppendProbeRows(const std::string& task, const PooledTask& pooled,
                     const ProbedBlock& probed,
-                    const UnitProbingOptions& options, std::string& csv) {
+                    const UnitProbingOptions& options,
+                    UnitProbingTables& tables) {
   const std::vector<std::string>& labels = pooled.labels;
   std::map<std::string, int> classes;
   for (const std::string& label : labels) classes[label];
@@ -193,37 +198,53 @@ int AppendProbeRows(const std::string& task, const PooledTask& pooled,
           rows(features, fit_rows), rows(positive, fit_rows),
           rows(features, validation_rows), rows(positive, validation_rows),
           test_x, test_y, options.candidates);
+      const std::string key =
+          absl::StrCat(options.base_name, ",", task, ",",
+                       pooled.token_level ? "token" : "document", ",", label,
+                       ",", method.name, ",", method.layer_kind);
       absl::StrAppendFormat(
-          &csv, "%s,%s,%s,%s,%s,%s,%d,%d,%d,%.6f,%.6f,%d,%.6f,%d,%d\n",
-          options.base_name, task, pooled.token_level ? "token" : "document",
-          label, method.name, method.layer_kind, features.size(1),
-          test_y.sum().item<int64_t>(), test_y.size(0), paper.best_f1,
-          paper.best_balanced_accuracy, paper.best_unit, clean.selected_f1,
-          clean.selected_unit, options.seed);
+          &tables.probes, "%s,%d,%d,%d,%.6f,%.6f,%d,%.6f,%d,%d\n", key,
+          features.size(1), test_y.sum().item<int64_t>(), test_y.size(0),
+          paper.best_f1, paper.best_balanced_accuracy, paper.best_unit,
+          clean.selected_f1, clean.selected_unit, options.seed);
+      if (paper.best_unit < 0) continue;
+      const ClassDensities densities = UnitClassDensities(
+          test_x.select(1, paper.best_unit), test_y, kDensityBins);
+      const int64_t positives = test_y.sum().item<int64_t>();
+      for (int b = 0; b < kDensityBins; ++b) {
+        for (const bool side : {true, false}) {
+          // A sample without texts has no density: no rows, not zeros.
+          if (side ? positives == 0 : positives == test_y.size(0)) continue;
+          absl::StrAppendFormat(
+              &tables.densities, "%s,%d,%d,%s,%.3f,%.6g,%.6f\n", key,
+              paper.best_unit, options.seed, side ? "positive" : "negative",
+              (b + 0.5) / kDensityBins, densities.centres[b],
+              side ? densities.positive[b] : densities.negative[b]);
+        }
+      }
     }
   }
   return classes.size();
 }
 
-absl::StatusOr<std::string> ProbeUnits(layers::GptImpl& base,
-                                       const datasets::Tokenizer& tokenizer,
-                                       const std::vector<ProbedFit>& fits,
-                                       const UnitProbingOptions& options) {
+absl::StatusOr<UnitProbingTables> ProbeUnits(
+    layers::GptImpl& base, const datasets::Tokenizer& tokenizer,
+    const std::vector<ProbedFit>& fits, const UnitProbingOptions& options) {
   ASSIGN_OR_RETURN(const ProbedBlock probed,
                    ProbedBlockOf(base, fits, options));
-  std::string csv = kUnitProbingHeader;
+  UnitProbingTables tables{kUnitProbingHeader, kUnitDensitiesHeader};
   for (const std::string& path : options.data) {
     const std::string task = std::filesystem::path(path).stem().string();
     ASSIGN_OR_RETURN(const std::string jsonl, ReadFileToString(path));
     ASSIGN_OR_RETURN(const PooledTask pooled,
                      PoolUnits(base, tokenizer, probed, jsonl, options));
-    const int classes = AppendProbeRows(task, pooled, probed, options, csv);
+    const int classes = AppendProbeRows(task, pooled, probed, options, tables);
     if (classes == 0) continue;
     std::fprintf(stderr, "sparse_probe: %s: %lld texts, %d classes\n",
                  task.c_str(), static_cast<long long>(pooled.labels.size()),
                  classes);
   }
-  return csv;
+  return tables;
 }
 
 }  // namespace sparse_layers::analysis

@@ -103,21 +103,36 @@ absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
                                      absl::string_view jsonl,
                                      const UnitProbingOptions& options);
 
-// The CSV's header line.
+// The tables' header lines.
 extern const char kUnitProbingHeader[];
+extern const char kUnitDensitiesHeader[];
+
+// Bins of a best unit's activation densities (MxD Figs. 14-15, 17).
+inline constexpr int kDensityBins = 20;
+
+struct UnitProbingTables {
+  // One row per (task, class, method).
+  std::string probes;
+  // Per (task, class, method): the paper-protocol best unit's activations on
+  // the positive and the negative test texts, kDensityBins bins over their
+  // range (range_position 0..1 and the bin's activation), each sample's share
+  // of its texts per bin (MxD Figs. 14-15 document level, 17 token level); no
+  // rows for a sample without test texts.
+  std::string densities;
+};
 
 // Appends `task`'s rows, one per class (one vs all, sorted) and method, and
 // returns the number of classes; none (0) with fewer than two classes.
 int AppendProbeRows(const std::string& task, const PooledTask& pooled,
                     const ProbedBlock& probed,
-                    const UnitProbingOptions& options, std::string& csv);
+                    const UnitProbingOptions& options,
+                    UnitProbingTables& tables);
 
-// The CSV for every task of options.data (header first); logs each probed
+// The tables for every task of options.data (headers first); logs each probed
 // task's text and class counts.
-absl::StatusOr<std::string> ProbeUnits(layers::GptImpl& base,
-                                       const datasets::Tokenizer& tokenizer,
-                                       const std::vector<ProbedFit>& fits,
-                                       const UnitProbingOptions& options);
+absl::StatusOr<UnitProbingTables> ProbeUnits(
+    layers::GptImpl& base, const datasets::Tokenizer& tokenizer,
+    const std::vector<ProbedFit>& fits, const UnitProbingOptions& options);
 
 }  // namespace sparse_layers::analysis
 

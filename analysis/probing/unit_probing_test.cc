@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
 #include "layers/hooks/hook_point.h"
@@ -208,10 +209,10 @@ TEST(ProbeUnitsTest, RowPerClassAndMethodWithGroupsKeptTogether) {
   options.base_name = "tiny";
   options.candidates = 5;
   options.seed = 5;
-  auto csv = ProbeUnits(*model, *tok, TinyFits(1), options);
-  ASSERT_TRUE(csv.ok()) << csv.status();
+  auto tables = ProbeUnits(*model, *tok, TinyFits(1), options);
+  ASSERT_TRUE(tables.ok()) << tables.status();
   const std::vector<std::string> lines =
-      absl::StrSplit(*csv, '\n', absl::SkipEmpty());
+      absl::StrSplit(tables->probes, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 1u + 3 * 4);
   EXPECT_EQ(lines[0],
             "base,task,granularity,class,method,layer_kind,units,"
@@ -235,6 +236,26 @@ TEST(ProbeUnitsTest, RowPerClassAndMethodWithGroupsKeptTogether) {
   }
   // The classes' test positives add up to the test texts.
   EXPECT_EQ(positives, test_texts);
+  // Densities: 2 samples x kDensityBins bins per probe row, each sample's
+  // shares of a (class, method) summing to 1, at the row's best unit.
+  const std::vector<std::string> density_lines =
+      absl::StrSplit(tables->densities, '\n', absl::SkipEmpty());
+  ASSERT_EQ(density_lines.size(), 1u + 3 * 4 * 2 * kDensityBins);
+  EXPECT_EQ(density_lines[0], absl::StripSuffix(kUnitDensitiesHeader, "\n"));
+  std::map<std::string, double> sums;
+  std::map<std::string, std::string> best_units;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> f = absl::StrSplit(lines[i], ',');
+    best_units[f[3] + "," + f[4]] = f[11];
+  }
+  for (size_t i = 1; i < density_lines.size(); ++i) {
+    const std::vector<std::string> f = absl::StrSplit(density_lines[i], ',');
+    ASSERT_EQ(f.size(), 12u) << density_lines[i];
+    EXPECT_EQ(f[6], best_units.at(f[3] + "," + f[4])) << density_lines[i];
+    sums[f[3] + "," + f[4] + "," + f[8]] += std::stod(f[11]);
+  }
+  ASSERT_EQ(sums.size(), 3u * 4 * 2);
+  for (const auto& [key, sum] : sums) EXPECT_NEAR(sum, 1.0, 1e-5) << key;
 }
 
 }  // namespace

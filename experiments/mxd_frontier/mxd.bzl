@@ -246,19 +246,21 @@ def feature_analysis(
         extra_args,
         extra = {},
         examples = False,
+        more_tables = {},
         seeds = all_seeds(SEED_PLAN["mxd_frontier"]),
         tokenizer = "//datasets/text:bpe"):
     """Per seed, <name>_s<seed>.csv from `tool` (sparse_probe or steer) over the base model and that seed's
     feature_layers with --seed=<seed> (random control and splits, or samples), and <name>_s<seed>.txt: the
-    tool's --examples when `examples`, else its log. `extra`: more tool_run attributes (token_args, ...)."""
+    tool's --examples when `examples`, else its log. `more_tables`: {suffix: flag} of the tool's other CSVs,
+    <name>_s<seed><suffix>. `extra`: more tool_run attributes (token_args, ...)."""
     for seed in seeds:
         fits = feature_layers(base_name, seed)
         run = seeded_name(name, seed)
         tool_run(
             name = run,
             tool = tool,
-            outs = [run + ".csv"] + ([run + ".txt"] if examples else []),
-            out_flags = ["--out="] + (["--examples="] if examples else []),
+            outs = [run + ".csv"] + [run + suffix for suffix in more_tables] + ([run + ".txt"] if examples else []),
+            out_flags = ["--out="] + [more_tables[suffix] for suffix in more_tables] + (["--examples="] if examples else []),
             log = None if examples else run + ".txt",
             checkpoint_args = {base: "--base="},
             tokenizer = tokenizer,
