@@ -579,12 +579,8 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
           std::string context;
           for (int64_t j = std::max<int64_t>(0, t - 12); j <= t; ++j) {
             const int id = static_cast<int>(held_out[w][j].item<int64_t>());
-            // Words as running text has them, whichever marker spells them.
-            const std::string word = tok.WordOfPiece(id);
-            const std::string piece =
-                word.empty() ? tok.Decode({id}) : " " + word;
-            absl::StrAppend(&context, j == t ? "[[" : "", piece,
-                            j == t ? "]]" : "");
+            absl::StrAppend(&context, j == t ? "[[" : "",
+                            tok.PieceInRunningText(id), j == t ? "]]" : "");
           }
           absl::StrAppendFormat(
               &listing, "  z = %.3f  %s\n", value,

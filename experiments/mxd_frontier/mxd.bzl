@@ -221,6 +221,27 @@ def random_k_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
             seed,
         )
 
+def expert_tokens(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
+    """MxD App. C.3 (Figs. 23-24) on one base, per seed: <base>_expert_tokens_s<seed>.csv, the first 8 units of
+    the MxD and the Transcoder at FEATURE_K (firing rate, the modal token's share of the firings), and .txt,
+    their top contexts on the held-out test split (analysis/replacement:expert_tokens)."""
+    for seed in seeds:
+        name = seeded_name("%s_expert_tokens" % base.name, seed)
+        tool_run(
+            name = name,
+            tool = "//analysis/replacement:expert_tokens",
+            outs = [name + ".csv", name + ".txt"],
+            out_flags = ["--out=", "--listing_out="],
+            checkpoint_args = {base.checkpoint: "--base="},
+            tokens = base.tokens,
+            token_args = {"--tokens=": "test"},
+            tokenizer = base.tokenizer,
+            args = ["--base_name=" + base.name],
+            checkpoints = [":" + seeded_name("%s_%s_k%d" % (base.name, method, FEATURE_K), seed) for method in ["mxd", "tc"]],
+            message = "Listing the first units of the %s fits" % base.name,
+            tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
+        )
+
 def random_k_fits():
     """select() of the default and random-K MxD fits at FEATURE_K of every base at the active scale's seeds
     (their training logs: MxD Fig. 22's curves)."""

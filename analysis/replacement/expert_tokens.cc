@@ -1,0 +1,146 @@
+#include "analysis/replacement/expert_tokens.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "layers/hooks/hook_point.h"
+#include "layers/models/hook_lookup.h"
+#include "tools/common/status_macros.h"
+
+namespace sparse_layers::analysis {
+namespace {
+
+// Up to `before` tokens of the window ending at `position`, the token there
+// marked [[...]] and the next one, as running text on one line.
+std::string MarkedContext(const datasets::Tokenizer& tokenizer,
+                          const torch::Tensor& window, int64_t position,
+                          int before) {
+  const int64_t start = std::max<int64_t>(0, position - before);
+  const int64_t end = std::min<int64_t>(window.size(0), position + 2);
+  std::string text;
+  for (int64_t j = start; j < end; ++j) {
+    const int id = static_cast<int>(window[j].item<int64_t>());
+    absl::StrAppend(&text, j == position ? "[[" : "",
+                    tokenizer.PieceInRunningText(id),
+                    j == position ? "]]" : "");
+  }
+  return absl::StrReplaceAll(text, {{datasets::kWordStart, " "}, {"\n", " "}});
+}
+
+}  // namespace
+
+torch::Tensor UnitCoefficients(const torch::Tensor& values,
+                               const torch::Tensor& indices, int64_t unit) {
+  return (values * indices.eq(unit).to(values.dtype())).sum(1);
+}
+
+TokenSpecificity MostCommonToken(const torch::Tensor& coefficients,
+                                 const torch::Tensor& tokens) {
+  const torch::Tensor fired = tokens.masked_select(coefficients > 0);
+  if (fired.numel() == 0) return {};
+  const torch::Tensor counts = torch::bincount(fired);
+  return {counts.max().item<double>() / fired.numel(),
+          counts.argmax().item<int64_t>()};
+}
+
+absl::StatusOr<ExpertTokensTables> ListExpertTokens(
+    layers::LoadedModel& base, const std::string& base_path,
+    const datasets::TokenShardSet& tokens, const datasets::Tokenizer& tokenizer,
+    const std::vector<std::string>& replacement_paths,
+    const ExpertTokensOptions& options) {
+  if (replacement_paths.empty()) {
+    return absl::InvalidArgumentError("no fits given");
+  }
+  ASSIGN_OR_RETURN(const std::vector<layers::LoadedReplacement> fits,
+                   layers::LoadReplacements(replacement_paths));
+  const int length = base.config.data().sequence_length() > 0
+                         ? base.config.data().sequence_length()
+                         : base.model->options().context_length;
+  ASSIGN_OR_RETURN(
+      const datasets::BatchSampler sampler,
+      datasets::BatchSampler::Create(&tokens, options.batch_size, length,
+                                     base.config.runtime().seed()));
+  std::vector<torch::Tensor> window_batches;
+  for (int i = 0; i < options.batches; ++i) {
+    const datasets::TokenBatch batch = sampler.EvalBatch(i, options.batches);
+    window_batches.push_back(
+        torch::tensor(batch.inputs, torch::kLong)
+            .view({batch.batch_size, batch.sequence_length}));
+  }
+  const torch::Tensor windows = torch::cat(window_batches, 0);  // (W, T)
+  const torch::Tensor flat_tokens = windows.flatten();
+
+  ExpertTokensTables tables;
+  tables.units = "base,name,method,k,seed,unit,firing_rate,top_token_share\n";
+  torch::NoGradGuard no_grad;
+  base.model->eval();
+  for (const layers::LoadedReplacement& fit : fits) {
+    RETURN_IF_ERROR(layers::CheckFittedOn(fit, base, base_path));
+    if (!fit.layer) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(fit.path, " is not a sparse layer of an FFN site"));
+    }
+    // The layer reads the base model's FFN input (its output, for an SAE).
+    ASSIGN_OR_RETURN(
+        layers::HookPoint* const site,
+        layers::RequireHook(
+            *base.model,
+            absl::StrCat("blocks.", fit.spec.layer(), ".ffn.",
+                         fit.spec.on_output() ? "hook_out" : "hook_in")));
+    std::vector<torch::Tensor> activations;
+    site->Add([&](const torch::Tensor& a) {
+      activations.push_back(a.reshape({-1, a.size(-1)}));
+      return a;
+    });
+    for (const torch::Tensor& batch : window_batches) base.model->Hidden(batch);
+    site->Clear();
+    const int k = fit.layer->options().top_k;
+    const layers::TopKCodes codes =
+        fit.layer->Encode(torch::cat(activations, 0), k);
+    const std::string& name = fit.loaded.config.name();
+    const int64_t units = std::min<int64_t>(options.units, fit.layer->units());
+    for (int64_t unit = 0; unit < units; ++unit) {
+      const torch::Tensor c =
+          UnitCoefficients(codes.values, codes.indices, unit);
+      const double rate = (c > 0).to(torch::kDouble).mean().item<double>();
+      const TokenSpecificity top = MostCommonToken(c, flat_tokens);
+      absl::StrAppendFormat(&tables.units, "%s,%s,%s,%d,%d,%d,%.6f,%.4f\n",
+                            options.base_name, name, fit.spec.ffn(), k,
+                            fit.loaded.config.runtime().seed(), unit, rate,
+                            top.share);
+      absl::StrAppendFormat(
+          &tables.listing,
+          "%s unit %d: fires on %.2f%% of tokens; most common token \"%s\" "
+          "(%.0f%% of its firings)\n",
+          name, unit, 100 * rate,
+          top.token >= 0 ? absl::StrReplaceAll(
+                               tokenizer.Decode({static_cast<int>(top.token)}),
+                               {{"\n", "\\n"}})
+                         : "",
+          100 * top.share);
+      const torch::Tensor order = c.argsort(0, /*descending=*/true);
+      for (int i = 0; i < options.contexts; ++i) {
+        const int64_t row = order[i].item<int64_t>();
+        if (c[row].item<double>() <= 0) break;
+        const int64_t window = row / windows.size(1);
+        const int64_t position = row % windows.size(1);
+        absl::StrAppendFormat(&tables.listing, "  %.3f  %s\n",
+                              c[row].item<double>(),
+                              MarkedContext(tokenizer, windows[window],
+                                            position, options.context_tokens));
+      }
+    }
+    tables.listing += "\n";
+    std::fprintf(stderr, "expert_tokens: %s: first %lld units listed\n",
+                 name.c_str(), static_cast<long long>(units));
+  }
+  return tables;
+}
+
+}  // namespace sparse_layers::analysis
