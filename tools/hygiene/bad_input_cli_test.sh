@@ -58,7 +58,8 @@ out="$work/out"
 
 # The reported crashes: segfaults, a protobuf FATAL, a length_error, SIGPIPE and a hang.
 expect sparse_probe "$out" "--layer 99: the base model has 2 blocks" \
-  --base="$work/lm.pt" --tokenizer="$tokenizer" --data="$work/texts.jsonl" --layer=99 --out="$out"
+  --base="$work/lm.pt" --tokenizer="$tokenizer" --data="$work/texts.jsonl" --layer=99 --out="$out" \
+  --densities_out="$out"
 expect steer "$out" "--samples must be >= 1, got 0" \
   --base="$work/lm.pt" --tokenizer="$tokenizer" --tokens="$tokens" --samples=0 --out="$out"
 expect evaluate_bsp "$out" "game 0 has no FENs" \
@@ -212,6 +213,12 @@ expect encode_shards "$out" "$work/empty.jsonl: no documents (a split needs at l
   --input="$work/empty.jsonl" --split=train --tokenizer="$tokenizer" --out_dir="$out"
 expect evaluate_replacements "$out" "no fits given: evaluate_replacements needs at least one fitted layer" \
   --base="$work/lm.pt" --tokens="$tokens" --activations="$tokens" --out="$out" --unit_frequencies_out="$out"
+expect output_faithfulness "$out" "no fits given: output_faithfulness needs at least one fitted layer" \
+  --base="$work/lm.pt" --tokens="$tokens" --out="$out" --prefix_match_out="$out"
+expect output_faithfulness "$out" "--examples_out and --tokenizer go together" \
+  --base="$work/lm.pt" --tokens="$tokens" --out="$out" --prefix_match_out="$out" --examples_out="$out"
+expect expert_tokens "$out" "no fits given: expert_tokens needs at least one fitted layer" \
+  --base="$work/lm.pt" --tokens="$tokens" --tokenizer="$tokenizer" --out="$out" --listing_out="$out"
 cp "$work/lm.pt" "$work/keep.pt"
 expect export_fit - "--out $work/./keep.pt is also an input ($work/keep.pt); write it elsewhere" \
   --checkpoint="$work/keep.pt" --out="$work/./keep.pt"
