@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "analysis/attention/head_analysis.h"
 #include "analysis/replacement/ffn_ablation.h"
+#include "datasets/text/running_text.h"
 #include "layers/attention/causal_attention.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
@@ -580,7 +581,8 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
           for (int64_t j = std::max<int64_t>(0, t - 12); j <= t; ++j) {
             const int id = static_cast<int>(held_out[w][j].item<int64_t>());
             absl::StrAppend(&context, j == t ? "[[" : "",
-                            tok.PieceInRunningText(id), j == t ? "]]" : "");
+                            datasets::PieceInRunningText(tok, id),
+                            j == t ? "]]" : "");
           }
           absl::StrAppendFormat(
               &listing, "  z = %.3f  %s\n", value,

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "datasets/text/running_text.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
@@ -27,7 +28,7 @@ std::string MarkedContext(const datasets::Tokenizer& tokenizer,
   for (int64_t j = start; j < end; ++j) {
     const int id = static_cast<int>(window[j].item<int64_t>());
     absl::StrAppend(&text, j == position ? "[[" : "",
-                    tokenizer.PieceInRunningText(id),
+                    datasets::PieceInRunningText(tokenizer, id),
                     j == position ? "]]" : "");
   }
   return absl::StrReplaceAll(text, {{datasets::kWordStart, " "}, {"\n", " "}});

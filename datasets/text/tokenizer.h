@@ -45,12 +45,6 @@ class Tokenizer {
                ? piece.substr(marker.size())
                : std::string();
   }
-  // One piece as running text shows it: a word-initial piece with its space
-  // (whichever marker spells it), any other piece decoded alone.
-  std::string PieceInRunningText(int id) const {
-    const std::string word = WordOfPiece(id);
-    return word.empty() ? Decode({id}) : " " + word;
-  }
   // The ids of `word` where it follows a space in running text, the pieces
   // WordOfPiece reads (SentencePiece's dummy prefix makes that Encode(word)).
   virtual std::vector<int> EncodeWord(const std::string& word) const {
