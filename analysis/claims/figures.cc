@@ -87,7 +87,7 @@ absl::StatusOr<std::string> DrawFigures(const ClaimSet& claims,
                                         const RenderOptions& options) {
   std::string out;
   if (claims.figures_size() > 0) {
-    std::vector<std::string> written, heat_maps, empty;
+    std::vector<std::string> written, scatters, heat_maps, empty;
     for (const FigureSpec& spec : claims.figures()) {
       const bool heat_map = !spec.value().empty();
       if (heat_map && options.heatmap_script.empty())
@@ -133,17 +133,18 @@ absl::StatusOr<std::string> DrawFigures(const ClaimSet& claims,
                 "--xlabel=" + xlabel,
                 "--ylabel=" + ylabel};
       } else {
-        argv = {options.plot_script,
-                "--csv=" + points_path,
-                "--x=" + spec.x(),
-                "--y=" + spec.y() + "_mean",
-                "--ylow=" + spec.y() + "_ci_low",
-                "--yhigh=" + spec.y() + "_ci_high",
-                "--group=" + spec.group(),
-                "--out=" + file_path,
-                "--title=" + spec.title(),
-                "--xlabel=" + xlabel,
-                "--ylabel=" + ylabel};
+        argv = {options.plot_script, "--csv=" + points_path, "--x=" + spec.x(),
+                "--y=" + spec.y() + "_mean"};
+        if (spec.points()) {
+          argv.push_back("--points");
+        } else {
+          argv.push_back("--ylow=" + spec.y() + "_ci_low");
+          argv.push_back("--yhigh=" + spec.y() + "_ci_high");
+        }
+        argv.insert(argv.end(),
+                    {"--group=" + spec.group(), "--out=" + file_path,
+                     "--title=" + spec.title(), "--xlabel=" + xlabel,
+                     "--ylabel=" + ylabel});
         if (spec.logx()) argv.push_back("--logx");
         if (spec.logy()) argv.push_back("--logy");
         if (spec.integer_x()) argv.push_back("--integer_x");
@@ -156,12 +157,18 @@ absl::StatusOr<std::string> DrawFigures(const ClaimSet& claims,
             status.code(),
             absl::StrCat("figure ", spec.file(), ": ", status.message()));
       }
-      (heat_map ? heat_maps : written)
+      (heat_map        ? heat_maps
+       : spec.points() ? scatters
+                       : written)
           .push_back(absl::StrCat(spec.title(), " (", file_path, ")"));
     }
     if (!written.empty()) {
       absl::StrAppend(&out, "Figures (seed means with 95% CI error bars): ",
                       absl::StrJoin(written, "; "), ".\n\n");
+    }
+    if (!scatters.empty()) {
+      absl::StrAppend(&out, "Maps (one point per row): ",
+                      absl::StrJoin(scatters, "; "), ".\n\n");
     }
     if (!heat_maps.empty()) {
       absl::StrAppend(&out, "Heat maps (each cell a mean over its rows): ",

@@ -80,6 +80,24 @@ TEST(DrawFigures, CallsThePlotScriptAndNamesTheFigure) {
   text << args.rdbuf();
   EXPECT_NE(text.str().find("--y=ce_mean\n--ylow=ce_ci_low"), std::string::npos)
       << text.str();
+
+  // A map: every row one point, no error bars, listed as a map.
+  ClaimSet map;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      "figures { file: 'map.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
+      "title: 'Map' points: true where { column: 'seed' value: '1' } }",
+      &map));
+  lines = DrawFigures(map, tables, options);
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  EXPECT_EQ(*lines, "Maps (one point per row): Map (" + dir + "/map.svg).\n\n");
+  std::ifstream map_args(dir + "/args.txt");
+  std::stringstream map_text;
+  map_text << map_args.rdbuf();
+  EXPECT_NE(map_text.str().find("--y=ce_mean\n--points\n--group=arm"),
+            std::string::npos)
+      << map_text.str();
+  EXPECT_EQ(map_text.str().find("--ylow"), std::string::npos);
+
   // Without a plot script the figure is an error, not a silent omission.
   options.plot_script.clear();
   EXPECT_FALSE(DrawFigures(claims, tables, options).ok());

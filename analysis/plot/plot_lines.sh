@@ -2,19 +2,20 @@
 # The one plotting path of the project: CSV -> SVG line plot with gnuplot, one line per group.
 # Usage: plot_lines.sh --csv=F --x=COL --y=COL --group=COL --out=F.svg [--where=COL=VALUE]
 #                      [--title=T] [--xlabel=T] [--ylabel=T] [--logx] [--logy] [--hline=Y:LABEL]...
-#                      [--ylow=COL --yhigh=COL] [--integer_x] [--max_series=N]
+#                      [--ylow=COL --yhigh=COL] [--integer_x] [--max_series=N] [--points]
 # Columns are named by the CSV header. Writes F.svg, the gnuplot script F.gp and the plotted rows F.dat
 # ("group x y", plus "ylow yhigh" with bars) beside it.
 #   --ylow/--yhigh  columns holding the lower and upper end of each point's error bar (absolute values, e.g. a
 #                   confidence interval); every series is drawn with error bars. A row whose ylow or yhigh is
 #                   empty or nan (e.g. a single seed) is drawn as a point without that bar.
 #   --integer_x     integer x tics only (the x variable is an index: a block, a layer).
+#   --points        a scatter: every row a point, no lines (a 2-D map); not with --ylow / --yhigh.
 #   --max_series=N  at most N series per panel (default 8); more groups are split over panels stacked in one
 #                   SVG, sharing the x and y ranges, each with its own key.
 # Text (title, labels, legend entries) is shown verbatim: gnuplot's enhanced text mode is off.
 set -euo pipefail
 csv="" x="" y="" group="" out="" where="" title="" xlabel="" ylabel="" logx=0 logy=0
-ylow="" yhigh="" integer_x=0 max_series=8
+ylow="" yhigh="" integer_x=0 max_series=8 points=0
 hlines=()
 for arg in "$@"; do
   case "$arg" in
@@ -23,7 +24,7 @@ for arg in "$@"; do
     --title=*) title=${arg#*=} ;; --xlabel=*) xlabel=${arg#*=} ;; --ylabel=*) ylabel=${arg#*=} ;;
     --logx) logx=1 ;; --logy) logy=1 ;; --hline=*) hlines+=("${arg#*=}") ;;
     --ylow=*) ylow=${arg#*=} ;; --yhigh=*) yhigh=${arg#*=} ;;
-    --integer_x) integer_x=1 ;; --max_series=*) max_series=${arg#*=} ;;
+    --integer_x) integer_x=1 ;; --max_series=*) max_series=${arg#*=} ;; --points) points=1 ;;
     *) echo "plot_lines.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +32,7 @@ done
   echo "plot_lines.sh: --csv, --x, --y, --group and --out are required" >&2; exit 2; }
 [[ -z "$ylow" && -z "$yhigh" || -n "$ylow" && -n "$yhigh" ]] || {
   echo "plot_lines.sh: --ylow and --yhigh go together" >&2; exit 2; }
+[[ $points == 0 || -z "$ylow" ]] || { echo "plot_lines.sh: --points draws no error bars" >&2; exit 2; }
 [[ "$max_series" =~ ^[1-9][0-9]*$ ]] || {
   echo "plot_lines.sh: --max_series must be a positive integer, not '$max_series'" >&2; exit 2; }
 bars=0
@@ -75,6 +77,8 @@ plot_command() {
     printf "%s%s using 2:(strcol(1) eq %s ? \$3 : 1/0)" "$sep" "$(q "$data")" "$(q "${groups[i]}")"
     if ((bars)); then
       printf ":(\$4 == \$4 ? \$4 : \$3):(\$5 == \$5 ? \$5 : \$3) with yerrorlines"
+    elif ((points)); then
+      printf " with points pointtype 7 pointsize 0.4"
     else
       printf " with linespoints"
     fi

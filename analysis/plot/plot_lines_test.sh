@@ -90,4 +90,15 @@ done
 # Up to --max_series groups: one panel.
 "$plot" --csv="$dir/m.csv" --x=block --y=v --group=series --max_series=12 --out="$dir/m1.svg"
 if grep -q multiplot "$dir/m1.gp"; then fail "12 groups fit one panel with --max_series=12"; fi
+
+# A scatter (--points): every row a point, no lines, no bars allowed.
+printf 'expert,tsne_x,tsne_y\n0,1.5,2.0\n0,-0.5,1.0\n1,3.0,-2.0\n' > "$dir/s.csv"
+"$plot" --csv="$dir/s.csv" --x=tsne_x --y=tsne_y --group=expert --out="$dir/s.svg" --points
+grep -q "<svg" "$dir/s.svg"
+[[ $(grep -o "with points pointtype 7" "$dir/s.gp" | wc -l) == 2 ]] || fail "both groups as points"
+if grep -q "linespoints" "$dir/s.gp"; then fail "a scatter draws no lines"; fi
+if "$plot" --csv="$dir/e.csv" --x=block --y=fvu --group=model --ylow=lo --yhigh=hi --out="$dir/s2.svg" \
+  --points 2>/dev/null; then
+  fail "--points with error bars must fail"
+fi
 echo PASS

@@ -1,7 +1,8 @@
 """chess_model: one chess GPT of the MoE-X (arXiv:2503.07639) BSP study at every seed, as build targets
 <name>_s<seed>_config, <name>_s<seed> (lm_checkpoint; a mixture upcycles from its parent at the same seed) and
 <name>_s<seed>_bsp (its coverage / reconstruction CSV and its board-tracking CSV, legal-move rate and loss
-against the uniform-legal-move floor; rows are named <name>, the seed is their `seed` column); chess_control:
+against the uniform-legal-move floor; rows are named <name>, the seed is their `seed` column), for a mixture
+also <name>_s<seed>_experts (its experts' encoder rows against its random initialisation's, Fig. 6); chess_control:
 the same metrics for a random initialisation of a model's config at each seed; chess_results: the active
 scale's outputs for the report."""
 
@@ -39,6 +40,26 @@ CPU_CONTROLS = [
 
 _GAMES = "//datasets/chess:games"
 
+# The mixtures, whose experts' encoder rows Fig. 6 maps.
+MIXTURES = [
+    "switch",
+    "moe_x",
+    "moe_gelu_sparsity_router",
+    "moe_relu_topk_router",
+]
+
+# Each expert's first encoder rows read: 8 x 256 = 2,048 points for the exact t-SNE (O(n^2)); 32 at smoke keeps
+# the test seconds.
+_ROWS_PER_EXPERT = {
+    "smoke": ["--rows_per_expert=32"],
+    "cpu": ["--rows_per_expert=256"],
+    "paper": ["--rows_per_expert=256"],
+}
+
+def _first_seeds():
+    """The seeds whose encoder rows are also drawn as a t-SNE map: each scale's first (one map per model)."""
+    return [seeds[0] for seeds in SEED_PLAN["chess_bsp_coverage"].values()]
+
 def chess_model(name, init_from = None):
     for seed in all_seeds(SEED_PLAN["chess_bsp_coverage"]):
         run = seeded_lm(
@@ -62,6 +83,19 @@ def chess_model(name, init_from = None):
             bsp_games = _GAMES,
             args = ["--name=" + name],
             message = "BSP coverage of " + run,
+            tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS),
+        )
+        if name not in MIXTURES:
+            continue
+        mapped = seed in _first_seeds()
+        tool_run(
+            name = run + "_experts",
+            tool = "//analysis/expert_geometry:expert_encoder_map",
+            outs = [run + ".experts.csv"] + ([run + ".expert_map.csv"] if mapped else []),
+            out_flags = ["--out="] + (["--map_out="] if mapped else []),
+            checkpoint_args = {":" + run: "--checkpoint="},
+            args = ["--name=" + name] + by_scale(_ROWS_PER_EXPERT),
+            message = "Expert encoder rows of " + run,
             tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS),
         )
 
@@ -130,6 +164,19 @@ def chess_evaluations(models, controls, suffix):
         scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale]] +
                [":" + seeded_name("random_" + m, s) + suffix for s in seeds for m in controls[scale]] +
                _pretrained_files(suffix)
+        for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
+    })
+
+def expert_tables(models, suffix):
+    """select() of the active scale's expert_encoder_map tables: ".experts.csv" of every seed, ".expert_map.csv"
+    of the scale's first seed, for the mixtures among `models`."""
+    return by_scale({
+        scale: [
+            ":" + seeded_name(m, s) + suffix
+            for s in (seeds if suffix == ".experts.csv" else seeds[:1])
+            for m in models[scale]
+            if m in MIXTURES
+        ]
         for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
     })
 

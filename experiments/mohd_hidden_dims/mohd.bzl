@@ -37,6 +37,8 @@ VARIANTS = {
     "mohd_x2_no_fusion": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_fusion: false"),
     "mohd_x2_no_shared": struct(expand = 2, n = 8, k = 4, shared = 0, extra = ""),
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_random_routing: true"),
+    # Table 4's last ablation: the x2 model without its balance loss (beta = 0, Eq. 13).
+    "mohd_x2_no_balance": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_balance_weight: 0"),
     # Table 5's decoupled sparsity at 50%: MoHD in the FFN only (the attention dense) or the attention only.
     "mohd_ffn_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = "", only = "ffn"),
     "mohd_attention_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = "", only = "attention"),

@@ -219,7 +219,12 @@ expect output_faithfulness "$out" "--examples_out and --tokenizer go together" \
   --base="$work/lm.pt" --tokens="$tokens" --out="$out" --prefix_match_out="$out" --examples_out="$out"
 expect expert_tokens "$out" "no fits given: expert_tokens needs at least one fitted layer" \
   --base="$work/lm.pt" --tokens="$tokens" --tokenizer="$tokenizer" --out="$out" --listing_out="$out"
+expect expert_encoder_map "$out" "has no mixture-of-experts block: no expert encoders" \
+  --checkpoint="$work/lm.pt" --name=dense --out="$out"
 cp "$work/lm.pt" "$work/keep.pt"
+expect expert_encoder_map - "--map_out $work/./keep.pt is also an input ($work/keep.pt); write it elsewhere" \
+  --checkpoint="$work/keep.pt" --name=dense --out="$out" --map_out="$work/./keep.pt"
+cmp -s "$work/lm.pt" "$work/keep.pt" || fail "expert_encoder_map overwrote its input"
 expect export_fit - "--out $work/./keep.pt is also an input ($work/keep.pt); write it elsewhere" \
   --checkpoint="$work/keep.pt" --out="$work/./keep.pt"
 cmp -s "$work/lm.pt" "$work/keep.pt" || fail "export_fit overwrote its input"
