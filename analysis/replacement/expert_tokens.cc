@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "datasets/text/held_out_windows.h"
 #include "datasets/text/running_text.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
@@ -63,18 +64,13 @@ absl::StatusOr<ExpertTokensTables> ListExpertTokens(
   const int length = base.config.data().sequence_length() > 0
                          ? base.config.data().sequence_length()
                          : base.model->options().context_length;
-  ASSIGN_OR_RETURN(
-      const datasets::BatchSampler sampler,
-      datasets::BatchSampler::Create(&tokens, options.batch_size, length,
-                                     base.config.runtime().seed()));
-  std::vector<torch::Tensor> window_batches;
-  for (int i = 0; i < options.batches; ++i) {
-    const datasets::TokenBatch batch = sampler.EvalBatch(i, options.batches);
-    window_batches.push_back(
-        torch::tensor(batch.inputs, torch::kLong)
-            .view({batch.batch_size, batch.sequence_length}));
-  }
-  const torch::Tensor windows = torch::cat(window_batches, 0);  // (W, T)
+  ASSIGN_OR_RETURN(const datasets::HeldOutWindows held_out,
+                   datasets::ReadHeldOutWindows(
+                       tokens, options.batches * options.batch_size, length));
+  const torch::Tensor windows = torch::tensor(held_out.ids, torch::kLong)
+                                    .view({held_out.count, held_out.length});
+  const std::vector<torch::Tensor> window_batches =
+      windows.split(options.batch_size, 0);
   const torch::Tensor flat_tokens = windows.flatten();
 
   ExpertTokensTables tables;

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "datasets/text/held_out_windows.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
@@ -16,16 +17,13 @@
 namespace sparse_layers::analysis {
 namespace {
 
-// The (B, T) input windows of `batches` evaluation batches.
-std::vector<torch::Tensor> EvalWindows(const datasets::BatchSampler& sampler,
-                                       int batches) {
-  std::vector<torch::Tensor> windows;
-  for (int i = 0; i < batches; ++i) {
-    const datasets::TokenBatch batch = sampler.EvalBatch(i, batches);
-    windows.push_back(torch::tensor(batch.inputs, torch::kLong)
-                          .view({batch.batch_size, batch.sequence_length}));
-  }
-  return windows;
+// The split's held-out windows as (count, length) ids.
+absl::StatusOr<torch::Tensor> WindowTensor(
+    const datasets::TokenShardSet& tokens, int count, int length) {
+  ASSIGN_OR_RETURN(const datasets::HeldOutWindows windows,
+                   datasets::ReadHeldOutWindows(tokens, count, length));
+  return torch::tensor(windows.ids, torch::kLong)
+      .view({windows.count, windows.length});
 }
 
 // One model's view of the prompts and windows.
@@ -169,19 +167,16 @@ absl::StatusOr<OutputFaithfulnessTables> EvaluateOutputFaithfulness(
                          ? base.config.data().sequence_length()
                          : model.options().context_length;
   ASSIGN_OR_RETURN(
-      const datasets::BatchSampler prompt_sampler,
-      datasets::BatchSampler::Create(&tokens, options.batch_size, length,
-                                     base.config.runtime().seed()));
-  std::vector<torch::Tensor> prompt_windows =
-      EvalWindows(prompt_sampler, options.prompt_batches);
+      const torch::Tensor prompt_windows,
+      WindowTensor(tokens, options.prompt_batches * options.batch_size,
+                   length));
   const torch::Tensor prompts =
-      torch::cat(prompt_windows, 0).slice(1, 0, options.prompt_tokens);
+      prompt_windows.slice(1, 0, options.prompt_tokens);
   ASSIGN_OR_RETURN(
-      const datasets::BatchSampler kl_sampler,
-      datasets::BatchSampler::Create(&tokens, options.kl_batch_size, length,
-                                     base.config.runtime().seed()));
+      const torch::Tensor kl_windows,
+      WindowTensor(tokens, options.kl_batches * options.kl_batch_size, length));
   const std::vector<torch::Tensor> windows =
-      EvalWindows(kl_sampler, options.kl_batches);
+      kl_windows.split(options.kl_batch_size, 0);
 
   const torch::Tensor base_continuations =
       GreedyContinuations(model, prompts, options.new_tokens);
