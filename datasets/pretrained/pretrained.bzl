@@ -69,3 +69,58 @@ pretrained_model = rule(
         "manifest": "%{name}.manifest.textproto",
     },
 )
+
+def _saelens_fit_impl(ctx):
+    configs = [f for f in ctx.files.sae if f.basename == "cfg.json"]
+    if len(configs) != 1:
+        fail("%s: %s holds no single cfg.json (a SAELens SAE directory)" % (ctx.label, ctx.attr.sae.label))
+    base = ctx.attr.base[CheckpointInfo].checkpoint
+    ctx.actions.run(
+        executable = ctx.executable._import_saelens,
+        arguments = [
+            "--sae_dir=" + configs[0].dirname,
+            "--base=" + base.path,
+            "--out=" + ctx.outputs.checkpoint.path,
+        ],
+        inputs = ctx.files.sae + [base],
+        outputs = [ctx.outputs.checkpoint],
+        mnemonic = "ImportSaeLens",
+        progress_message = "Importing the SAELens SAE %s onto %s" % (ctx.attr.sae.label, ctx.attr.base.label),
+    )
+
+    # What the report lists: the SHA-256 of the directory's files, then its cfg.json.
+    ctx.actions.run_shell(
+        inputs = ctx.files.sae,
+        outputs = [ctx.outputs.card],
+        command = """out=$1; cfg=$2; shift 2
+{ echo "SAELens SAE (SAELENS_SAE): SHA-256 of its files"
+  for f in "$@"; do printf '%s  %s\\n' "$(sha256sum "$f" | cut -d' ' -f1)" "$(basename "$f")"; done
+  echo "cfg.json:"; cat "$cfg"; echo; } > "$out"
+""",
+        arguments = [ctx.outputs.card.path, configs[0].path] + [f.path for f in ctx.files.sae],
+        mnemonic = "SaeLensCard",
+        progress_message = "Describing the SAELens SAE %s" % ctx.attr.sae.label,
+    )
+    return [
+        DefaultInfo(files = depset([ctx.outputs.checkpoint, ctx.outputs.card])),
+        CheckpointInfo(checkpoint = ctx.outputs.checkpoint, log = ctx.outputs.card, summary = ctx.outputs.card),
+    ]
+
+saelens_fit = rule(
+    implementation = _saelens_fit_impl,
+    doc = "import_saelens: a SAELens SAE directory's files on a base model, as a fit checkpoint every fit-reading " +
+          "tool takes (<name>.pt) and a card of its file digests and cfg.json (<name>.txt).",
+    attrs = {
+        "sae": attr.label(mandatory = True, allow_files = True, doc = "cfg.json and sae_weights.safetensors."),
+        "base": attr.label(mandatory = True, providers = [CheckpointInfo], doc = "The base model the SAE reads."),
+        "_import_saelens": attr.label(
+            default = "//layers/models:import_saelens",
+            executable = True,
+            cfg = "exec",
+        ),
+    },
+    outputs = {
+        "checkpoint": "%{name}.pt",
+        "card": "%{name}.txt",
+    },
+)

@@ -5,6 +5,8 @@ built once per seed of //tools/seeds (<name>_s<seed>); so are the frontier evalu
 runs made from them (issue 20: seeds as a build dimension)."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
+load("@saelens_sae//:settings.bzl", "SAELENS_BASE", "SAELENS_SAE")
+load("//datasets/pretrained:pretrained.bzl", "saelens_fit")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_labels", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
@@ -291,3 +293,48 @@ def feature_analysis(
             tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
             **extra
         )
+
+def _saelens_base():
+    """The base the user's SAELens SAE (SAELENS_SAE) reads: SAELENS_BASE, else the first base; None when unset."""
+    if not SAELENS_SAE:
+        return None
+    bases = base_models()
+    if not SAELENS_BASE:
+        return bases[0]
+    named = [base for base in bases if base.name == SAELENS_BASE]
+    if not named:
+        fail("SAELENS_BASE=%s is not a base of the MxD experiments here (%s)" % (
+            SAELENS_BASE,
+            ", ".join([base.name for base in bases]),
+        ))
+    return named[0]
+
+def saelens_arm():
+    """With --repo_env=SAELENS_SAE=/path/to/sae_dir: the user's SAELens SAE imported onto its base
+    (saelens_<base>.pt, and saelens_<base>.txt: its files' SHA-256 and cfg.json) and measured by the frontier's
+    own evaluation on the same held-out batches as our fits (saelens_<base>_frontier.csv, _units.csv). Its rows
+    carry the base name <base>_saelens, so no claim on our fits reads them: one fit, n = 1."""
+    base = _saelens_base()
+    if not base:
+        return
+    saelens_fit(
+        name = "saelens_" + base.name,
+        sae = "@saelens_sae//:files",
+        base = base.checkpoint,
+    )
+
+    # The frontier's own evaluation (same tool, batches and metrics); tagged as the first seed's nodes are.
+    frontier_evaluation(
+        "saelens_%s_frontier" % base.name,
+        base.name + "_saelens",
+        base.checkpoint,
+        ":%s_activations" % base.name,
+        ["saelens_" + base.name],
+        base.tokens,
+        all_seeds(SEED_PLAN["mxd_frontier"])[0],
+    )
+
+def saelens_files(suffix):
+    """The SAELens arm's file with `suffix` ("_frontier.csv", "_frontier_units.csv", ".txt"), or none."""
+    base = _saelens_base()
+    return [":saelens_%s%s" % (base.name, suffix)] if base else []
