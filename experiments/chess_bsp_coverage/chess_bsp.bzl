@@ -46,6 +46,7 @@ MIXTURES = [
     "moe_x",
     "moe_gelu_sparsity_router",
     "moe_relu_topk_router",
+    "moe_x_scratch",
 ]
 
 # Each expert's first encoder rows read: 8 x 256 = 2,048 points for the exact t-SNE (O(n^2)); 32 at smoke keeps
