@@ -31,6 +31,8 @@ ABSL_FLAG(std::string, map_out, "",
 ABSL_FLAG(int, rows_per_expert, 256,
           "Each expert's first encoder rows read (0: all)");
 ABSL_FLAG(int, neighbours, 10, "Nearest rows per row");
+ABSL_FLAG(int, map_rows_per_expert, 64,
+          "Each expert's first rows the t-SNE map draws (0: all it read)");
 ABSL_FLAG(double, perplexity, 30, "t-SNE perplexity");
 ABSL_FLAG(int, iterations, 1000, "t-SNE iterations");
 
@@ -42,6 +44,7 @@ absl::Status Run() {
       {RequiredFile(FLAGS_checkpoint), RequiredFlag(FLAGS_name),
        RequiredFlag(FLAGS_out), FlagAtLeast(FLAGS_rows_per_expert, 0),
        FlagAtLeast(FLAGS_neighbours, 1), FlagAtLeast(FLAGS_iterations, 1),
+       FlagAtLeast(FLAGS_map_rows_per_expert, 0),
        OutputIsNotAnInput("--out", absl::GetFlag(FLAGS_out),
                           {absl::GetFlag(FLAGS_checkpoint)}),
        OutputIsNotAnInput("--map_out", absl::GetFlag(FLAGS_map_out),
@@ -58,6 +61,7 @@ absl::Status Run() {
   options.headline_layer =
       HeadlineBlock(static_cast<int>(loaded.model->blocks.size()));
   options.map = !absl::GetFlag(FLAGS_map_out).empty();
+  options.map_rows_per_expert = absl::GetFlag(FLAGS_map_rows_per_expert);
   options.tsne.perplexity = absl::GetFlag(FLAGS_perplexity);
   options.tsne.iterations = absl::GetFlag(FLAGS_iterations);
   options.tsne.seed = static_cast<uint64_t>(options.seed);

@@ -1,5 +1,6 @@
 #include "analysis/expert_geometry/expert_encoders.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -83,14 +84,23 @@ absl::Status ExpertEncoderTables::AddModel(
                           rows->points.size(0), options.neighbours, share,
                           chance, share - chance);
     if (!options.map || block != options.headline_layer) continue;
-    ASSIGN_OR_RETURN(const TsneMap map, Tsne(rows->points, options.tsne));
+    // Rows are expert-major: expert j's first `mapped` rows start at j * rows.
     const int64_t per_expert = rows->points.size(0) / experts;
+    const int64_t mapped =
+        options.map_rows_per_expert > 0
+            ? std::min<int64_t>(options.map_rows_per_expert, per_expert)
+            : per_expert;
+    const torch::Tensor index =
+        (torch::arange(experts, torch::kLong).unsqueeze(1) * per_expert +
+         torch::arange(mapped, torch::kLong).unsqueeze(0))
+            .flatten();
+    ASSIGN_OR_RETURN(const TsneMap map,
+                     Tsne(rows->points.index_select(0, index), options.tsne));
     const auto xy = map.embedding.accessor<double, 2>();
-    for (int64_t i = 0; i < rows->points.size(0); ++i) {
+    for (int64_t i = 0; i < index.size(0); ++i) {
       absl::StrAppendFormat(&map_, "%s,%d,%d,%d,%d,%.5f,%.5f,%.6f\n",
-                            options.model_name, options.seed, block,
-                            i / per_expert, i % per_expert, xy[i][0], xy[i][1],
-                            map.kl_divergence);
+                            options.model_name, options.seed, block, i / mapped,
+                            i % mapped, xy[i][0], xy[i][1], map.kl_divergence);
     }
   }
   if (mixtures == 0) {

@@ -111,6 +111,13 @@ TEST(ExpertEncodersTest, ExpertsInOwnRegionsScoreAboveChanceRandomOnesDoNot) {
   const std::string& map = clustered_tables.map();
   EXPECT_EQ(std::count(map.begin(), map.end(), '\n'), 1 + 48);
   EXPECT_NE(map.find("\nclustered,4,1,3,11,"), std::string::npos);
+  // Mapping each expert's first 5 rows: 20 points, expert 3's last is row 4.
+  options.map_rows_per_expert = 5;
+  ExpertEncoderTables subset;
+  ASSERT_TRUE(subset.AddModel(*model, options).ok());
+  EXPECT_EQ(std::count(subset.map().begin(), subset.map().end(), '\n'), 1 + 20);
+  EXPECT_NE(subset.map().find("\nclustered,4,1,3,4,"), std::string::npos);
+  EXPECT_EQ(subset.map().find("\nclustered,4,1,3,5,"), std::string::npos);
 }
 
 TEST(ExpertEncodersTest, ADenseModelHasNoExpertsToMap) {
