@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "analysis/attention/head_analysis.h"
 #include "analysis/replacement/ffn_ablation.h"
 #include "datasets/text/running_text.h"
@@ -577,17 +577,12 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
           if (value == 0) break;
           const int64_t flat = std::get<1>(top)[i].item<int64_t>();
           const int64_t w = flat / length, t = flat % length;
-          std::string context;
-          for (int64_t j = std::max<int64_t>(0, t - 12); j <= t; ++j) {
-            const int id = static_cast<int>(held_out[w][j].item<int64_t>());
-            absl::StrAppend(&context, j == t ? "[[" : "",
-                            datasets::PieceInRunningText(tok, id),
-                            j == t ? "]]" : "");
-          }
           absl::StrAppendFormat(
               &listing, "  z = %.3f  %s\n", value,
-              absl::StrReplaceAll(context,
-                                  {{datasets::kWordStart, " "}, {"\n", " "}}));
+              datasets::MarkedContext(
+                  tok,
+                  absl::MakeConstSpan(batch.inputs).subspan(w * length, length),
+                  t, /*before=*/12, /*after=*/0));
         }
       }
     }

@@ -38,11 +38,9 @@ absl::StatusOr<LabelledRows> ExpertEncoderRows(layers::GptImpl& model,
 
 double SameLabelNeighbourShare(const torch::Tensor& points,
                                const torch::Tensor& labels, int k) {
-  const torch::Tensor x = points.to(torch::kFloat64);
-  const int64_t n = x.size(0);
-  const torch::Tensor norms = x.pow(2).sum(1);
+  const int64_t n = points.size(0);
   torch::Tensor distances =
-      norms.unsqueeze(1) + norms.unsqueeze(0) - 2 * x.matmul(x.t());
+      PairwiseSquaredDistances(points.to(torch::kFloat64));
   distances.fill_diagonal_(std::numeric_limits<double>::infinity());
   const torch::Tensor nearest =
       std::get<1>(distances.topk(std::min<int64_t>(k, n - 1), 1,

@@ -8,15 +8,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace sparse_layers::analysis {
-namespace {
-
-torch::Tensor SquaredDistances(const torch::Tensor& x) {
+torch::Tensor PairwiseSquaredDistances(const torch::Tensor& x) {
   const torch::Tensor norms = x.pow(2).sum(1);
   return (norms.unsqueeze(1) + norms.unsqueeze(0) - 2 * x.matmul(x.t()))
       .clamp_min(0);
 }
-
-}  // namespace
 
 torch::Tensor ConditionalAffinities(const torch::Tensor& squared_distances,
                                     double perplexity) {
@@ -72,7 +68,7 @@ absl::StatusOr<TsneMap> Tsne(const torch::Tensor& points,
   if (!torch::isfinite(x).all().item<bool>())
     return absl::InvalidArgumentError("t-SNE points are not all finite");
   const torch::Tensor conditional =
-      ConditionalAffinities(SquaredDistances(x), options.perplexity);
+      ConditionalAffinities(PairwiseSquaredDistances(x), options.perplexity);
   // Symmetric joint affinities p_ij = (p_{j|i} + p_{i|j}) / 2n.
   const torch::Tensor p =
       ((conditional + conditional.t()) / (2.0 * n)).clamp_min(1e-12);
@@ -91,7 +87,8 @@ absl::StatusOr<TsneMap> Tsne(const torch::Tensor& points,
   for (int step = 0; step < options.iterations; ++step) {
     const bool early = step < options.exaggeration_iterations;
     // Student-t kernel q_ij ~ 1 / (1 + |y_i - y_j|^2) (Eq. 4).
-    const torch::Tensor kernel = off_diagonal / (1 + SquaredDistances(y));
+    const torch::Tensor kernel =
+        off_diagonal / (1 + PairwiseSquaredDistances(y));
     q = (kernel / kernel.sum()).clamp_min(1e-12);
     // dC/dy_i = 4 sum_j (p_ij - q_ij) (y_i - y_j) kernel_ij (Eq. 5).
     const torch::Tensor weights =
@@ -107,7 +104,7 @@ absl::StatusOr<TsneMap> Tsne(const torch::Tensor& points,
   }
   TsneMap map;
   map.embedding = y;
-  const torch::Tensor kernel = off_diagonal / (1 + SquaredDistances(y));
+  const torch::Tensor kernel = off_diagonal / (1 + PairwiseSquaredDistances(y));
   q = (kernel / kernel.sum()).clamp_min(1e-12);
   map.kl_divergence =
       (p * off_diagonal * torch::log(p / q)).sum().item<double>();

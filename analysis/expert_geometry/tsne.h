@@ -29,6 +29,10 @@ struct TsneMap {
   double kl_divergence = 0;  // KL(P || Q) of the final map.
 };
 
+// |x_i - x_j|^2 of the rows of x (n, d), as an (n, n) matrix (rounding below
+// zero clamped to zero).
+torch::Tensor PairwiseSquaredDistances(const torch::Tensor& x);
+
 // The conditional affinities p_{j|i} (n, n), float64, each row a Gaussian
 // kernel over `squared_distances` whose bandwidth gives the row entropy
 // log(perplexity) (binary search), with p_{i|i} = 0.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "absl/types/span.h"
 #include "datasets/text/held_out_windows.h"
 #include "datasets/text/running_text.h"
 #include "layers/hooks/hook_point.h"
@@ -16,26 +17,6 @@
 #include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
-namespace {
-
-// Up to `before` tokens of the window ending at `position`, the token there
-// marked [[...]] and the next one, as running text on one line.
-std::string MarkedContext(const datasets::Tokenizer& tokenizer,
-                          const torch::Tensor& window, int64_t position,
-                          int before) {
-  const int64_t start = std::max<int64_t>(0, position - before);
-  const int64_t end = std::min<int64_t>(window.size(0), position + 2);
-  std::string text;
-  for (int64_t j = start; j < end; ++j) {
-    const int id = static_cast<int>(window[j].item<int64_t>());
-    absl::StrAppend(&text, j == position ? "[[" : "",
-                    datasets::PieceInRunningText(tokenizer, id),
-                    j == position ? "]]" : "");
-  }
-  return absl::StrReplaceAll(text, {{datasets::kWordStart, " "}, {"\n", " "}});
-}
-
-}  // namespace
 
 torch::Tensor UnitCoefficients(const torch::Tensor& values,
                                const torch::Tensor& indices, int64_t unit) {
@@ -127,10 +108,14 @@ absl::StatusOr<ExpertTokensTables> ListExpertTokens(
         if (c[row].item<double>() <= 0) break;
         const int64_t window = row / windows.size(1);
         const int64_t position = row % windows.size(1);
-        absl::StrAppendFormat(&tables.listing, "  %.3f  %s\n",
-                              c[row].item<double>(),
-                              MarkedContext(tokenizer, windows[window],
-                                            position, options.context_tokens));
+        // The unit's token, `context_tokens` before it and the next one.
+        absl::StrAppendFormat(
+            &tables.listing, "  %.3f  %s\n", c[row].item<double>(),
+            datasets::MarkedContext(
+                tokenizer,
+                absl::MakeConstSpan(held_out.ids)
+                    .subspan(window * held_out.length, held_out.length),
+                position, options.context_tokens, /*after=*/1));
       }
     }
     tables.listing += "\n";

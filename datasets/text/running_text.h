@@ -2,8 +2,13 @@
 #ifndef SPARSE_LAYERS_DATASETS_TEXT_RUNNING_TEXT_H_
 #define SPARSE_LAYERS_DATASETS_TEXT_RUNNING_TEXT_H_
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/types/span.h"
 #include "datasets/text/tokenizer.h"
 
 namespace sparse_layers::datasets {
@@ -13,6 +18,24 @@ namespace sparse_layers::datasets {
 inline std::string PieceInRunningText(const Tokenizer& tokenizer, int id) {
   const std::string word = tokenizer.WordOfPiece(id);
   return word.empty() ? tokenizer.Decode({id}) : " " + word;
+}
+
+// The pieces ids[position - before .. position + after] (clipped to the
+// window) as one line of running text, the piece at `position` marked
+// [[...]]: the context a listing shows beside a unit's or head's activation.
+inline std::string MarkedContext(const Tokenizer& tokenizer,
+                                 absl::Span<const int64_t> ids,
+                                 int64_t position, int before, int after) {
+  const int64_t start = std::max<int64_t>(0, position - before);
+  const int64_t end =
+      std::min<int64_t>(static_cast<int64_t>(ids.size()), position + after + 1);
+  std::string text;
+  for (int64_t j = start; j < end; ++j) {
+    absl::StrAppend(&text, j == position ? "[[" : "",
+                    PieceInRunningText(tokenizer, static_cast<int>(ids[j])),
+                    j == position ? "]]" : "");
+  }
+  return absl::StrReplaceAll(text, {{kWordStart, " "}, {"\n", " "}});
 }
 
 }  // namespace sparse_layers::datasets

@@ -63,6 +63,7 @@ def _first_seeds():
 
 def chess_model(name, init_from = None):
     for seed in all_seeds(SEED_PLAN["chess_bsp_coverage"]):
+        tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS)
         run = seeded_lm(
             name = name,
             seed = seed,
@@ -84,7 +85,7 @@ def chess_model(name, init_from = None):
             bsp_games = _GAMES,
             args = ["--name=" + name],
             message = "BSP coverage of " + run,
-            tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS),
+            tags = tags,
         )
         if name not in MIXTURES:
             continue
@@ -97,7 +98,7 @@ def chess_model(name, init_from = None):
             checkpoint_args = {":" + run: "--checkpoint="},
             args = ["--name=" + name] + by_scale(_ROWS_PER_EXPERT),
             message = "Expert encoder rows of " + run,
-            tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS),
+            tags = tags,
         )
 
 def chess_control(name, model):
