@@ -115,6 +115,10 @@ expect check_config "$out" "config: $work is a directory, not a file" "$work" --
 expect training_throughput - "--steps must be >= 1, got 0" --steps=0
 expect train "$out" "--config: $work/missing.textproto is not a readable file" \
   --config="$work/missing.textproto" --out="$out"
+expect train "$out" "--resume continues --out, --resume_dir its own store: give one" \
+  --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
+  --validation_data="$shards/validation/validation.tokens.textproto" --out="$out" --resume \
+  --resume_dir="$work/resume_store"
 expect summary_table "$out" "summary or config: $work/missing is not a readable file" \
   --out="$out" --fields=steps "$work/missing"
 expect activation_flow "$out" "--windows must be >= 1, got 0" \

@@ -6,12 +6,21 @@ The action's inputs are the trainer binary, the merged config, the token shards 
 Bazel reruns it exactly when one of them changes, and a remote cache shares the checkpoint only between
 machines whose libraries would produce the same bytes. Training uses
 `threads` cores: Bazel 4 cannot reserve them for an action, so the trainer takes a CPU slot lock
-(tools/common/cpu_slots.h) and the cpu:N requirement is declared for executors that honour it.
+(tools/common/cpu_slots.h) and the cpu:N requirement is declared for executors that honour it. A killed
+training resumes: it checkpoints every RESUME_FLAGS seconds into the user's resume store (outside the sandbox;
+tools/bazel makes it writable) under a key of its inputs, and a rerun continues from there to the same bytes.
 """
 
 load("//datasets/text:text_data.bzl", "TokenShardsInfo")
 load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "split_manifest")
+
+# Constant, so every machine's action keys agree; "~/" is each user's own home (tools/train/resume_store.h).
+# At most 5 minutes of training are lost to a kill; a checkpoint costs about a second at cpu scale.
+RESUME_FLAGS = [
+    "--resume_dir=~/.cache/sparse_layers/resume",
+    "--checkpoint_every_seconds=300",
+]
 
 def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message):
     """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
@@ -29,7 +38,7 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
             "--threads=%d" % ctx.attr.threads,
             CPU_SLOT_FLAG,
             "--build_identity=" + ctx.file._build_identity.path,
-        ] + trailing_args,
+        ] + RESUME_FLAGS + trailing_args,
         inputs = inputs + [ctx.file._build_identity],
         outputs = outputs,
         mnemonic = mnemonic,

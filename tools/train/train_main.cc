@@ -3,10 +3,14 @@
 //   train --config=base.textproto[,overlay.textproto] --out=model.pt
 //         --train_data=.../train.tokens.textproto
 //         --validation_data=.../validation.tokens.textproto [--resume]
+//   or, resumable after a kill (build actions; tools/train/resume_store.h):
+//   train ... --resume_dir=~/.cache/sparse_layers/resume
+//         --checkpoint_every_seconds=300
 //   or, to fit model.replacement on an activation cache:
 //   train --config=... --out=tc.pt --init_from=base.pt
 //         --train_activations=.../train.activations.textproto
 //         --validation_activations=.../validation.activations.textproto
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +22,7 @@
 #include "tools/common/file_io.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/config/config_loader.h"
+#include "tools/train/resume_store.h"
 #include "tools/train/trainer.h"
 
 ABSL_FLAG(std::vector<std::string>, config, {},
@@ -32,6 +37,13 @@ ABSL_FLAG(std::string, log_csv, "", "CSV log path (default: <out>.csv)");
 ABSL_FLAG(std::string, summary, "",
           "Summary textproto path (default: <out>.summary.textproto)");
 ABSL_FLAG(bool, resume, false, "Continue from --out when it exists");
+ABSL_FLAG(std::string, resume_dir, "",
+          "Keep periodic checkpoints in this store, under a key of the run's "
+          "inputs, and continue from the one a killed run of the same inputs "
+          "left (\"~/\" is the user's home)");
+ABSL_FLAG(double, checkpoint_every_seconds, 0,
+          "Also checkpoint after this much wall time (0: only every "
+          "runtime.checkpoint_every_steps)");
 ABSL_FLAG(std::string, init_from, "",
           "Parent checkpoint to start from (copy / upcycle; config.init)");
 ABSL_FLAG(std::string, train_activations, "",
@@ -47,6 +59,31 @@ ABSL_FLAG(std::string, build_identity, "",
 namespace sparse_layers::train {
 namespace {
 
+// What shapes a run's numbers besides its input files' bytes (resume key).
+std::vector<std::string> ResumeArguments(int threads) {
+  std::vector<std::string> arguments = {absl::StrCat("threads=", threads)};
+  for (const auto* flag :
+       {&FLAGS_train_data, &FLAGS_validation_data, &FLAGS_init_from,
+        &FLAGS_train_activations, &FLAGS_validation_activations,
+        &FLAGS_build_identity}) {
+    // Which inputs are given (the mode); their bytes come from ResumeFiles.
+    arguments.push_back(absl::GetFlag(*flag).empty() ? "-" : "+");
+  }
+  return arguments;
+}
+
+// The input files, in a fixed order: config layers, then data and parents.
+std::vector<std::string> ResumeFiles() {
+  std::vector<std::string> files = absl::GetFlag(FLAGS_config);
+  for (const auto* flag :
+       {&FLAGS_train_data, &FLAGS_validation_data, &FLAGS_init_from,
+        &FLAGS_train_activations, &FLAGS_validation_activations,
+        &FLAGS_build_identity}) {
+    if (!absl::GetFlag(*flag).empty()) files.push_back(absl::GetFlag(*flag));
+  }
+  return files;
+}
+
 absl::Status Run() {
   if (absl::Status s =
           FirstError({RequiredFlag(FLAGS_out), RequiredFile(FLAGS_config),
@@ -58,6 +95,10 @@ absl::Status Run() {
                       FlagFilesExist(FLAGS_build_identity)});
       !s.ok()) {
     return s;
+  }
+  if (absl::GetFlag(FLAGS_resume) && !absl::GetFlag(FLAGS_resume_dir).empty()) {
+    return absl::InvalidArgumentError(
+        "--resume continues --out, --resume_dir its own store: give one");
   }
   const std::string out = absl::GetFlag(FLAGS_out);
   // Locked for the whole run (a second training on --out fails at once) and
@@ -77,23 +118,31 @@ absl::Status Run() {
   absl::StatusOr<config::ExperimentConfig> config =
       config::LoadExperimentConfig(absl::GetFlag(FLAGS_config));
   if (!config.ok()) return config.status();
-  if (absl::Status status = AcquireCpuSlotIfRequested(
-          config->runtime().threads() > 0 ? config->runtime().threads()
-                                          : absl::GetFlag(FLAGS_threads));
-      !status.ok()) {
+  const int threads = config->runtime().threads() > 0
+                          ? config->runtime().threads()
+                          : absl::GetFlag(FLAGS_threads);
+  if (absl::Status status = AcquireCpuSlotIfRequested(threads); !status.ok()) {
     return status;
   }
+  std::optional<ResumeEntry> resume_entry =
+      absl::GetFlag(FLAGS_resume_dir).empty()
+          ? std::nullopt
+          : OpenResumeEntry(absl::GetFlag(FLAGS_resume_dir), "/proc/self/exe",
+                            ResumeArguments(threads), ResumeFiles());
   TrainerOptions options;
   options.train_manifest = absl::GetFlag(FLAGS_train_data);
   options.validation_manifest = absl::GetFlag(FLAGS_validation_data);
-  options.checkpoint_path = out;
+  options.checkpoint_path =
+      resume_entry ? resume_entry->checkpoint_path() : out;
+  options.checkpoint_every_seconds =
+      absl::GetFlag(FLAGS_checkpoint_every_seconds);
   options.final_checkpoint_path = *checkpoint;
   options.log_csv_path = *log_csv;
   options.summary_path = *summary_path;
   options.published_summary_path = absl::GetFlag(FLAGS_summary).empty()
                                        ? out + ".summary.textproto"
                                        : absl::GetFlag(FLAGS_summary);
-  options.resume = absl::GetFlag(FLAGS_resume);
+  options.resume = absl::GetFlag(FLAGS_resume) || resume_entry.has_value();
   options.init_from = absl::GetFlag(FLAGS_init_from);
   options.train_activations = absl::GetFlag(FLAGS_train_activations);
   options.validation_activations = absl::GetFlag(FLAGS_validation_activations);
@@ -106,6 +155,12 @@ absl::Status Run() {
   if (!staged_summary.ok()) return staged_summary.status();
   if (!staged_summary->empty()) {
     if (absl::Status status = outputs.Commit(); !status.ok()) return status;
+  }
+  if (resume_entry) {
+    if (absl::Status removed = resume_entry->Remove(); !removed.ok()) {
+      std::fprintf(stderr, "train: %s\n",
+                   std::string(removed.message()).c_str());
+    }
   }
   std::fprintf(stderr,
                "train: %s: %lld steps, %lld tokens (%s), validation loss %.4f "

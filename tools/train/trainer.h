@@ -44,6 +44,11 @@ struct TrainerOptions {
   std::string train_activations;
   std::string validation_activations;
   double progress_every_seconds = 5;
+  // Also checkpoint (to checkpoint_path) when this much wall time passed since
+  // the last one (0: only every config.runtime.checkpoint_every_steps), so a
+  // resumable action loses at most this much work to a kill. Not part of the
+  // config: it changes no number the run produces.
+  double checkpoint_every_seconds = 0;
   // @build_identity//:identity.txt, copied into the summary (its manifest).
   std::string build_identity_path;
 };

@@ -226,6 +226,7 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
   const double clip = config.optimizer().gradient_clip_norm();
   const auto start_time = Clock::now();
   auto last_progress = start_time;
+  auto last_checkpoint = start_time;
   const int64_t first_step = state.step;
   double validation_loss = std::nan("");
   objective.StartTraining();
@@ -280,7 +281,12 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
           FormatDuration(elapsed / steps_done * (budget.steps - state.step))
               .c_str());
     }
-    if (!last && checkpoint_every > 0 && state.step % checkpoint_every == 0) {
+    const bool checkpoint_due =
+        (checkpoint_every > 0 && state.step % checkpoint_every == 0) ||
+        (options.checkpoint_every_seconds > 0 &&
+         Seconds(last_checkpoint, now) >= options.checkpoint_every_seconds);
+    if (!last && checkpoint_due) {
+      last_checkpoint = now;
       const layers::AdamWState optimizer_state = optimizer->State();
       RETURN_IF_ERROR(layers::SaveCheckpoint(options.checkpoint_path, model,
                                              &optimizer_state, state));
