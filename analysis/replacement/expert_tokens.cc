@@ -15,6 +15,7 @@
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
+#include "tools/config/config_loader.h"
 
 namespace sparse_layers::analysis {
 
@@ -42,9 +43,7 @@ absl::StatusOr<ExpertTokensTables> ListExpertTokens(
   }
   ASSIGN_OR_RETURN(const std::vector<layers::LoadedReplacement> fits,
                    layers::LoadReplacements(replacement_paths));
-  const int length = base.config.data().sequence_length() > 0
-                         ? base.config.data().sequence_length()
-                         : base.model->options().context_length;
+  const int length = config::TrainingWindowLength(base.config);
   ASSIGN_OR_RETURN(const datasets::HeldOutWindows held_out,
                    datasets::ReadHeldOutWindows(
                        tokens, options.batches * options.batch_size, length));

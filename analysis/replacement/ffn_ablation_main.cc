@@ -24,6 +24,7 @@
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
 #include "tools/common/status_macros.h"
+#include "tools/config/config_loader.h"
 #include "tools/train/replacement_metrics.h"
 
 ABSL_FLAG(std::string, base, "", "The language model (.pt)");
@@ -48,9 +49,7 @@ absl::Status Run() {
   if (!tokens.ok()) return tokens.status();
   RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
       **tokens, base->model->options().vocab_size, absl::GetFlag(FLAGS_base)));
-  const int length = base->config.data().sequence_length() > 0
-                         ? base->config.data().sequence_length()
-                         : base->model->options().context_length;
+  const int length = config::TrainingWindowLength(base->config);
   auto sampler = datasets::BatchSampler::Create(
       tokens->get(), absl::GetFlag(FLAGS_batch_size), length,
       base->config.runtime().seed());

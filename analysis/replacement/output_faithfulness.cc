@@ -13,6 +13,7 @@
 #include "layers/hooks/hook_point.h"
 #include "layers/models/hook_lookup.h"
 #include "tools/common/status_macros.h"
+#include "tools/config/config_loader.h"
 
 namespace sparse_layers::analysis {
 namespace {
@@ -163,9 +164,7 @@ absl::StatusOr<OutputFaithfulnessTables> EvaluateOutputFaithfulness(
         options.prompt_tokens, options.new_tokens,
         model.options().context_length));
   }
-  const int length = base.config.data().sequence_length() > 0
-                         ? base.config.data().sequence_length()
-                         : model.options().context_length;
+  const int length = config::TrainingWindowLength(base.config);
   ASSIGN_OR_RETURN(
       const torch::Tensor prompt_windows,
       WindowTensor(tokens, options.prompt_batches * options.batch_size,

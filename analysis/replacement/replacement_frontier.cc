@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/replacement/ffn_ablation.h"
 #include "tools/common/status_macros.h"
+#include "tools/config/config_loader.h"
 #include "tools/train/replacement_metrics.h"
 
 namespace sparse_layers::analysis {
@@ -79,9 +80,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
   if (options.rows <= 0) {  // 0 rows would average to NaN.
     return absl::InvalidArgumentError("--rows must be > 0");
   }
-  const int length = base.config.data().sequence_length() > 0
-                         ? base.config.data().sequence_length()
-                         : base.model->options().context_length;
+  const int length = config::TrainingWindowLength(base.config);
   ASSIGN_OR_RETURN(
       const datasets::BatchSampler sampler,
       datasets::BatchSampler::Create(&tokens, options.batch_size, length,

@@ -239,4 +239,9 @@ absl::StatusOr<ExperimentConfig> LoadExperimentConfig(
   return config;
 }
 
+int TrainingWindowLength(const ExperimentConfig& config) {
+  return config.data().sequence_length() > 0 ? config.data().sequence_length()
+                                             : config.model().context_length();
+}
+
 }  // namespace sparse_layers::config

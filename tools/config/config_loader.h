@@ -24,6 +24,10 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(
 absl::StatusOr<ExperimentConfig> LoadExperimentConfig(
     absl::Span<const std::string> paths);
 
+// The windows a model trains on: data.sequence_length, else its whole context.
+// Analyses read held-out text in the same windows.
+int TrainingWindowLength(const ExperimentConfig& config);
+
 }  // namespace sparse_layers::config
 
 #endif  // SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_LOADER_H_

@@ -13,6 +13,7 @@
 #include "datasets/text/token_shards.h"
 #include "layers/models/sampling.h"
 #include "tools/common/status_macros.h"
+#include "tools/config/config_loader.h"
 #include "tools/train/replacement_metrics.h"
 
 namespace sparse_layers::train {
@@ -146,9 +147,7 @@ absl::StatusOr<std::unique_ptr<TrainingObjective>> MakeNextTokenObjective(
         train_shards->manifest().vocab_size()));
   }
   const int context = model.options().context_length;
-  const int length = config.data().sequence_length() > 0
-                         ? config.data().sequence_length()
-                         : context;
+  const int length = config::TrainingWindowLength(config);
   if (length > context) {
     return absl::InvalidArgumentError(
         "data.sequence_length exceeds model.context_length");
