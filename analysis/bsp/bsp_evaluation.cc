@@ -71,13 +71,13 @@ RouterAgreement MeasureRouterAgreement(
 
 std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
                           const BspFeatures& train, const BspFeatures& test,
-                          const std::string& model_name) {
+                          const BspEvaluationOptions& options) {
   std::string csv =
       "model,ffn,layer,bsp_set,coverage_code,coverage_paper,"
       "reconstruction_code,reconstruction_paper,best_t_coverage,"
       "best_t_reconstruction,live_features,features,l0_per_token,"
       "router_l0_pearson_pairs,router_l0_pearson_experts,"
-      "sparsest_k_agreement,headline_block,seed\n";
+      "sparsest_k_agreement,headline_block,seed,training_percent\n";
   const std::vector<double> thresholds = DefaultThresholds();
   const int headline = HeadlineBlock(static_cast<int>(model.blocks.size()));
   // The boards' properties are the same for every block: built once per set.
@@ -107,8 +107,8 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
           &csv,
           absl::StrFormat(
               "%s,%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.1f,%.1f,%d,%d,%.3f,%.4f,%.4f,"
-              "%.4f,%d,%d\n",
-              model_name, model.options().ffn, l,
+              "%.4f,%d,%d,%d\n",
+              options.model_name, model.options().ffn, l,
               mask_initial ? "masked_blank_and_initial" : "masked_blank",
               coverage.coverage_code, coverage.coverage_paper,
               reconstruction.reconstruction_code,
@@ -117,7 +117,8 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
               thresholds[reconstruction.best_threshold_code],
               coverage.live_features, maxima.numel(), l0, router.pairs_r,
               router.experts_r, router.sparsest_k_agreement,
-              static_cast<int>(l) == headline ? 1 : 0, seed));
+              static_cast<int>(l) == headline ? 1 : 0, seed,
+              options.training_percent));
     }
   }
   return csv;
@@ -144,18 +145,19 @@ absl::StatusOr<std::string> BoardTrackingTable(
   std::string csv =
       "model,ffn,policy,games,plies,legal_move_rate_greedy,"
       "legal_move_rate_sampled,characters,loss_nats_per_character,"
-      "uniform_legal_floor_nats_per_character,loss_above_floor,seed\n";
+      "uniform_legal_floor_nats_per_character,loss_above_floor,seed,"
+      "training_percent\n";
   for (const BoardTrackingResult& r : results) {
     absl::StrAppend(
-        &csv, absl::StrFormat("%s,%s,%s,%d,%d,%.4f,%.4f,%d,%.4f,%.4f,%.4f,%d\n",
-                              options.model_name, model.options().ffn, r.policy,
-                              r.games, r.plies, r.legal_move_rate_greedy,
-                              r.legal_move_rate_sampled, r.characters,
-                              r.loss_nats_per_character,
-                              r.uniform_legal_floor_nats_per_character,
-                              r.loss_nats_per_character -
-                                  r.uniform_legal_floor_nats_per_character,
-                              seed));
+        &csv,
+        absl::StrFormat(
+            "%s,%s,%s,%d,%d,%.4f,%.4f,%d,%.4f,%.4f,%.4f,%d,%d\n",
+            options.model_name, model.options().ffn, r.policy, r.games, r.plies,
+            r.legal_move_rate_greedy, r.legal_move_rate_sampled, r.characters,
+            r.loss_nats_per_character, r.uniform_legal_floor_nats_per_character,
+            r.loss_nats_per_character -
+                r.uniform_legal_floor_nats_per_character,
+            seed, options.training_percent));
   }
   std::fputs(csv.c_str(), stderr);
   return csv;
@@ -226,7 +228,7 @@ absl::StatusOr<BspTables> EvaluateBsp(layers::GptImpl& model, uint64_t seed,
   ASSIGN_OR_RETURN(const BspFeatures test,
                    CollectBspFeatures(model, bsp_test, options.characters));
   BspTables tables;
-  tables.coverage = CoverageTable(model, seed, train, test, options.model_name);
+  tables.coverage = CoverageTable(model, seed, train, test, options);
   std::fputs(tables.coverage.c_str(), stderr);
   std::fprintf(stderr, "evaluate_bsp: coverage and reconstruction: %.1f s\n",
                absl::ToDoubleSeconds(absl::Now() - start));

@@ -41,7 +41,11 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
 
 struct BspEvaluationOptions {
   std::string model_name;  // The `model` column of every row.
-  int characters = 256;    // Of each game run through the model.
+  // Share of its training the model has had, in percent: the
+  // `training_percent` column (MoE-X, arXiv:2503.07639 Fig. 10, metrics over
+  // training; 0 for a random initialisation, 100 for a finished run).
+  int training_percent = 100;
+  int characters = 256;  // Of each game run through the model.
   bool board_tracking = false;
   int board_tracking_games = 50;  // The first BSP-test games read for it.
 };

@@ -192,7 +192,9 @@ TEST(EvaluateBspTest, CoverageRowsMatchTheClassifiersOnCollectedFeatures) {
   EXPECT_TRUE(tables->board_tracking.empty());
   const auto rows = Rows(tables->coverage);
   ASSERT_EQ(rows.size(), 1u + 4 * 2);  // Header, 4 blocks x 2 BSP sets.
-  EXPECT_EQ(rows[0].back(), "seed");
+  EXPECT_EQ(rows[0].back(), "training_percent");
+  EXPECT_EQ(Field(rows, 1, "seed"), 3);
+  EXPECT_EQ(Field(rows, 1, "training_percent"), 100);  // A finished model.
 
   auto features = CollectBspFeatures(*model, train, 256);
   ASSERT_TRUE(features.ok());
@@ -229,10 +231,12 @@ TEST(EvaluateBspTest, MixtureRouterColumnsAndBoardTracking) {
   options.characters = 64;
   options.board_tracking = true;
   options.board_tracking_games = 1;
+  options.training_percent = 75;  // A snapshot's (MoE-X Fig. 10).
   auto tables = EvaluateBsp(*model, 1, train, test, options);
   ASSERT_TRUE(tables.ok()) << tables.status();
   const auto rows = Rows(tables->coverage);
   for (size_t row = 1; row < rows.size(); ++row) {
+    EXPECT_EQ(Field(rows, row, "training_percent"), 75);
     const double r = Field(rows, row, "router_l0_pearson_pairs");
     EXPECT_TRUE(r >= -1 && r <= 1) << r;
     const double agreement = Field(rows, row, "sparsest_k_agreement");
@@ -242,6 +246,7 @@ TEST(EvaluateBspTest, MixtureRouterColumnsAndBoardTracking) {
   ASSERT_GE(tracking.size(), 2u);
   EXPECT_EQ(tracking[0][0], "model");
   EXPECT_EQ(Field(tracking, 1, "games"), 1);
+  EXPECT_EQ(Field(tracking, 1, "training_percent"), 75);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
 #include "analysis/bsp/bsp_evaluation.h"
 #include "datasets/chess/chess_games.h"
 #include "layers/backend/torch_init.h"
@@ -24,6 +25,10 @@
 #include "tools/config/config_loader.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "Trained model (lm_checkpoint .pt).");
+ABSL_FLAG(int, training_percent, -1,
+          "The `training_percent` column: share of its training the model has "
+          "had (a snapshot's percent; default 100 for --checkpoint, 0 for "
+          "--config's random initialisation)");
 ABSL_FLAG(std::string, config, "",
           "Config of a randomly initialised control (no --checkpoint).");
 ABSL_FLAG(std::string, name, "", "Model name written in every row.");
@@ -75,6 +80,14 @@ absl::Status Run() {
         "give one of --checkpoint (a trained model) and --config (its "
         "randomly initialised control)");
   }
+  const bool trained = !absl::GetFlag(FLAGS_checkpoint).empty();
+  const int percent = absl::GetFlag(FLAGS_training_percent);
+  if (percent > 100 || (percent >= 0 && !trained && percent != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--training_percent must be in [0, 100] (0 for --config's random "
+        "initialisation), got ",
+        percent));
+  }
   // Evaluation is as heavy as training: share the cores through the slots.
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(const layers::LoadedModel model, TrainedOrControl());
@@ -84,6 +97,7 @@ absl::Status Run() {
                    ReadGames(absl::GetFlag(FLAGS_bsp_test)));
   BspEvaluationOptions options;
   options.model_name = absl::GetFlag(FLAGS_name);
+  options.training_percent = percent >= 0 ? percent : trained ? 100 : 0;
   options.characters = absl::GetFlag(FLAGS_characters);
   options.board_tracking = !absl::GetFlag(FLAGS_board_tracking_out).empty();
   options.board_tracking_games = absl::GetFlag(FLAGS_board_tracking_games);

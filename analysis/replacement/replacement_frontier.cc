@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -17,15 +18,32 @@
 
 namespace sparse_layers::analysis {
 
-double MeanExpertRank(const layers::MxdImpl& mxd, int samples) {
+namespace {
+
+// Expert n's (H, O) matrix: MxD's D diag(c_n) (arXiv:2505.21364 Lemma 1), the
+// CP-MoE's U2 diag(U1[n]) U3 (App. B.4.1); undefined for other layers.
+torch::Tensor ExpertMatrix(const layers::SparseReplacementImpl& layer,
+                           int64_t expert) {
+  if (const auto* mxd = dynamic_cast<const layers::MxdImpl*>(&layer)) {
+    return mxd->decoder * mxd->experts[expert].unsqueeze(0);
+  }
+  if (const auto* cp = dynamic_cast<const layers::CpMoeImpl*>(&layer)) {
+    return torch::matmul(cp->u2 * cp->u1[expert].unsqueeze(0), cp->u3);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<double> MeanExpertRank(const layers::SparseReplacementImpl& layer,
+                                     int samples) {
   torch::NoGradGuard no_grad;
-  const int64_t n = mxd.experts.size(0);
+  if (!ExpertMatrix(layer, 0).defined()) return std::nullopt;
+  const int64_t n = layer.units();
   samples = std::min<int64_t>(samples, n);
   double total = 0;
   for (int i = 0; i < samples; ++i) {
-    const int64_t expert = i * n / samples;
-    total +=
-        train::NormalisedRank(mxd.decoder * mxd.experts[expert].unsqueeze(0));
+    total += train::NormalisedRank(ExpertMatrix(layer, i * n / samples));
   }
   return total / samples;
 }
@@ -105,7 +123,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
   std::string csv =
       "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
       "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
-      "mean_expert_rank,seed,training,shared_expert_rate\n";
+      "mean_expert_rank,seed,training,shared_expert_rate,rank_fraction\n";
   for (const std::string& path : replacement_paths) {
     ASSIGN_OR_RETURN(const layers::LoadedReplacement replacement,
                      layers::LoadReplacement(path));
@@ -121,10 +139,14 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
     const double ce = train::MeanCrossEntropy(*fitted.model, sampler, batches);
     const train::ActivationFit codes = train::EvaluateOnActivations(
         sparse, activations, spec.on_output(), options.rows, /*chunk=*/4096);
-    const auto* mxd = dynamic_cast<const layers::MxdImpl*>(&sparse);
+    const std::optional<double> mean_rank =
+        MeanExpertRank(sparse, options.rank_experts);
     const std::string rank =
-        mxd ? absl::StrFormat("%.4f",
-                              MeanExpertRank(*mxd, options.rank_experts))
+        mean_rank ? absl::StrFormat("%.4f", *mean_rank) : "";
+    // The CP-MoE's design rank, the level of MxD Fig. 12; "" for the others.
+    const std::string rank_fraction =
+        spec.cp_rank_fraction() > 0
+            ? absl::StrFormat("%g", spec.cp_rank_fraction())
             : "";
     int64_t parameters = 0;
     for (const torch::Tensor& p : sparse.parameters()) parameters += p.numel();
@@ -133,7 +155,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
     absl::StrAppendFormat(
         &csv,
         "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
-        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d,%s,%.6f\n",
+        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d,%s,%.6f,%s\n",
         options.base_name, fitted.config.name(), spec.ffn(),
         sparse.options().top_k, spec.expansion(), sparse.units(), parameters,
         ce, ce_base, ce_zero, ce_zero - ce_base,
@@ -142,7 +164,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
         fitted.config.runtime().seed(),
         fitted.config.model().layer_options().random_k() ? "random_k"
                                                          : "default",
-        usage.shared_expert_rate);
+        usage.shared_expert_rate, rank_fraction);
     for (const auto& [bin, share] : FrequencyHistogram(usage.frequencies)) {
       absl::StrAppendFormat(&units_csv, "%s,%s,%s,%d,%d,%.2f,%.6f\n",
                             options.base_name, fitted.config.name(), spec.ffn(),

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,9 +26,12 @@
 
 namespace sparse_layers::analysis {
 
-// Mean of rank(D diag(c_n)) / min(H, O) over `samples` evenly spaced experts
-// n = i N / samples (MxD Eq. 23, Table 3).
-double MeanExpertRank(const layers::MxdImpl& mxd, int samples);
+// Mean of rank(W_n) / min(H, O) over `samples` evenly spaced experts
+// n = i N / samples (MxD Eq. 23, Table 3), W_n = D diag(c_n) for an MxD and
+// U2 diag(U1[n]) U3 for a CP-MoE (App. B.4.1); nullopt for layers without
+// expert matrices.
+std::optional<double> MeanExpertRank(const layers::SparseReplacementImpl& layer,
+                                     int samples);
 
 struct ReplacementFrontierOptions {
   std::string base_name = "base";  // The CSV's `base` column.

@@ -23,13 +23,34 @@ TEST(MeanExpertRankTest, RankOfEachSampledExpertsSupport) {
   torch::NoGradGuard no_grad;
   mxd.decoder.copy_(torch::randn({6, 4}));
   mxd.experts.fill_(1.0);
-  EXPECT_DOUBLE_EQ(MeanExpertRank(mxd, 3), 1.0);
+  EXPECT_DOUBLE_EQ(*MeanExpertRank(mxd, 3), 1.0);
   // Experts 0, 2, 5 are sampled at 3 of 8: half of expert 2's entries zero.
   mxd.experts[2].slice(0, 0, 2).zero_();
   mxd.experts[1].zero_();  // Not sampled.
-  EXPECT_DOUBLE_EQ(MeanExpertRank(mxd, 3), (1.0 + 0.5 + 1.0) / 3);
+  EXPECT_DOUBLE_EQ(*MeanExpertRank(mxd, 3), (1.0 + 0.5 + 1.0) / 3);
   // Samples above N read every expert once.
-  EXPECT_DOUBLE_EQ(MeanExpertRank(mxd, 100), (6 * 1.0 + 0.5 + 0.0) / 8);
+  EXPECT_DOUBLE_EQ(*MeanExpertRank(mxd, 100), (6 * 1.0 + 0.5 + 0.0) / 8);
+}
+
+// A CP-MoE's experts U2 diag(U1[n]) U3 have rank R (MxD App. B.4.1): R = 2 of
+// min(H, O) = 4; an expert whose U1 row is zero has rank 0; a Transcoder has
+// no expert matrices.
+TEST(MeanExpertRankTest, CpMoeExpertsHaveTheirDecoderRank) {
+  torch::manual_seed(2);
+  layers::ReplacementOptions options;
+  options.d_in = options.d_out = 4;
+  options.d_ffn = 6;
+  options.n_experts = 4;
+  options.top_k = 2;
+  layers::CpMoeImpl cp(options, /*rank=*/2);
+  torch::NoGradGuard no_grad;
+  cp.u3.copy_(torch::randn({2, 4}));
+  EXPECT_DOUBLE_EQ(*MeanExpertRank(cp, 4), 0.5);
+  cp.u1[3].zero_();
+  EXPECT_DOUBLE_EQ(*MeanExpertRank(cp, 4), 0.5 * 3 / 4);
+  options.d_ffn = 8;
+  layers::TranscoderImpl tc(options, /*skip=*/false);
+  EXPECT_FALSE(MeanExpertRank(tc, 4).has_value());
 }
 
 // MxD Fig. 20's bins: log10(f + 1e-10) in 20 bins of 0.5 over [-10, 0].

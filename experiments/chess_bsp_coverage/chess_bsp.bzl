@@ -9,6 +9,7 @@ scale's outputs for the report."""
 load("@chess_model//:settings.bzl", "CHESS_MODEL")
 load("//tools/scale:scale.bzl", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_name")
+load("//tools/train:lm_checkpoint.bzl", "checkpoint_snapshot")
 load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:tool_run.bzl", "tool_run")
 
@@ -61,7 +62,13 @@ def _first_seeds():
     """The seeds whose encoder rows are also drawn as a t-SNE map: each scale's first (one map per model)."""
     return [seeds[0] for seeds in SEED_PLAN["chess_bsp_coverage"].values()]
 
-def chess_model(name, init_from = None):
+# MoE-X Fig. 10 (coverage over training): the percents of its steps after which a model keeps a snapshot; two,
+# as each costs a BSP evaluation per seed within the cpu budget.
+SNAPSHOT_PERCENTS = [50, 75]
+
+def chess_model(name, init_from = None, snapshots = False):
+    """`snapshots`: also keep the model at SNAPSHOT_PERCENTS of its steps and evaluate each like the final one
+    (rows named <name>, their `training_percent` column the snapshot's; <run>.at<percent>pct.bsp.csv)."""
     for seed in all_seeds(SEED_PLAN["chess_bsp_coverage"]):
         tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = name in CPU_MODELS)
         run = seeded_lm(
@@ -75,7 +82,27 @@ def chess_model(name, init_from = None):
             data = _GAMES,
             tokenizer = "//datasets/chess:vocabulary.chars",
             init_from = init_from,
+            snapshot_percents = SNAPSHOT_PERCENTS if snapshots else [],
         )
+        for percent in (SNAPSHOT_PERCENTS if snapshots else []):
+            snapshot = "%s_at%dpct" % (run, percent)
+            checkpoint_snapshot(
+                name = snapshot,
+                run = ":" + run,
+                percent = percent,
+                tags = tags,
+            )
+            tool_run(
+                name = snapshot + "_bsp",
+                tool = "//analysis/bsp:evaluate_bsp",
+                outs = ["%s.at%dpct.bsp.csv" % (run, percent), "%s.at%dpct.board.csv" % (run, percent)],
+                out_flags = ["--out=", "--board_tracking_out="],
+                checkpoint_args = {":" + snapshot: "--checkpoint="},
+                bsp_games = _GAMES,
+                args = ["--name=" + name, "--training_percent=%d" % percent],
+                message = "BSP coverage of %s after %d%% of its training" % (run, percent),
+                tags = tags,
+            )
         tool_run(
             name = run + "_bsp",
             tool = "//analysis/bsp:evaluate_bsp",
@@ -166,6 +193,18 @@ def chess_evaluations(models, controls, suffix):
         scale: [":" + seeded_name(m, s) + suffix for s in seeds for m in models[scale]] +
                [":" + seeded_name("random_" + m, s) + suffix for s in seeds for m in controls[scale]] +
                _pretrained_files(suffix)
+        for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
+    })
+
+def dynamics_tables(model, suffix):
+    """select() of `model`'s evaluate_bsp tables (suffix ".bsp.csv" or ".board.csv") over its training at the
+    active scale's seeds: each snapshot's, then the finished run's (MoE-X Fig. 10)."""
+    return by_scale({
+        scale: [
+            ":%s.at%dpct%s" % (seeded_name(model, s), percent, suffix)
+            for s in seeds
+            for percent in SNAPSHOT_PERCENTS
+        ] + [":" + seeded_name(model, s) + suffix for s in seeds]
         for scale, seeds in SEED_PLAN["chess_bsp_coverage"].items()
     })
 

@@ -80,19 +80,21 @@ def pretrained_manifests():
 # The grid of Fig. 3 at our scale: active units K per token.
 K_GRID = [2, 4, 8, 16, 32]
 
-def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False):
+def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False, cp_rank_fraction = None):
     """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
     sets the layer's initialisation and the order of the cached rows; `layer`, when set, the replaced block
-    (else fit_<scale>.textproto's); `random_k`, training with a random K' per step (MxD App. C.2)."""
+    (else fit_<scale>.textproto's); `random_k`, training with a random K' per step (MxD App. C.2);
+    `cp_rank_fraction`, the decoder rank of a "cp_moe" as a share of min(H, d) (MxD App. B.4.1)."""
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s }%s }\\n' > $@" % (
+        cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s%s }%s }\\n' > $@" % (
             name,
             ffn,
             top_k,
             "true" if on_output else "false",
             "" if layer == None else " layer: %d" % layer,
+            "" if cp_rank_fraction == None else " cp_rank_fraction: %s" % cp_rank_fraction,
             " layer_options { random_k: true }" if random_k else "",
         ),
     )
@@ -219,6 +221,92 @@ def random_k_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
             base.checkpoint,
             ":%s_activations" % base.name,
             [seeded_name("%s_mxd_k%d" % (base.name, FEATURE_K), seed), fit],
+            base.tokens,
+            seed,
+        )
+
+# MxD Fig. 12 (App. B.4.1): the CP-MoE's normalised decoder ranks R / min(H, d), {1/16, 1/4, 1} of the
+# spec's suggested five (three fits as in the paper), as <label>: <fraction> ("r1of16" names 1/16).
+CP_RANK_FRACTIONS = {
+    "r1of16": "0.0625",
+    "r1of4": "0.25",
+    "r1": "1",
+}
+
+def cp_rank_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
+    """MxD App. B.4.1 (Fig. 12) on the GELU base (the paper's GPT-2; the CP-MoE has the GELU encoder), per
+    seed: <base>_cp_<label>_k<FEATURE_K>_s<seed>, parameter-matched CP-MoEs at each of CP_RANK_FRACTIONS, and
+    <base>_cp_rank_s<seed>, the frontier evaluation of them beside the frontier grid's MxD and Transcoder at the
+    same K and seed (CE, NMSE, measured expert rank)."""
+    for seed in seeds:
+        fits = []
+        for label, fraction in CP_RANK_FRACTIONS.items():
+            fit = seeded_name("%s_cp_%s_k%d" % (base.name, label, FEATURE_K), seed)
+            replacement_fit(
+                fit,
+                base.checkpoint,
+                base.config,
+                ":%s_activations" % base.name,
+                "cp_moe",
+                FEATURE_K,
+                seed,
+                layer = base.layer,
+                cp_rank_fraction = fraction,
+            )
+            fits.append(fit)
+        frontier_evaluation(
+            seeded_name("%s_cp_rank" % base.name, seed),
+            base.name,
+            base.checkpoint,
+            ":%s_activations" % base.name,
+            fits + [seeded_name("%s_%s_k%d" % (base.name, method, FEATURE_K), seed) for method in ["mxd", "tc"]],
+            base.tokens,
+            seed,
+        )
+
+def cp_rank_bases():
+    """The bases with the CP-MoE comparison: the GELU-MLP family (ours, or a pretrained GPT-2-like model)."""
+    return [base for base in base_models() if base.name == "gelu"]
+
+def cp_rank_files():
+    """select() of every cp_rank_comparison table at the active scale's seeds."""
+    labels = []
+    for base in cp_rank_bases():
+        labels = labels + seeded_labels([base.name + "_cp_rank"], SEED_PLAN["mxd_frontier"], ".csv")
+    return labels
+
+# MxD App. B.6.2 (Fig. 19): the encoders each base's MxD is compared against (its own, mxd_<base>, is the
+# frontier grid's): ReLU on the GELU base; ReLU-MLP and GELU-MLP on the SwiGLU base (the paper's Llama panel).
+ENCODER_ALTERNATIVES = {
+    "gelu": ["mxd_relu"],
+    "swiglu": ["mxd_gelu", "mxd_relu"],
+}
+
+def encoder_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
+    """MxD App. B.6.2 (Fig. 19) on one base, per seed: <base>_<encoder>_k<FEATURE_K>_s<seed>, the MxD with each
+    of ENCODER_ALTERNATIVES' encoders at FEATURE_K (parameter-matched like the grid's), and <base>_encoders_s<seed>,
+    the frontier evaluation of them beside the grid's MxD with the base's own encoder at the same K and seed."""
+    for seed in seeds:
+        fits = [seeded_name("%s_mxd_k%d" % (base.name, FEATURE_K), seed)]
+        for ffn in ENCODER_ALTERNATIVES.get(base.name, []):
+            fit = seeded_name("%s_%s_k%d" % (base.name, ffn, FEATURE_K), seed)
+            replacement_fit(
+                fit,
+                base.checkpoint,
+                base.config,
+                ":%s_activations" % base.name,
+                ffn,
+                FEATURE_K,
+                seed,
+                layer = base.layer,
+            )
+            fits.append(fit)
+        frontier_evaluation(
+            seeded_name("%s_encoders" % base.name, seed),
+            base.name,
+            base.checkpoint,
+            ":%s_activations" % base.name,
+            fits,
             base.tokens,
             seed,
         )

@@ -27,6 +27,8 @@ struct FeedForwardOptions {
   int64_t top_k = 0;
   // Query/key width of product-key routers; 0 means 128.
   int64_t d_key = 0;
+  // Decoder rank of the low-rank CP-MoE replacement (0: full rank).
+  int64_t rank = 0;
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
   // Options of pretrained dense MLPs ("gelu_mlp"): biases on both matrices,

@@ -119,7 +119,8 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
                            r.top_k(),
                            r.on_output(),
                            r.site() == config::FfnReplacement::ATTN,
-                           sizes.qk_heads};
+                           sizes.qk_heads,
+                           sizes.rank};
   }
   return options;
 }
@@ -237,6 +238,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   replacement_options.d_ffn = replacement.d_ffn;
   replacement_options.n_experts = replacement.n_experts;
   replacement_options.top_k = replacement.top_k;
+  replacement_options.rank = replacement.rank;
   AttentionOptions attention_options;
   attention_options.d_model = options.d_model;
   attention_options.n_heads = options.n_heads;

@@ -55,6 +55,7 @@ struct GptOptions {
     bool on_output = false;
     bool attention_site = false;
     int64_t qk_heads = 0;
+    int64_t rank = 0;  // CP-MoE decoder rank.
   } replacement;
   bool rotary = false;
   bool qk_norm = false;

@@ -1,5 +1,6 @@
 #include "layers/replacement/sparse_replacement.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace sparse_layers::layers {
@@ -50,6 +51,23 @@ FeedForwardRegistration kMxdGelu("mxd_gelu", config::FfnShape::kMxd,
                                    return std::make_shared<MxdImpl>(
                                        FromFeedForward(o, o.n_experts, true),
                                        MxdImpl::Encoder::kGelu);
+                                 });
+// MxD's GELU encoder and gate with a rank-R decoder (arXiv:2505.21364 App.
+// B.4.1); as a replacement its N and R come from the config's budget rule,
+// and rank 0 (a model's own FFN) is full rank, min(H, d).
+FeedForwardRegistration kCpMoe("cp_moe", config::FfnShape::kMxd,
+                               [](const FeedForwardOptions& o) {
+                                 return std::make_shared<CpMoeImpl>(
+                                     FromFeedForward(o, o.n_experts, true),
+                                     o.rank > 0 ? o.rank
+                                                : std::min(o.d_ffn, o.d_model));
+                               });
+// The encoder ablation's ReLU-MLP encoder (arXiv:2505.21364 App. B.6.2).
+FeedForwardRegistration kMxdRelu("mxd_relu", config::FfnShape::kMxd,
+                                 [](const FeedForwardOptions& o) {
+                                   return std::make_shared<MxdImpl>(
+                                       FromFeedForward(o, o.n_experts, true),
+                                       MxdImpl::Encoder::kRelu);
                                  });
 FeedForwardRegistration kMxdSwiGlu("mxd_swiglu", config::FfnShape::kMxd,
                                    [](const FeedForwardOptions& o) {
@@ -211,8 +229,15 @@ MxdImpl::MxdImpl(const ReplacementOptions& options, Encoder encoder_kind)
 
 torch::Tensor MxdImpl::Hidden(const torch::Tensor& x) const {
   const torch::Tensor pre = torch::addmm(encoder_bias, x, encoder);
-  if (encoder_kind_ == Encoder::kGelu) return torch::gelu(pre);
-  return torch::silu(pre) * torch::addmm(glu_bias, x, glu);
+  switch (encoder_kind_) {
+    case Encoder::kGelu:
+      return torch::gelu(pre);
+    case Encoder::kRelu:
+      return torch::relu(pre);
+    case Encoder::kSwiGlu:
+      return torch::silu(pre) * torch::addmm(glu_bias, x, glu);
+  }
+  TORCH_CHECK(false, "unknown MxD encoder");
 }
 
 torch::Tensor MxdImpl::PreCodes(const torch::Tensor& x) {
@@ -242,6 +267,8 @@ int64_t MxdImpl::ForwardFlopsPerToken() const {
 
 CpMoeImpl::CpMoeImpl(const ReplacementOptions& options, int64_t rank)
     : SparseReplacementImpl(options), rank_(rank) {
+  TORCH_CHECK(options.n_experts > 0 && rank > 0,
+              "CP-MoE needs n_experts > 0 and a decoder rank > 0");
   const auto& o = options;
   encoder = register_parameter("encoder", Uniform({o.d_in, o.d_ffn}, o.d_in));
   encoder_bias = register_parameter("encoder_bias", torch::zeros({o.d_ffn}));
@@ -275,13 +302,6 @@ int64_t CpMoeImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
   return 2 * o.d_in * o.d_ffn + 2 * o.d_in * o.n_experts + 2 * o.top_k * rank_ +
          2 * o.d_ffn * rank_ + 2 * rank_ * o.d_out;
-}
-
-int64_t CpMoeExpertsForBudget(int64_t d_in, int64_t d_out, int64_t hidden,
-                              int64_t rank, int64_t budget) {
-  return (budget -
-          (d_in * hidden + hidden + hidden * rank + rank * d_out + d_out)) /
-         (d_in + 1 + rank);
 }
 
 }  // namespace sparse_layers::layers

@@ -132,7 +132,8 @@ class TopKSaeImpl : public SparseReplacementImpl {
 // a = TopK(ReLU(G x + b_g), K) over N experts, W_n = D diag(c_n) (Lemma 1).
 class MxdImpl : public SparseReplacementImpl {
  public:
-  enum class Encoder { kGelu, kSwiGlu };
+  // kRelu: the ReLU-MLP encoder of the encoder ablation (App. B.6.2, Fig. 19).
+  enum class Encoder { kGelu, kRelu, kSwiGlu };
   MxdImpl(const ReplacementOptions& options, Encoder encoder);
   torch::Tensor PreCodes(const torch::Tensor& x) override;
   torch::Tensor DecodeSparse(const torch::Tensor& x,
@@ -142,7 +143,7 @@ class MxdImpl : public SparseReplacementImpl {
   int64_t units() const override { return options_.n_experts; }
   int64_t ForwardFlopsPerToken() const override;
 
-  // z = phi(x E + b_e) (GELU), or silu(x E + b_e) o (x E_glu + b_glu).
+  // z = phi(x E + b_e) (GELU or ReLU), or silu(x E + b_e) o (x E_glu + b_glu).
   torch::Tensor Hidden(const torch::Tensor& x) const;
 
   torch::Tensor encoder;       // E (d_in, H)
@@ -185,12 +186,6 @@ class CpMoeImpl : public SparseReplacementImpl {
  private:
   int64_t rank_;
 };
-
-// N for a CP-MoE of rank R within a parameter budget (App. B.4.1 of
-// arXiv:2505.21364 varies N to keep the parameter count):
-// (P - (I H + H + H R + R O + O)) / (I + 1 + R).
-int64_t CpMoeExpertsForBudget(int64_t d_in, int64_t d_out, int64_t hidden,
-                              int64_t rank, int64_t budget);
 
 }  // namespace sparse_layers::layers
 

@@ -85,6 +85,25 @@ TEST(MxdTest, OutputsTheBiasAtInitAndKeepsAtMostKCodes) {
   EXPECT_TRUE(torch::equal(skip.Forward(x, none), torch::ones({7, 64})));
 }
 
+// The encoders of MxD's ablation (App. B.6.2, Fig. 19): z = phi(x E + b_e) with
+// phi GELU or ReLU, and Swish-GLU's silu(x E + b_e) o (x E_glu + b_glu).
+TEST(MxdTest, EncodersApplyTheirActivation) {
+  torch::manual_seed(4);
+  const torch::Tensor x = torch::randn({5, 16});
+  MxdImpl gelu(MxdOptions(), MxdImpl::Encoder::kGelu);
+  MxdImpl relu(MxdOptions(), MxdImpl::Encoder::kRelu);
+  MxdImpl swiglu(MxdOptions(), MxdImpl::Encoder::kSwiGlu);
+  const auto pre = [&](const MxdImpl& m) {
+    return torch::matmul(x, m.encoder) + m.encoder_bias;
+  };
+  EXPECT_TRUE(torch::allclose(gelu.Hidden(x), torch::gelu(pre(gelu))));
+  EXPECT_TRUE(torch::allclose(relu.Hidden(x), torch::relu(pre(relu))));
+  EXPECT_TRUE(torch::allclose(
+      swiglu.Hidden(x), torch::silu(pre(swiglu)) *
+                            (torch::matmul(x, swiglu.glu) + swiglu.glu_bias)));
+  EXPECT_FALSE(relu.glu.defined());
+}
+
 TEST(SteeringTest, AddingAlphaToOneCodeMovesTheOutputByItsDirection) {
   torch::manual_seed(3);
   MxdImpl mxd(MxdOptions(), MxdImpl::Encoder::kGelu);
@@ -263,8 +282,9 @@ TEST(RegistryTest, ReplacementLayersAreNamedFeedForwards) {
   options.d_ffn = 32;
   options.n_experts = 24;
   options.top_k = 4;
+  options.rank = 4;
   for (const char* name : {"transcoder", "skip_transcoder", "topk_sae",
-                           "mxd_gelu", "mxd_swiglu"}) {
+                           "mxd_gelu", "mxd_relu", "mxd_swiglu", "cp_moe"}) {
     auto layer = FeedForwardRegistry::Create(name, options);
     ASSERT_TRUE(layer.ok()) << name;
     HookPoint none;
@@ -300,9 +320,18 @@ TEST(CpMoeTest, ExpertsHaveRankAtMostRAndTheBudgetRuleHolds) {
                               1e-4, 1e-5));
   // The N that fills a Transcoder's budget leaves less than one expert over.
   const int64_t budget = config::TranscoderParameters(768, 768, 24576);
-  const int64_t n = CpMoeExpertsForBudget(768, 768, 3072, 96, budget);
+  const int64_t n =
+      config::CpMoeExpertsMatchingTranscoder(768, 768, 3072, 96, 24576);
   const int64_t used =
       768 * 3072 + 3072 + 3072 * 96 + 96 * 768 + 768 + n * (768 + 1 + 96);
+  EXPECT_EQ(config::CpMoeParameters(768, 768, 3072, 96, n), used);
+  // The layer holds exactly that many parameters.
+  ReplacementOptions matched{768, 768, 3072, n, 32};
+  int64_t held = 0;
+  for (const torch::Tensor& p : CpMoeImpl(matched, 96).parameters()) {
+    held += p.numel();
+  }
+  EXPECT_EQ(held, used);
   EXPECT_LE(used, budget);
   EXPECT_GT(used + 768 + 1 + 96, budget);
 }

@@ -37,7 +37,7 @@ const char kData[] = "tools/config/testdata/";
   for (const char* name : {"transcoder", "skip_transcoder", "topk_sae"}) {
     RegisterFfnShape(name, FfnShape::kTopK);
   }
-  for (const char* name : {"mxd_gelu", "mxd_swiglu"}) {
+  for (const char* name : {"mxd_gelu", "mxd_relu", "mxd_swiglu", "cp_moe"}) {
     RegisterFfnShape(name, FfnShape::kMxd);
   }
   RegisterAttentionShape("mha", AttentionShape::kMultiHead);
@@ -243,7 +243,7 @@ TEST_F(ConstraintTest, RegistryNamesAndEnums) {
             "lorsa, mha, mohd");
   EXPECT_THAT(Reject("model { ffn: \"gelu\" }"),
               StartsWith("field 'model.ffn': unknown ffn 'gelu'; known: "
-                         "geglu, gelu_mlp, "));
+                         "cp_moe, geglu, gelu_mlp, "));
   // Closed sets are proto enums, rejected by the parser (file:line:column
   // before the field), a string where an enum value belongs included.
   EXPECT_EQ(Reject("model { positions: ALIBI }"),
@@ -337,8 +337,24 @@ TEST_F(ConstraintTest, ReplacementOptions) {
   EXPECT_EQ(Reject("model { replacement { ffn: \"gelu_mlp\" top_k: 4 "
                    "expansion: 2 } }"),
             "field 'model.replacement.ffn': 'gelu_mlp' is not a replacement "
-            "layer (skip_transcoder, topk_sae, transcoder, mxd_gelu, "
-            "mxd_swiglu, lorsa)");
+            "layer (skip_transcoder, topk_sae, transcoder, cp_moe, mxd_gelu, "
+            "mxd_relu, mxd_swiglu, lorsa)");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"cp_moe\" top_k: 4 "
+                   "expansion: 8 } }"),
+            "field 'model.replacement.cp_rank_fraction': cp_moe needs "
+            "cp_rank_fraction in (0, 1], got 0");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"cp_moe\" top_k: 4 "
+                   "expansion: 8 cp_rank_fraction: 1.5 } }"),
+            "field 'model.replacement.cp_rank_fraction': cp_moe needs "
+            "cp_rank_fraction in (0, 1], got 1.5");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 "
+                   "expansion: 2 cp_rank_fraction: 0.5 } }"),
+            "field 'model.replacement.cp_rank_fraction': only cp_moe has a "
+            "decoder rank");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"cp_moe\" top_k: 4 "
+                   "expansion: 8 cp_rank_fraction: 0.25 } }"),
+            "accepted: model { replacement { ffn: \"cp_moe\" top_k: 4 "
+            "expansion: 8 cp_rank_fraction: 0.25 } }");
   EXPECT_THAT(Reject("model { replacement { ffn: \"tc\" top_k: 4 "
                      "expansion: 2 } }"),
               StartsWith("field 'model.replacement.ffn': unknown ffn 'tc'"));

@@ -25,6 +25,8 @@ constexpr int64_t kMaxWidth = int64_t{1} << 20;
 constexpr int64_t kMaxVocabulary = int64_t{1} << 18;
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxThreads = 1024;
+// The low-rank CP-MoE baseline, the one replacement with a decoder rank.
+constexpr char kCpMoe[] = "cp_moe";
 
 // NaN fails every comparison, so ranges are written as what is accepted.
 bool InRange(double value, double low, double high) {
@@ -221,6 +223,15 @@ absl::Status CheckReplacement(const ModelConfig& model,
   }
   if (shape.has_value() && sizes.d_ffn <= 0) {
     return at("d_ffn", "set d_ffn or an expansion");
+  }
+  const double rank_fraction = r.cp_rank_fraction();
+  if (r.ffn() == kCpMoe && !(rank_fraction > 0 && rank_fraction <= 1)) {
+    return at("cp_rank_fraction",
+              absl::StrCat("cp_moe needs cp_rank_fraction in (0, 1], got ",
+                           rank_fraction));
+  }
+  if (r.ffn() != kCpMoe && rank_fraction != 0) {
+    return at("cp_rank_fraction", "only cp_moe has a decoder rank");
   }
   return CheckFfn(model, r.ffn(), sizes.d_ffn, sizes.n_experts, r.top_k(),
                   /*replacement=*/true, error);
@@ -470,7 +481,13 @@ ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model) {
                 : mxd         ? EffectiveFfnWidth(model)
                               : width;
   sizes.n_experts = r.n_experts();
-  if (mxd && sizes.n_experts == 0 && width > 0) {
+  if (r.ffn() == kCpMoe) {
+    sizes.rank = CpMoeRank(sizes.d_ffn, model.d_model(), r.cp_rank_fraction());
+    if (sizes.n_experts == 0 && width > 0) {
+      sizes.n_experts = CpMoeExpertsMatchingTranscoder(
+          model.d_model(), model.d_model(), sizes.d_ffn, sizes.rank, width);
+    }
+  } else if (mxd && sizes.n_experts == 0 && width > 0) {
     sizes.n_experts = MxdExpertsMatchingTranscoder(
         model.d_model(), model.d_model(), sizes.d_ffn, width,
         r.ffn() == "mxd_swiglu", MatchingFormula::kExact);

@@ -43,6 +43,7 @@ struct ReplacementSizes {
   int64_t d_ffn = 0;
   int64_t n_experts = 0;
   int64_t qk_heads = 0;
+  int64_t rank = 0;  // CP-MoE decoder rank R.
 };
 ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model);
 

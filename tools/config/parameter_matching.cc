@@ -1,5 +1,6 @@
 #include "tools/config/parameter_matching.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace sparse_layers::config {
@@ -33,6 +34,25 @@ int64_t MxdExpertsMatchingTranscoder(int64_t d_in, int64_t d_out,
   }
   return static_cast<int64_t>(std::floor(
       (budget - MxdParameters(d_in, d_out, hidden, 0, false)) / per_expert));
+}
+
+int64_t CpMoeParameters(int64_t d_in, int64_t d_out, int64_t hidden,
+                        int64_t rank, int64_t experts) {
+  return d_in * hidden + hidden + hidden * rank + rank * d_out + d_out +
+         experts * (d_in + 1 + rank);
+}
+
+int64_t CpMoeRank(int64_t hidden, int64_t d_out, double fraction) {
+  return std::max<int64_t>(
+      1, std::llround(fraction * static_cast<double>(std::min(hidden, d_out))));
+}
+
+int64_t CpMoeExpertsMatchingTranscoder(int64_t d_in, int64_t d_out,
+                                       int64_t hidden, int64_t rank,
+                                       int64_t transcoder_width) {
+  const int64_t budget = TranscoderParameters(d_in, d_out, transcoder_width);
+  return (budget - CpMoeParameters(d_in, d_out, hidden, rank, 0)) /
+         (d_in + 1 + rank);
 }
 
 }  // namespace sparse_layers::config

@@ -28,6 +28,22 @@ int64_t MxdExpertsMatchingTranscoder(int64_t d_in, int64_t d_out,
                                      int64_t hidden, int64_t transcoder_width,
                                      bool swiglu, MatchingFormula formula);
 
+// The low-rank CP-MoE baseline (MxD, arXiv:2505.21364 App. B.4.1, Eq. 22):
+// the MxD GELU encoder (I H + H), gate (N (I + 1)), rank-R factors
+// U1 (N, R), U2 (H, R), U3 (R, O) and the output bias O.
+int64_t CpMoeParameters(int64_t d_in, int64_t d_out, int64_t hidden,
+                        int64_t rank, int64_t experts);
+
+// Decoder rank R at normalised rank R / min(H, O) = `fraction` (the x axis of
+// Fig. 12 of arXiv:2505.21364): rounded, at least 1.
+int64_t CpMoeRank(int64_t hidden, int64_t d_out, double fraction);
+
+// The largest N whose CP-MoE fits a Transcoder's parameters (App. B.4.1 keeps
+// the budget and varies N): (P - (I H + H + H R + R O + O)) / (I + 1 + R).
+int64_t CpMoeExpertsMatchingTranscoder(int64_t d_in, int64_t d_out,
+                                       int64_t hidden, int64_t rank,
+                                       int64_t transcoder_width);
+
 }  // namespace sparse_layers::config
 
 #endif  // SPARSE_LAYERS_TOOLS_CONFIG_PARAMETER_MATCHING_H_

@@ -64,6 +64,9 @@ expect steer "$out" "--samples must be >= 1, got 0" \
   --base="$work/lm.pt" --tokenizer="$tokenizer" --tokens="$tokens" --samples=0 --out="$out"
 expect evaluate_bsp "$out" "game 0 has no FENs" \
   --config="$config" --bsp_train="$work/no_fens.jsonl" --bsp_test="$work/no_fens.jsonl" --out="$out"
+expect evaluate_bsp "$out" "--training_percent must be in [0, 100] (0 for --config's random initialisation), got 50" \
+  --config="$config" --bsp_train="$work/no_fens.jsonl" --bsp_test="$work/no_fens.jsonl" --out="$out" \
+  --training_percent=50
 expect build_chess_dataset "$out" "--train_games must be >= 0, got -1" \
   --pgn="$work/empty.pgn" --games_manifest="$work/empty.textproto" --train_games=-1 --out_dir="$out"
 expect generate_games "$out" "cannot run the UCI engine /nonexistent: No such file or directory" \
@@ -119,6 +122,10 @@ expect train "$out" "--resume continues --out, --resume_dir its own store: give 
   --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
   --validation_data="$shards/validation/validation.tokens.textproto" --out="$out" --resume \
   --resume_dir="$work/resume_store"
+expect train "$out" "--snapshots: '1.5:$work/late.pt' is not fraction:path, fraction in (0, 1)" \
+  --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
+  --validation_data="$shards/validation/validation.tokens.textproto" --out="$out" \
+  --snapshots="1.5:$work/late.pt"
 expect summary_table "$out" "summary or config: $work/missing is not a readable file" \
   --out="$out" --fields=steps "$work/missing"
 expect activation_flow "$out" "--windows must be >= 1, got 0" \

@@ -2,7 +2,7 @@
 # An interrupted build resumes its training (issue: a killed action restarts from scratch). A scratch workspace
 # runs the real trainer as a sandboxed build action with lm_checkpoint.bzl's resume flags (a store of the
 # test's own, made writable as tools/bazel makes the user's); the test interrupts the build (Ctrl-C) at step 300 of 400,
-# rebuilds, and checks that the rebuild resumed mid-run, took less than the remaining steps' time plus
+# rebuilds, and checks that the rebuild resumed mid-run (past a snapshot taken at step 200), took less than the remaining steps' time plus
 # startup (with slack for the machine's load), left the store empty, and produced the bytes of an uninterrupted run.
 # Usage: interrupted_build_test.sh TRAIN CONFIG SHARDS_DIR
 set -euo pipefail
@@ -26,7 +26,8 @@ inputs=(--config="$config,$TEST_TMPDIR/longer.textproto"
 
 # The reference: the same training, uninterrupted and outside Bazel.
 start=$SECONDS
-"$train" "${inputs[@]}" --out="$TEST_TMPDIR/straight.pt" 2>"$TEST_TMPDIR/straight.log" ||
+"$train" "${inputs[@]}" --out="$TEST_TMPDIR/straight.pt" --snapshots="0.5:$TEST_TMPDIR/straight.half.pt" \
+  2>"$TEST_TMPDIR/straight.log" ||
   { cat "$TEST_TMPDIR/straight.log" >&2; fail "the uninterrupted run failed"; }
 full=$((SECONDS - start))
 echo "uninterrupted: $steps steps in ${full} s"
@@ -37,13 +38,14 @@ printf 'build --nosandbox_debug\nbuild --sandbox_writable_path=%s\n' "$store" >.
 cat >BUILD <<EOF
 genrule(
     name = "lm",
-    outs = ["lm.pt", "lm.csv", "lm.summary.textproto"],
+    outs = ["lm.pt", "lm.csv", "lm.summary.textproto", "lm.half.pt"],
     cmd = " ".join([
         "$train",
         "${inputs[*]}",
         "--out=\$(location lm.pt)",
         "--log_csv=\$(location lm.csv)",
         "--summary=\$(location lm.summary.textproto)",
+        "--snapshots=0.5:\$(location lm.half.pt)",
         "--resume_dir=$store",
         "--checkpoint_every_seconds=1",
     ]),
@@ -85,8 +87,11 @@ echo "the rebuild resumed at step $resumed_at of $steps and took ${rebuild} s (b
 
 cmp "$TEST_TMPDIR/straight.pt" bazel-bin/lm.pt || fail "checkpoints differ"
 cmp "$TEST_TMPDIR/straight.pt.csv" bazel-bin/lm.csv || fail "CSV logs differ"
+# The snapshot at step 200 was taken before the interrupt and kept in the store.
+cmp "$TEST_TMPDIR/straight.half.pt" bazel-bin/lm.half.pt || fail "the step-200 snapshots differ"
 timing='^(wall_seconds|tokens_per_second):'
 diff <(grep -Ev "$timing" "$TEST_TMPDIR/straight.pt.summary.textproto") \
   <(grep -Ev "$timing" bazel-bin/lm.summary.textproto) || fail "summaries differ beyond timing"
 [[ -z "$(ls -A "$store")" ]] || { ls -la "$store" >&2; fail "the finished action left its resume entry"; }
-echo "PASS: checkpoint ($(stat -c %s bazel-bin/lm.pt) bytes) and log byte-identical to the uninterrupted run"
+echo "PASS: checkpoint ($(stat -c %s bazel-bin/lm.pt) bytes), its step-200 snapshot and log byte-identical to" \
+  "the uninterrupted run"

@@ -13,7 +13,7 @@ tools/bazel makes it writable) under a key of its inputs, and a rerun continues 
 
 load("//datasets/text:text_data.bzl", "TokenShardsInfo")
 load("//tools/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
-load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "split_manifest")
+load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "CheckpointSnapshotsInfo", "split_manifest")
 
 # Constant, so every machine's action keys agree; "~/" is each user's own home (tools/train/resume_store.h).
 # At most 5 minutes of training are lost to a kill; a checkpoint costs about a second at cpu scale.
@@ -22,13 +22,19 @@ RESUME_FLAGS = [
     "--checkpoint_every_seconds=300",
 ]
 
-def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message):
+def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message, snapshots = {}):
     """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
-    the mode's leading and trailing arguments."""
+    the mode's leading and trailing arguments; `snapshots`, percent of the steps -> File, the models kept along
+    the way."""
     checkpoint = ctx.actions.declare_file(ctx.label.name + ".pt")
     log = ctx.actions.declare_file(ctx.label.name + ".csv")
     summary = ctx.actions.declare_file(ctx.label.name + ".summary.textproto")
-    outputs = [checkpoint, log, summary]
+    outputs = [checkpoint, log, summary] + snapshots.values()
+    if snapshots:
+        trailing_args = trailing_args + ["--snapshots=" + ",".join([
+            ("0.0%d:%s" if percent < 10 else "0.%d:%s") % (percent, f.path)
+            for percent, f in sorted(snapshots.items())
+        ])]
     ctx.actions.run(
         executable = ctx.executable._train,
         arguments = leading_args + [
@@ -45,9 +51,11 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
         progress_message = progress_message,
         execution_requirements = {"cpu:%d" % ctx.attr.threads: ""},
     )
+    published = [checkpoint, log, summary]
     return [
-        DefaultInfo(files = depset(outputs), runfiles = ctx.runfiles(files = outputs)),
+        DefaultInfo(files = depset(published), runfiles = ctx.runfiles(files = published)),
         CheckpointInfo(checkpoint = checkpoint, log = log, summary = summary),
+        CheckpointSnapshotsInfo(snapshots = snapshots, log = log, summary = summary),
     ]
 
 def _lm_checkpoint_impl(ctx):
@@ -57,6 +65,13 @@ def _lm_checkpoint_impl(ctx):
             fail("%s: data %s has no %s shard directory" % (ctx.label, ctx.attr.data.label, split))
 
     parent = [ctx.attr.init_from[CheckpointInfo].checkpoint] if ctx.attr.init_from else []
+    for percent in ctx.attr.snapshot_percents:
+        if percent <= 0 or percent >= 100:
+            fail("%s: snapshot_percents must be in (0, 100), got %d" % (ctx.label, percent))
+    snapshots = {
+        percent: ctx.actions.declare_file("%s.at%dpct.pt" % (ctx.label.name, percent))
+        for percent in ctx.attr.snapshot_percents
+    }
     providers = _run_trainer(
         ctx,
         inputs = [ctx.file.config, shards["train"], shards["validation"]] + parent,
@@ -68,8 +83,12 @@ def _lm_checkpoint_impl(ctx):
         trailing_args = ["--init_from=" + f.path for f in parent[:1]],
         mnemonic = "TrainLM",
         progress_message = "Training %s" % ctx.label,
+        snapshots = snapshots,
     )
-    return providers + [OutputGroupInfo(sample = depset(_decode_sample(ctx, providers[1].summary)))]
+    return providers + [OutputGroupInfo(
+        sample = depset(_decode_sample(ctx, providers[1].summary)),
+        snapshots = depset(snapshots.values()),
+    )]
 
 def _decode_sample(ctx, summary):
     """<name>.sample.txt, the training sample as text, built only on request (`--output_groups=sample`): the
@@ -116,6 +135,10 @@ lm_checkpoint = rule(
             providers = [CheckpointInfo],
             doc = "A parent lm_checkpoint to copy / upcycle from (config.init).",
         ),
+        "snapshot_percents": attr.int_list(
+            doc = "Also keep the model after this percent of the budget's steps, as <name>.at<percent>pct.pt " +
+                  "(output group `snapshots`; checkpoint_snapshot names one): metrics over training.",
+        ),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
         "_decode_sample": attr.label(default = "//tools/train:decode_sample", executable = True, cfg = "exec"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
@@ -161,5 +184,30 @@ replacement_checkpoint = rule(
         "threads": attr.int(default = 2),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
+    },
+)
+
+def _checkpoint_snapshot_impl(ctx):
+    snapshots = ctx.attr.run[CheckpointSnapshotsInfo]
+    if ctx.attr.percent not in snapshots.snapshots:
+        fail("%s: %s keeps no snapshot at %d%% (its snapshot_percents: %s)" % (
+            ctx.label,
+            ctx.attr.run.label,
+            ctx.attr.percent,
+            sorted(snapshots.snapshots.keys()),
+        ))
+    snapshot = snapshots.snapshots[ctx.attr.percent]
+    return [
+        DefaultInfo(files = depset([snapshot])),
+        CheckpointInfo(checkpoint = snapshot, log = snapshots.log, summary = snapshots.summary),
+    ]
+
+checkpoint_snapshot = rule(
+    implementation = _checkpoint_snapshot_impl,
+    doc = "One snapshot of an lm_checkpoint (its snapshot_percents) as a checkpoint the analysis tools take; " +
+          "log and summary are the whole run's.",
+    attrs = {
+        "run": attr.label(mandatory = True, providers = [CheckpointSnapshotsInfo]),
+        "percent": attr.int(mandatory = True),
     },
 )

@@ -9,6 +9,15 @@ CheckpointInfo = provider(
     },
 )
 
+CheckpointSnapshotsInfo = provider(
+    doc = "An lm_checkpoint's snapshots along its training (snapshot_percents).",
+    fields = {
+        "snapshots": "dict: percent of the budget's steps (int) -> File, <name>.at<percent>pct.pt.",
+        "log": "File: the run's <name>.csv.",
+        "summary": "File: the run's <name>.summary.textproto.",
+    },
+)
+
 def split_manifest(directory, split, kind):
     """The manifest of one split's directory of token shards (kind "tokens") or activations ("activations"):
     <directory>/<split>.<kind>.textproto."""

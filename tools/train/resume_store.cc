@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -90,15 +91,20 @@ absl::StatusOr<ResumeEntry> ResumeEntry::Open(const std::string& directory,
                      absl::StrCat("cannot write the resume directory ",
                                   directory, ": ", std::strerror(errno)));
   }
-  return ResumeEntry(base + kCheckpointExtension, lock_path, fd);
+  return ResumeEntry(base, base + kCheckpointExtension, lock_path, fd);
 }
 
 ResumeEntry::ResumeEntry(ResumeEntry&& other) noexcept
-    : checkpoint_path_(std::move(other.checkpoint_path_)),
+    : base_(std::move(other.base_)),
+      checkpoint_path_(std::move(other.checkpoint_path_)),
       lock_path_(std::move(other.lock_path_)),
       lock_fd_(std::exchange(other.lock_fd_, -1)) {}
 
 ResumeEntry::~ResumeEntry() { Unlock(lock_fd_); }
+
+std::string ResumeEntry::SnapshotPath(int index) const {
+  return absl::StrCat(base_, ".snapshot", index);
+}
 
 absl::Status ResumeEntry::Remove() {
   std::error_code error;
@@ -106,6 +112,8 @@ absl::Status ResumeEntry::Remove() {
   if (error) {
     return absl::InternalError(absl::StrCat("cannot remove ", checkpoint_path_,
                                             ": ", error.message()));
+  }
+  for (int index = 0; fs::remove(SnapshotPath(index), error); ++index) {
   }
   // The lock file goes too, while still held: a waiting run then finds no
   // checkpoint, which is right, as the outputs now exist.
@@ -117,13 +125,14 @@ absl::StatusOr<CleanedEntries> CleanResumeStore(const std::string& directory,
                                                 absl::Duration max_age,
                                                 int64_t max_bytes,
                                                 absl::Time now) {
+  // An entry is every file named <key>.*: checkpoint, snapshots and lock.
   struct Entry {
-    std::string checkpoint;
+    std::vector<std::string> files;
     std::string lock;
-    absl::Time modified;
-    int64_t bytes;
+    absl::Time modified = absl::InfinitePast();
+    int64_t bytes = 0;
   };
-  std::vector<Entry> entries;
+  std::map<std::string, Entry> by_key;
   std::error_code error;
   fs::directory_iterator it(directory, error);
   if (error) {
@@ -132,9 +141,9 @@ absl::StatusOr<CleanedEntries> CleanResumeStore(const std::string& directory,
         absl::StrCat("cannot list ", directory, ": ", error.message()));
   }
   for (const fs::directory_entry& file : it) {
-    const std::string path = file.path().string();
-    if (!absl::EndsWith(path, kCheckpointExtension) ||
-        !file.is_regular_file(error)) {
+    const std::string name = file.path().filename().string();
+    const size_t dot = name.find('.');
+    if (dot == std::string::npos || dot == 0 || !file.is_regular_file(error)) {
       continue;
     }
     const auto modified = fs::last_write_time(file.path(), error);
@@ -145,13 +154,16 @@ absl::StatusOr<CleanedEntries> CleanResumeStore(const std::string& directory,
             modified - fs::file_time_type::clock::now() +
             std::chrono::system_clock::now())
             .time_since_epoch();
-    entries.push_back(
-        {path,
-         path.substr(0, path.size() - std::strlen(kCheckpointExtension)) +
-             kLockExtension,
-         absl::FromUnixNanos(since_epoch.count()),
-         static_cast<int64_t>(bytes)});
+    Entry& entry = by_key[name.substr(0, dot)];
+    entry.files.push_back(file.path().string());
+    entry.lock =
+        absl::StrCat(directory, "/", name.substr(0, dot), kLockExtension);
+    entry.modified =
+        std::max(entry.modified, absl::FromUnixNanos(since_epoch.count()));
+    entry.bytes += static_cast<int64_t>(bytes);
   }
+  std::vector<Entry> entries;
+  for (auto& [key, entry] : by_key) entries.push_back(std::move(entry));
   // Newest first: what is kept when space runs out is the latest work.
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.modified > b.modified;
@@ -169,7 +181,7 @@ absl::StatusOr<CleanedEntries> CleanResumeStore(const std::string& directory,
       cleaned.bytes_kept += entry.bytes;
       continue;
     }
-    fs::remove(entry.checkpoint, error);
+    for (const std::string& file : entry.files) fs::remove(file, error);
     fs::remove(entry.lock, error);
     Unlock(fd);
     ++cleaned.removed;

@@ -30,9 +30,9 @@ absl::StatusOr<std::string> ResumeKey(const std::string& executable,
                                       const std::vector<std::string>& arguments,
                                       const std::vector<std::string>& files);
 
-// One action's entry in the store: <directory>/<key>.pt, held under an
-// exclusive lock (<key>.lock) so two builds running the same action never
-// write one checkpoint.
+// One action's entry in the store: <directory>/<key>.pt and its snapshots
+// <key>.snapshot<i>, held under an exclusive lock (<key>.lock) so two builds
+// running the same action never write one checkpoint.
 class ResumeEntry {
  public:
   // Creates `directory` if needed. Fails when it cannot be written (a sandbox
@@ -44,14 +44,20 @@ class ResumeEntry {
   ~ResumeEntry();
 
   const std::string& checkpoint_path() const { return checkpoint_path_; }
-  // Deletes the checkpoint once the action's outputs are published.
+  // Where the run keeps its `index`th snapshot until its outputs are
+  // published: a resumed run past a snapshot's step still has it.
+  std::string SnapshotPath(int index) const;
+  // Deletes the checkpoint and snapshots once the outputs are published.
   absl::Status Remove();
 
  private:
-  ResumeEntry(std::string checkpoint_path, std::string lock_path, int lock_fd)
-      : checkpoint_path_(std::move(checkpoint_path)),
+  ResumeEntry(std::string base, std::string checkpoint_path,
+              std::string lock_path, int lock_fd)
+      : base_(std::move(base)),
+        checkpoint_path_(std::move(checkpoint_path)),
         lock_path_(std::move(lock_path)),
         lock_fd_(lock_fd) {}
+  std::string base_;  // <directory>/<key>
   std::string checkpoint_path_;
   std::string lock_path_;
   int lock_fd_ = -1;
@@ -62,8 +68,9 @@ struct CleanedEntries {
   int64_t bytes_kept = 0;
 };
 
-// Removes checkpoints older than `max_age`, then the oldest until the rest fit
-// in `max_bytes`; entries locked by a running action are never touched.
+// Removes entries (all of <key>.*) untouched for `max_age`, then the oldest
+// until the rest fit in `max_bytes`; entries locked by a running action are
+// never touched.
 absl::StatusOr<CleanedEntries> CleanResumeStore(const std::string& directory,
                                                 absl::Duration max_age,
                                                 int64_t max_bytes,

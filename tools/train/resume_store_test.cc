@@ -67,8 +67,13 @@ TEST(ResumeStoreTest, EntryIsExclusiveAndRemovedAfterSuccess) {
   EXPECT_TRUE(ResumeEntry::Open(dir, "other").ok());
 
   ASSERT_TRUE(WriteFileAtomically(entry->checkpoint_path(), "ckpt").ok());
+  EXPECT_EQ(entry->SnapshotPath(1), dir + "/abc.snapshot1");
+  ASSERT_TRUE(WriteFileAtomically(entry->SnapshotPath(0), "s0").ok());
+  ASSERT_TRUE(WriteFileAtomically(entry->SnapshotPath(1), "s1").ok());
   ASSERT_TRUE(entry->Remove().ok());
   EXPECT_FALSE(fs::exists(dir + "/abc.pt"));
+  EXPECT_FALSE(fs::exists(dir + "/abc.snapshot0"));
+  EXPECT_FALSE(fs::exists(dir + "/abc.snapshot1"));
   EXPECT_FALSE(fs::exists(dir + "/abc.lock"));
 }
 
@@ -95,6 +100,16 @@ TEST(ResumeStoreTest, CleaningRemovesOldThenOldestBeyondTheSizeButNotLocked) {
   age("running", 24 * 30);
   absl::StatusOr<ResumeEntry> running = ResumeEntry::Open(dir, "running");
   ASSERT_TRUE(running.ok());
+  fs::last_write_time(dir + "/running.lock", fs::file_time_type::clock::now() -
+                                                 std::chrono::hours(24 * 30));
+  // A snapshot belongs to its entry: it goes with it and counts in its size
+  // (the lock files are empty).
+  ASSERT_TRUE(
+      WriteFileAtomically(dir + "/ancient.snapshot0", std::string(50, 'x'))
+          .ok());
+  fs::last_write_time(
+      dir + "/ancient.snapshot0",
+      fs::file_time_type::clock::now() - std::chrono::hours(24 * 30));
 
   absl::StatusOr<CleanedEntries> cleaned =
       CleanResumeStore(dir, absl::Hours(24 * 14), 250, absl::Now());
@@ -103,6 +118,7 @@ TEST(ResumeStoreTest, CleaningRemovesOldThenOldestBeyondTheSizeButNotLocked) {
   // "old" fit, "older" does not; "running" stays whatever its age.
   EXPECT_EQ(cleaned->removed, 2);
   EXPECT_FALSE(fs::exists(dir + "/ancient.pt"));
+  EXPECT_FALSE(fs::exists(dir + "/ancient.snapshot0"));
   EXPECT_FALSE(fs::exists(dir + "/older.pt"));
   EXPECT_TRUE(fs::exists(dir + "/old.pt"));
   EXPECT_TRUE(fs::exists(dir + "/new.pt"));

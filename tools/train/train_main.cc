@@ -16,11 +16,14 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "layers/backend/torch_init.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
 #include "tools/common/staged_outputs.h"
+#include "tools/common/status_macros.h"
 #include "tools/config/config_loader.h"
 #include "tools/train/resume_store.h"
 #include "tools/train/trainer.h"
@@ -41,6 +44,9 @@ ABSL_FLAG(std::string, resume_dir, "",
           "Keep periodic checkpoints in this store, under a key of the run's "
           "inputs, and continue from the one a killed run of the same inputs "
           "left (\"~/\" is the user's home)");
+ABSL_FLAG(std::vector<std::string>, snapshots, {},
+          "fraction:path,...: also keep the model after round(fraction * "
+          "steps) steps at path, fraction in (0, 1) (metrics over training)");
 ABSL_FLAG(double, checkpoint_every_seconds, 0,
           "Also checkpoint after this much wall time (0: only every "
           "runtime.checkpoint_every_steps)");
@@ -72,6 +78,26 @@ std::vector<std::string> ResumeArguments(int threads) {
   return arguments;
 }
 
+// --snapshots as (fraction, published path) pairs.
+absl::StatusOr<std::vector<TrainerOptions::Snapshot>> ParseSnapshots() {
+  std::vector<TrainerOptions::Snapshot> snapshots;
+  for (const std::string& item : absl::GetFlag(FLAGS_snapshots)) {
+    const std::vector<std::string> parts =
+        absl::StrSplit(item, absl::MaxSplits(':', 1));
+    TrainerOptions::Snapshot snapshot;
+    if (parts.size() != 2 || parts[1].empty() ||
+        !absl::SimpleAtod(parts[0], &snapshot.fraction) ||
+        !(snapshot.fraction > 0 && snapshot.fraction < 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--snapshots: '", item,
+                       "' is not fraction:path, fraction in (0, 1)"));
+    }
+    snapshot.path = parts[1];
+    snapshots.push_back(snapshot);
+  }
+  return snapshots;
+}
+
 // The input files, in a fixed order: config layers, then data and parents.
 std::vector<std::string> ResumeFiles() {
   std::vector<std::string> files = absl::GetFlag(FLAGS_config);
@@ -100,6 +126,8 @@ absl::Status Run() {
     return absl::InvalidArgumentError(
         "--resume continues --out, --resume_dir its own store: give one");
   }
+  ASSIGN_OR_RETURN(std::vector<TrainerOptions::Snapshot> snapshots,
+                   ParseSnapshots());
   const std::string out = absl::GetFlag(FLAGS_out);
   // Locked for the whole run (a second training on --out fails at once) and
   // checked before it; the final checkpoint, log and summary appear together.
@@ -147,8 +175,19 @@ absl::Status Run() {
   options.train_activations = absl::GetFlag(FLAGS_train_activations);
   options.validation_activations = absl::GetFlag(FLAGS_validation_activations);
   options.build_identity_path = absl::GetFlag(FLAGS_build_identity);
+  // Snapshots are taken where periodic checkpoints go (the store, else their
+  // own paths); from the store they join the staged outputs at the end.
+  options.snapshots = snapshots;
+  for (size_t i = 0; i < snapshots.size() && resume_entry; ++i) {
+    options.snapshots[i].path = resume_entry->SnapshotPath(i);
+  }
   absl::StatusOr<TrainingSummary> summary = Train(*config, options);
   if (!summary.ok()) return summary.status();
+  for (size_t i = 0; i < snapshots.size() && resume_entry; ++i) {
+    ASSIGN_OR_RETURN(const std::string bytes,
+                     ReadFileToString(options.snapshots[i].path));
+    RETURN_IF_ERROR(outputs.WriteFile(snapshots[i].path, bytes));
+  }
   // --resume of a finished run keeps its published outputs and writes none:
   // its staged summary is still the empty file staging created.
   absl::StatusOr<std::string> staged_summary = ReadFileToString(*summary_path);

@@ -8,6 +8,7 @@
 #define SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "layers/models/gpt.h"
@@ -49,6 +50,14 @@ struct TrainerOptions {
   // resumable action loses at most this much work to a kill. Not part of the
   // config: it changes no number the run produces.
   double checkpoint_every_seconds = 0;
+  // Checkpoints kept along the way (model and log, no optimiser state): one
+  // after step round(fraction * steps) of the budget, fraction in (0, 1), at
+  // `path` (MoE-X, arXiv:2503.07639 Fig. 10: metrics over training).
+  struct Snapshot {
+    double fraction = 0;
+    std::string path;
+  };
+  std::vector<Snapshot> snapshots;
   // @build_identity//:identity.txt, copied into the summary (its manifest).
   std::string build_identity_path;
 };

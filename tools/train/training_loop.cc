@@ -1,5 +1,6 @@
 #include "tools/train/training_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -221,6 +222,19 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
         absl::StrCat(options.checkpoint_path, ": ", loaded.message()));
   }
 
+  // The step after which each snapshot is taken; one a resumed run has passed
+  // must be on disk already.
+  std::vector<int64_t> snapshot_steps;
+  for (const TrainerOptions::Snapshot& snapshot : options.snapshots) {
+    const int64_t at = std::clamp<int64_t>(
+        std::llround(snapshot.fraction * budget.steps), 1, budget.steps);
+    if (at <= state.step && !std::filesystem::exists(snapshot.path)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "resuming at step ", state.step, " past the snapshot of step ", at,
+          ", which is not at ", snapshot.path, "; train again from scratch"));
+    }
+    snapshot_steps.push_back(at);
+  }
   const int eval_every = config.eval().every_steps();
   const int checkpoint_every = config.runtime().checkpoint_every_steps();
   const double clip = config.optimizer().gradient_clip_norm();
@@ -280,6 +294,12 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
           std::string(objective.unit()).c_str(),
           FormatDuration(elapsed / steps_done * (budget.steps - state.step))
               .c_str());
+    }
+    for (size_t i = 0; i < snapshot_steps.size(); ++i) {
+      if (snapshot_steps[i] == state.step) {
+        RETURN_IF_ERROR(layers::SaveCheckpoint(options.snapshots[i].path, model,
+                                               /*optimizer=*/nullptr, state));
+      }
     }
     const bool checkpoint_due =
         (checkpoint_every > 0 && state.step % checkpoint_every == 0) ||
