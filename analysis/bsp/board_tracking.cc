@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "analysis/bsp/chess_moves.h"
+#include "analysis/bsp/chess_board.h"
 #include "datasets/chess/chess_games.h"
 
 namespace sparse_layers::analysis {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analysis/bsp/chess_moves.h"
+#include "analysis/bsp/chess_board.h"
 #include "datasets/chess/chess_games.h"
 #include "gtest/gtest.h"
 

@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "analysis/bsp/chess_board.h"
-#include "analysis/bsp/chess_moves.h"
 #include "analysis/bsp/feature_classifiers.h"
 #include "datasets/chess/chess_games.h"
 #include "gtest/gtest.h"

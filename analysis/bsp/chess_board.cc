@@ -7,18 +7,6 @@
 namespace sparse_layers::analysis {
 namespace {
 
-int PieceValue(char c) {
-  const char lower = static_cast<char>(c | 0x20);
-  const int magnitude = lower == 'p'   ? 1
-                        : lower == 'n' ? 2
-                        : lower == 'b' ? 3
-                        : lower == 'r' ? 4
-                        : lower == 'q' ? 5
-                        : lower == 'k' ? 6
-                                       : 0;
-  return c == lower ? -magnitude : magnitude;  // Lower case is black.
-}
-
 const ChessBoard& InitialBoard() {
   static const ChessBoard board = *ParseFenBoard(
       "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
@@ -26,28 +14,6 @@ const ChessBoard& InitialBoard() {
 }
 
 }  // namespace
-
-absl::StatusOr<ChessBoard> ParseFenBoard(absl::string_view fen) {
-  ChessBoard board{};
-  int rank = 7, file = 0;
-  for (char c : fen.substr(0, fen.find(' '))) {
-    if (c == '/') {
-      if (file != 8) break;
-      --rank;
-      file = 0;
-    } else if (c >= '1' && c <= '8') {
-      file += c - '0';
-    } else if (PieceValue(c) != 0 && file < 8 && rank >= 0) {
-      board[rank * 8 + file++] = static_cast<int8_t>(PieceValue(c));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("bad FEN: ", fen));
-    }
-  }
-  if (rank != 0 || file != 8) {
-    return absl::InvalidArgumentError(absl::StrCat("bad FEN: ", fen));
-  }
-  return board;
-}
 
 int PieceOnSquareIndex(int value, int square) {
   const int plane = value < 0 ? value + 6 : value + 5;

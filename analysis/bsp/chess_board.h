@@ -14,17 +14,25 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "datasets/chess/chess_rules.h"
 
 namespace sparse_layers::analysis {
 
-// Square index = rank * 8 + file (a1 = 0, h1 = 7, a8 = 56); values -6..6:
-// black king..pawn = -6..-1, empty 0, white pawn..king = 1..6.
-using ChessBoard = std::array<int8_t, 64>;
+// The rules live with the games (datasets/chess); the BSP analyses use them.
+using datasets::chess::ChessBoard;
+using datasets::chess::ChessMove;
+using datasets::chess::ChessPosition;
+using datasets::chess::InCheck;
+using datasets::chess::LegalMoves;
+using datasets::chess::LegalSanMoves;
+using datasets::chess::MakeMove;
+using datasets::chess::ParseFenBoard;
+using datasets::chess::ParsePosition;
+using datasets::chess::Perft;
+using datasets::chess::ToSan;
 
 inline constexpr int kPiecePlanes = 12;
 inline constexpr int kPieceOnSquareProperties = kPiecePlanes * 64;  // 768
-
-absl::StatusOr<ChessBoard> ParseFenBoard(absl::string_view fen);
 
 // Property index plane * 64 + square, plane 0..5 for values -6..-1 and 6..11
 // for 1..6 (blank excluded).

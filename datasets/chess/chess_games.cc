@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "datasets/chess/chess_rules.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/common/status_macros.h"
 
@@ -109,6 +110,37 @@ absl::Status CheckSan(absl::string_view san) {
 
 namespace {
 
+// Replays the moves from the initial position: each must be legal where it is
+// played and lead to the pieces of the FEN written after it (pgn-extract
+// writes both, so a mismatch is an edited or corrupt game).
+absl::Status CheckLegalGame(const std::vector<std::string>& san,
+                            const ChessGame& game) {
+  ASSIGN_OR_RETURN(ChessPosition position, ParsePosition(game.fens(0)));
+  for (size_t ply = 0; ply < san.size(); ++ply) {
+    bool played = false;
+    for (const ChessMove& move : LegalMoves(position)) {
+      if (ToSan(position, move) == san[ply]) {
+        position = MakeMove(position, move);
+        played = true;
+        break;
+      }
+    }
+    if (!played) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ply ", ply + 1, " '", san[ply],
+                       "' is not a legal move in ", game.fens(ply)));
+    }
+    ASSIGN_OR_RETURN(const ChessBoard written,
+                     ParseFenBoard(game.fens(ply + 1)));
+    if (written != position.board) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the FEN after ply ", ply + 1, " '", san[ply], "' (",
+          game.fens(ply + 1), ") is not the position the move leads to"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseMovetext(absl::string_view text, ChessGame* game) {
   std::vector<std::string> san;
   game->add_fens(std::string(kInitialFen));
@@ -148,6 +180,7 @@ absl::Status ParseMovetext(absl::string_view text, ChessGame* game) {
   if (static_cast<int>(san.size()) + 1 != game->fens_size()) {
     return absl::InvalidArgumentError("the last move has no FEN comment");
   }
+  RETURN_IF_ERROR(CheckLegalGame(san, *game));
   game->set_text(GameString(san));
   return absl::OkStatus();
 }

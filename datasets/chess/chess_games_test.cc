@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "datasets/chess/uci_engine.h"
 #include "gtest/gtest.h"
@@ -78,6 +79,24 @@ TEST(PgnExtractOutputTest, CommentsThatAreNotFensAndMovesThatAreNotSanFail) {
                 .status()
                 .message(),
             "game 1: 'e9' is not a move (SAN)");
+}
+
+// Well-formed but wrong: a move that is not legal where it is played, and a
+// FEN that is not the position the move leads to.
+TEST(PgnExtractOutputTest, IllegalMovesAndWrongFensFail) {
+  EXPECT_EQ(
+      ParsePgnExtractOutput(
+          "[Event \"2\"]\n\n1. e5 { "
+          "rnbqkbnr/pppppppp/8/4P3/8/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1 } *\n")
+          .status()
+          .message(),
+      absl::StrCat("game 2: ply 1 'e5' is not a legal move in ", kInitialFen));
+  EXPECT_EQ(ParsePgnExtractOutput("[Event \"2\"]\n\n1. e4 { " +
+                                  std::string(kInitialFen) + " } *\n")
+                .status()
+                .message(),
+            absl::StrCat("game 2: the FEN after ply 1 'e4' (", kInitialFen,
+                         ") is not the position the move leads to"));
 }
 
 TEST(FenAndSanTest, SyntaxOfPositionsAndMoves) {

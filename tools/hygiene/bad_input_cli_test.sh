@@ -126,6 +126,12 @@ expect train "$out" "--snapshots: '1.5:$work/late.pt' is not fraction:path, frac
   --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
   --validation_data="$shards/validation/validation.tokens.textproto" --out="$out" \
   --snapshots="1.5:$work/late.pt"
+cp "$work/lm.pt" "$work/parent.pt"
+expect train - "--out $work/parent.pt is also an input ($work/parent.pt); write it elsewhere" \
+  --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
+  --validation_data="$shards/validation/validation.tokens.textproto" --out="$work/parent.pt" \
+  --init_from="$work/parent.pt"
+cmp "$work/lm.pt" "$work/parent.pt" || fail "train replaced its --init_from"
 expect summary_table "$out" "summary or config: $work/missing is not a readable file" \
   --out="$out" --fields=steps "$work/missing"
 expect activation_flow "$out" "--windows must be >= 1, got 0" \
@@ -208,7 +214,7 @@ expect ffn_ablation "$out" "holds ids of a 9000-piece vocabulary, but $work/lm.p
   --base="$work/lm.pt" --tokens="$work/wide/test.tokens.textproto" --out="$out"
 
 # Chess data that is not what it claims: a games manifest that does not parse (protobuf printed an ERROR line
-# and the build went on), and a comment that is not a FEN.
+# and the build went on), a comment that is not a FEN, and an illegal move.
 printf '[Event "0"]\n[Round "random"]\n\n1. e4 { rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1 } *\n' \
   >"$work/one.pgn"
 echo 'games: oops' >"$work/bad_games.textproto"
@@ -217,6 +223,11 @@ expect build_chess_dataset "$out" "$work/bad_games.textproto:1:" \
 printf '[Event "0"]\n[Round "random"]\n\n1. e4 { a fine move } *\n' >"$work/comment.pgn"
 expect build_chess_dataset "$out" "game 0: 'a fine move' is not a FEN: 3 fields, not 6" \
   --pgn="$work/comment.pgn" --games_manifest="$work/empty.textproto" --train_games=0 --out_dir="$out"
+# Well-formed but illegal: a pawn two squares past its reach, with the FEN it would give.
+printf '[Event "0"]\n[Round "random"]\n\n1. e5 { rnbqkbnr/pppppppp/8/4P3/8/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1 } *\n' \
+  >"$work/illegal.pgn"
+expect build_chess_dataset "$out" "game 0: ply 1 'e5' is not a legal move in rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR" \
+  --pgn="$work/illegal.pgn" --games_manifest="$work/empty.textproto" --train_games=0 --out_dir="$out"
 
 # Empty inputs, an output naming an input, and no fit: errors, not empty tables.
 : >"$work/empty.jsonl"

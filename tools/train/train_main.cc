@@ -12,6 +12,7 @@
 //         --validation_activations=.../validation.activations.textproto
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -22,6 +23,7 @@
 #include "layers/backend/torch_init.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
+#include "tools/common/output_paths.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/common/status_macros.h"
 #include "tools/config/config_loader.h"
@@ -129,6 +131,18 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(std::vector<TrainerOptions::Snapshot> snapshots,
                    ParseSnapshots());
   const std::string out = absl::GetFlag(FLAGS_out);
+  // An output naming an input (--out=parent.pt --init_from=parent.pt) would
+  // replace it.
+  std::vector<std::pair<std::string, std::string>> output_flags = {
+      {"--out", out},
+      {"--log_csv", absl::GetFlag(FLAGS_log_csv)},
+      {"--summary", absl::GetFlag(FLAGS_summary)}};
+  for (const TrainerOptions::Snapshot& snapshot : snapshots) {
+    output_flags.push_back({"--snapshots", snapshot.path});
+  }
+  for (const auto& [flag, path] : output_flags) {
+    RETURN_IF_ERROR(OutputIsNotAnInput(flag, path, ResumeFiles()));
+  }
   // Locked for the whole run (a second training on --out fails at once) and
   // checked before it; the final checkpoint, log and summary appear together.
   // Periodic checkpoints still go to --out, for --resume.

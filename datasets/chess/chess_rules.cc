@@ -1,12 +1,24 @@
-#include "analysis/bsp/chess_moves.h"
+#include "datasets/chess/chess_rules.h"
 
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
-namespace sparse_layers::analysis {
+namespace sparse_layers::datasets::chess {
 namespace {
+
+int PieceValue(char c) {
+  const char lower = static_cast<char>(c | 0x20);
+  const int magnitude = lower == 'p'   ? 1
+                        : lower == 'n' ? 2
+                        : lower == 'b' ? 3
+                        : lower == 'r' ? 4
+                        : lower == 'q' ? 5
+                        : lower == 'k' ? 6
+                                       : 0;
+  return c == lower ? -magnitude : magnitude;  // Lower case is black.
+}
 
 constexpr int kPawn = 1, kKnight = 2, kBishop = 3, kRook = 4, kQueen = 5,
               kKing = 6;
@@ -158,6 +170,28 @@ bool IsEnPassant(const ChessPosition& p, const ChessMove& m) {
 
 }  // namespace
 
+absl::StatusOr<ChessBoard> ParseFenBoard(absl::string_view fen) {
+  ChessBoard board{};
+  int rank = 7, file = 0;
+  for (char c : fen.substr(0, fen.find(' '))) {
+    if (c == '/') {
+      if (file != 8) break;
+      --rank;
+      file = 0;
+    } else if (c >= '1' && c <= '8') {
+      file += c - '0';
+    } else if (PieceValue(c) != 0 && file < 8 && rank >= 0) {
+      board[rank * 8 + file++] = static_cast<int8_t>(PieceValue(c));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("bad FEN: ", fen));
+    }
+  }
+  if (rank != 0 || file != 8) {
+    return absl::InvalidArgumentError(absl::StrCat("bad FEN: ", fen));
+  }
+  return board;
+}
+
 absl::StatusOr<ChessPosition> ParsePosition(absl::string_view fen) {
   ChessPosition position;
   auto board = ParseFenBoard(fen);
@@ -295,4 +329,4 @@ int64_t Perft(const ChessPosition& position, int depth) {
   return nodes;
 }
 
-}  // namespace sparse_layers::analysis
+}  // namespace sparse_layers::datasets::chess

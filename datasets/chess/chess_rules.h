@@ -1,18 +1,26 @@
-// Legal chess moves in standard algebraic notation (SAN), the notation of the
-// character games the MoE-X chess models read (arXiv:2503.07639 Sec. 5.1):
-// what a sampled continuation must match to be a legal move.
-#ifndef SPARSE_LAYERS_ANALYSIS_BSP_CHESS_MOVES_H_
-#define SPARSE_LAYERS_ANALYSIS_BSP_CHESS_MOVES_H_
+// The rules of chess: FEN positions and legal moves in standard algebraic
+// notation (SAN), the notation of the character games the MoE-X chess models
+// read (arXiv:2503.07639 Sec. 5.1): what a game in the dataset, and a sampled
+// continuation, must match to be legal.
+#ifndef SPARSE_LAYERS_DATASETS_CHESS_CHESS_RULES_H_
+#define SPARSE_LAYERS_DATASETS_CHESS_CHESS_RULES_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "analysis/bsp/chess_board.h"
 
-namespace sparse_layers::analysis {
+namespace sparse_layers::datasets::chess {
+
+// Square index = rank * 8 + file (a1 = 0, h1 = 7, a8 = 56); values -6..6:
+// black king..pawn = -6..-1, empty 0, white pawn..king = 1..6.
+using ChessBoard = std::array<int8_t, 64>;
+
+// The piece placement (first field) of a FEN.
+absl::StatusOr<ChessBoard> ParseFenBoard(absl::string_view fen);
 
 // A full FEN position: the board plus side to move, castling rights and the
 // en-passant target square (-1 when none).
@@ -49,6 +57,6 @@ std::vector<std::string> LegalSanMoves(const ChessPosition& position);
 // move-generator check).
 int64_t Perft(const ChessPosition& position, int depth);
 
-}  // namespace sparse_layers::analysis
+}  // namespace sparse_layers::datasets::chess
 
-#endif  // SPARSE_LAYERS_ANALYSIS_BSP_CHESS_MOVES_H_
+#endif  // SPARSE_LAYERS_DATASETS_CHESS_CHESS_RULES_H_
