@@ -23,6 +23,9 @@ echo "== out, in, out"
 cmp "$dir/out/sae_weights.safetensors" "$dir/back/sae_weights.safetensors" ||
   fail "out and back in changed the SAE's tensors"
 echo "sae_weights.safetensors byte-identical after the round trip"
+# The imported layer records its expansion d_sae / d_in, as our own fits do (their tables show it).
+grep -aq "expansion: $(python3 -c "import json; c = json.load(open('$dir/out/cfg.json')); print(c['d_sae'] // c['d_in'])")" \
+  "$dir/back.pt" || fail "the imported SAE's config has no expansion d_sae / d_in"
 
 echo "== SAELens's folds in"
 python3 "$reference" fold "$dir/out" "$dir/folded"

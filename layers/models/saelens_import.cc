@@ -105,6 +105,11 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
   sae.spec.set_ffn("topk_sae");
   sae.spec.set_layer(layer);
   sae.spec.set_d_ffn(static_cast<int32_t>(d_sae));
+  // The expansion factor our own fits record, where d_sae is a multiple of
+  // d_in (d_ffn, set above, is what sizes the layer).
+  if (d_sae % d_in == 0) {
+    sae.spec.set_expansion(static_cast<int32_t>(d_sae / d_in));
+  }
   sae.spec.set_top_k(static_cast<int32_t>(k));
   sae.spec.set_on_output(true);
   sae.spec.set_site(parts[2] == "hook_attn_out" ? config::FfnReplacement::ATTN
