@@ -78,11 +78,8 @@ absl::Status Run(const std::vector<std::string>& paths) {
        FlagAtLeast(FLAGS_min_active, 0), FlagAtLeast(FLAGS_probe_sequences, 1),
        FlagAtLeast(FLAGS_probe_period, 1),
        FlagAtLeast(FLAGS_listing_windows, 1),
-       FlagAtLeast(FLAGS_sequence_length, 0), FilesExist("fit", paths)}));
-  if (paths.empty()) {
-    return absl::InvalidArgumentError(
-        "no fits given: evaluate_lorsa needs at least one Lorsa fit (.pt)");
-  }
+       FlagAtLeast(FLAGS_sequence_length, 0),
+       FitsGiven("evaluate_lorsa", "Lorsa fit", paths)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(const layers::LoadedModel base,
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));

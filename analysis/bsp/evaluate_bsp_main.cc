@@ -82,7 +82,8 @@ absl::Status Run() {
   }
   const bool trained = !absl::GetFlag(FLAGS_checkpoint).empty();
   const int percent = absl::GetFlag(FLAGS_training_percent);
-  if (percent > 100 || (percent >= 0 && !trained && percent != 0)) {
+  if (percent < -1 || percent > 100 ||
+      (percent >= 0 && !trained && percent != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--training_percent must be in [0, 100] (0 for --config's random "
         "initialisation), got ",

@@ -46,12 +46,7 @@ absl::Status Run(const std::vector<std::string>& replacements) {
        RequiredFlag(FLAGS_unit_frequencies_out), FlagAtLeast(FLAGS_batches, 1),
        FlagAtLeast(FLAGS_batch_size, 1), FlagAtLeast(FLAGS_rows, 1),
        FlagAtLeast(FLAGS_rank_experts, 1),
-       FilesExist("replacement", replacements)}));
-  if (replacements.empty()) {
-    return absl::InvalidArgumentError(
-        "no fits given: evaluate_replacements needs at least one fitted "
-        "layer (.pt)");
-  }
+       FitsGiven("evaluate_replacements", "fitted layer", replacements)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(layers::LoadedModel base,
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));

@@ -42,11 +42,7 @@ absl::Status Run(const std::vector<std::string>& replacements) {
                   RequiredFlag(FLAGS_listing_out), FlagAtLeast(FLAGS_units, 1),
                   FlagAtLeast(FLAGS_contexts, 1), FlagAtLeast(FLAGS_batches, 1),
                   FlagAtLeast(FLAGS_batch_size, 1),
-                  FilesExist("replacement", replacements)}));
-  if (replacements.empty()) {
-    return absl::InvalidArgumentError(
-        "no fits given: expert_tokens needs at least one fitted layer (.pt)");
-  }
+                  FitsGiven("expert_tokens", "fitted layer", replacements)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(layers::LoadedModel base,
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));

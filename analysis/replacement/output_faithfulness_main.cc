@@ -53,7 +53,7 @@ absl::Status Run(const std::vector<std::string>& replacements) {
        FlagAtLeast(FLAGS_prompt_tokens, 1), FlagAtLeast(FLAGS_new_tokens, 1),
        FlagAtLeast(FLAGS_kl_batches, 1), FlagAtLeast(FLAGS_kl_batch_size, 1),
        FlagAtLeast(FLAGS_examples, 1), FlagAtLeast(FLAGS_examples_k, 1),
-       FilesExist("replacement", replacements)}));
+       FilesExist("fit", replacements)}));
   const std::string examples_out = absl::GetFlag(FLAGS_examples_out);
   const std::string tokenizer_path = absl::GetFlag(FLAGS_tokenizer);
   if (examples_out.empty() != tokenizer_path.empty()) {
@@ -61,11 +61,8 @@ absl::Status Run(const std::vector<std::string>& replacements) {
         "--examples_out and --tokenizer go together: the examples are decoded "
         "text");
   }
-  if (replacements.empty()) {
-    return absl::InvalidArgumentError(
-        "no fits given: output_faithfulness needs at least one fitted layer "
-        "(.pt)");
-  }
+  RETURN_IF_ERROR(
+      FitsGiven("output_faithfulness", "fitted layer", replacements));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(layers::LoadedModel base,
                    layers::LoadModel(absl::GetFlag(FLAGS_base)));

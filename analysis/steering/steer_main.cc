@@ -59,11 +59,7 @@ absl::Status Run(const std::vector<std::string>& fit_paths) {
        FlagInRange(FLAGS_temperature, 1e-6, 1e6),
        FlagInRange(FLAGS_top_p, 1e-6, 1.0),
        FlagInRange(FLAGS_frequency_penalty, -1e6, 1e6),
-       FilesExist("fit", fit_paths)}));
-  if (fit_paths.empty()) {
-    return absl::InvalidArgumentError(
-        "no fits given: steer needs at least one fitted layer (.pt)");
-  }
+       FitsGiven("steer", "fitted layer", fit_paths)}));
   SteeringOptions options;
   ASSIGN_OR_RETURN(options.alpha_grid,
                    ParseAlphaGrid(absl::GetFlag(FLAGS_alpha_grid)));

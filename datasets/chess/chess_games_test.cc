@@ -97,6 +97,15 @@ TEST(PgnExtractOutputTest, IllegalMovesAndWrongFensFail) {
                 .message(),
             absl::StrCat("game 2: the FEN after ply 1 'e4' (", kInitialFen,
                          ") is not the position the move leads to"));
+  // The right pieces with White still to move.
+  constexpr char kWhiteAgain[] =
+      "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR w KQkq e3 0 1";
+  EXPECT_EQ(ParsePgnExtractOutput(absl::StrCat("[Event \"2\"]\n\n1. e4 { ",
+                                               kWhiteAgain, " } *\n"))
+                .status()
+                .message(),
+            absl::StrCat("game 2: the FEN after ply 1 'e4' (", kWhiteAgain,
+                         ") is not the position the move leads to"));
 }
 
 TEST(FenAndSanTest, SyntaxOfPositionsAndMoves) {

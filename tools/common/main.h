@@ -91,6 +91,18 @@ inline absl::Status FlagFilesExist(const absl::Flag<std::string>& flag) {
       absl::StrCat("--", absl::GetFlagReflectionHandle(flag).Name()), {path});
 }
 
+// The fitted layers a tool reads (its positional arguments): at least one
+// ("no fits given: <tool> needs at least one <kind> (.pt)"), each a readable
+// file ("fit: <path> ...").
+inline absl::Status FitsGiven(absl::string_view tool, absl::string_view kind,
+                              const std::vector<std::string>& paths) {
+  if (paths.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no fits given: ", tool, " needs at least one ", kind, " (.pt)"));
+  }
+  return FilesExist("fit", paths);
+}
+
 // RequiredFlag, then FlagFilesExist.
 template <typename T>
 absl::Status RequiredFile(const absl::Flag<T>& flag) {
