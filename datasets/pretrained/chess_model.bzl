@@ -6,6 +6,8 @@ chess_bsp_coverage measures it as one more arm, `chessgpt`; unset, nothing refer
 
 settings.bzl: CHESS_MODEL (the path, "" when unset)."""
 
+load(":user_files.bzl", "write_user_files_repository")
+
 def _chess_model_impl(rctx):
     root = rctx.os.environ.get("CHESS_MODEL", "")
     files = []
@@ -19,15 +21,7 @@ def _chess_model_impl(rctx):
         for source, name in [(checkpoint, "ckpt.pt"), (meta, "meta.pkl")]:
             rctx.symlink(source, "model/" + name)
             files.append("model/" + name)
-    rctx.file("BUILD.bazel", """package(default_visibility = ["//visibility:public"])
-
-# The user's chess model's files (CHESS_MODEL), or nothing.
-filegroup(
-    name = "files",
-    srcs = %r,
-)
-""" % files)
-    rctx.file("settings.bzl", "CHESS_MODEL = %r\n" % root)
+    write_user_files_repository(rctx, "The user's chess model's files (CHESS_MODEL)", files, {"CHESS_MODEL": root})
 
 chess_model = repository_rule(
     implementation = _chess_model_impl,

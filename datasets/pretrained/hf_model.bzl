@@ -9,6 +9,8 @@ base name it stands in for: "gelu" for GPT-2 and GPT-NeoX, "swiglu" for Llama), 
 replaces; --repo_env=HF_MODEL_LAYER=N overrides it) and the shape the Lorsa fits follow: HF_MODEL_N_LAYERS,
 HF_MODEL_N_HEADS, HF_MODEL_HEAD_DIM (0 when unset)."""
 
+load(":user_files.bzl", "write_user_files_repository")
+
 # The files import_pretrained reads (datasets/pretrained/pretrained_import.cc IsSourceFile).
 def _is_source_file(name):
     return (name == "config.json" or name.endswith(".safetensors") or
@@ -69,15 +71,7 @@ def _hf_model_impl(rctx):
             "HF_MODEL_N_HEADS": n_heads,
             "HF_MODEL_HEAD_DIM": head_dim,
         }
-    rctx.file("BUILD.bazel", """package(default_visibility = ["//visibility:public"])
-
-# The user's model's source files (HF_MODEL), or nothing.
-filegroup(
-    name = "files",
-    srcs = %r,
-)
-""" % sorted(files))
-    rctx.file("settings.bzl", "".join(["%s = %r\n" % (k, v) for k, v in sorted(settings.items())]))
+    write_user_files_repository(rctx, "The user's model's source files (HF_MODEL)", files, settings)
 
 hf_model = repository_rule(
     implementation = _hf_model_impl,

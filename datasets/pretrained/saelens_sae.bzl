@@ -9,6 +9,8 @@ unset, nothing refers to it.
 
 settings.bzl: SAELENS_SAE (the path, "" when unset), SAELENS_BASE ("" when unset)."""
 
+load(":user_files.bzl", "write_user_files_repository")
+
 _FILES = ["cfg.json", "sae_weights.safetensors"]
 
 def _saelens_sae_impl(rctx):
@@ -22,18 +24,10 @@ def _saelens_sae_impl(rctx):
                 fail("SAELENS_SAE=%s: no %s (a SAELens SAE directory holds %s)" % (root, name, " and ".join(_FILES)))
             rctx.symlink(source, "sae/" + name)
             files.append("sae/" + name)
-    rctx.file("BUILD.bazel", """package(default_visibility = ["//visibility:public"])
-
-# The user's SAELens SAE's files (SAELENS_SAE), or nothing.
-filegroup(
-    name = "files",
-    srcs = %r,
-)
-""" % files)
-    rctx.file("settings.bzl", "SAELENS_SAE = %r\nSAELENS_BASE = %r\n" % (
-        root,
-        rctx.os.environ.get("SAELENS_BASE", ""),
-    ))
+    write_user_files_repository(rctx, "The user's SAELens SAE's files (SAELENS_SAE)", files, {
+        "SAELENS_SAE": root,
+        "SAELENS_BASE": rctx.os.environ.get("SAELENS_BASE", ""),
+    })
 
 saelens_sae = repository_rule(
     implementation = _saelens_sae_impl,

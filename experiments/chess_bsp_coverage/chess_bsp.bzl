@@ -66,6 +66,22 @@ def _first_seeds():
 # as each costs a BSP evaluation per seed within the cpu budget.
 SNAPSHOT_PERCENTS = [50, 75]
 
+def _evaluate_bsp(name, stem, arm, message, checkpoint = None, config = None, extra_args = [], tags = []):
+    """evaluate_bsp of a trained `checkpoint` or of a random initialisation of `config`: <stem>.bsp.csv (coverage
+    and reconstruction per block) and <stem>.board.csv (board tracking), rows named `arm`."""
+    tool_run(
+        name = name,
+        tool = "//analysis/bsp:evaluate_bsp",
+        outs = [stem + ".bsp.csv", stem + ".board.csv"],
+        out_flags = ["--out=", "--board_tracking_out="],
+        checkpoint_args = {checkpoint: "--checkpoint="} if checkpoint else {},
+        file_args = {config: "--config="} if config else {},
+        bsp_games = _GAMES,
+        args = ["--name=" + arm] + extra_args,
+        message = message,
+        tags = tags,
+    )
+
 def chess_model(name, init_from = None, snapshots = False):
     """`snapshots`: also keep the model at SNAPSHOT_PERCENTS of its steps and evaluate each like the final one
     (rows named <name>, their `training_percent` column the snapshot's; <run>.at<percent>pct.bsp.csv)."""
@@ -92,28 +108,16 @@ def chess_model(name, init_from = None, snapshots = False):
                 percent = percent,
                 tags = tags,
             )
-            tool_run(
-                name = snapshot + "_bsp",
-                tool = "//analysis/bsp:evaluate_bsp",
-                outs = ["%s.at%dpct.bsp.csv" % (run, percent), "%s.at%dpct.board.csv" % (run, percent)],
-                out_flags = ["--out=", "--board_tracking_out="],
-                checkpoint_args = {":" + snapshot: "--checkpoint="},
-                bsp_games = _GAMES,
-                args = ["--name=" + name, "--training_percent=%d" % percent],
-                message = "BSP coverage of %s after %d%% of its training" % (run, percent),
+            _evaluate_bsp(
+                snapshot + "_bsp",
+                "%s.at%dpct" % (run, percent),
+                name,
+                "BSP coverage of %s after %d%% of its training" % (run, percent),
+                checkpoint = ":" + snapshot,
+                extra_args = ["--training_percent=%d" % percent],
                 tags = tags,
             )
-        tool_run(
-            name = run + "_bsp",
-            tool = "//analysis/bsp:evaluate_bsp",
-            outs = [run + ".bsp.csv", run + ".board.csv"],
-            out_flags = ["--out=", "--board_tracking_out="],
-            checkpoint_args = {":" + run: "--checkpoint="},
-            bsp_games = _GAMES,
-            args = ["--name=" + name],
-            message = "BSP coverage of " + run,
-            tags = tags,
-        )
+        _evaluate_bsp(run + "_bsp", run, name, "BSP coverage of " + run, checkpoint = ":" + run, tags = tags)
         if name not in MIXTURES:
             continue
         mapped = seed in _first_seeds()
@@ -131,15 +135,12 @@ def chess_model(name, init_from = None, snapshots = False):
 def chess_control(name, model):
     for seed in all_seeds(SEED_PLAN["chess_bsp_coverage"]):
         run = seeded_name(name, seed)
-        tool_run(
-            name = run + "_bsp",
-            tool = "//analysis/bsp:evaluate_bsp",
-            outs = [run + ".bsp.csv", run + ".board.csv"],
-            out_flags = ["--out=", "--board_tracking_out="],
-            file_args = {":%s_config" % seeded_name(model, seed): "--config="},
-            bsp_games = _GAMES,
-            args = ["--name=" + name],
-            message = "BSP coverage of " + run,
+        _evaluate_bsp(
+            run + "_bsp",
+            run,
+            name,
+            "BSP coverage of " + run,
+            config = ":%s_config" % seeded_name(model, seed),
             tags = seed_tags(seed, SEED_PLAN["chess_bsp_coverage"], in_wildcard = model in CPU_CONTROLS),
         )
 
@@ -152,15 +153,12 @@ def pretrained_chess_arm():
     """<PRETRAINED_ARM>_bsp: evaluate_bsp on the user's chess model, when CHESS_MODEL is set."""
     if not CHESS_MODEL:
         return
-    tool_run(
-        name = PRETRAINED_ARM + "_bsp",
-        tool = "//analysis/bsp:evaluate_bsp",
-        outs = [PRETRAINED_ARM + ".bsp.csv", PRETRAINED_ARM + ".board.csv"],
-        out_flags = ["--out=", "--board_tracking_out="],
-        checkpoint_args = {"//datasets/pretrained:chess_model": "--checkpoint="},
-        bsp_games = _GAMES,
-        args = ["--name=" + PRETRAINED_ARM],
-        message = "BSP coverage of the user's chess model (CHESS_MODEL)",
+    _evaluate_bsp(
+        PRETRAINED_ARM + "_bsp",
+        PRETRAINED_ARM,
+        PRETRAINED_ARM,
+        "BSP coverage of the user's chess model (CHESS_MODEL)",
+        checkpoint = "//datasets/pretrained:chess_model",
     )
 
 def _pretrained_files(suffix):
