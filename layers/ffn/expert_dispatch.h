@@ -21,6 +21,14 @@ torch::Tensor DispatchToExperts(const torch::Tensor& x,
                                 const torch::Tensor& weights, int64_t n_experts,
                                 const ExpertFn& expert);
 
+// The same, one expert at a time (select its slots, gather, index_add into a
+// copy of the output): DispatchToExperts's reference in tests.
+torch::Tensor DispatchToExpertsReference(const torch::Tensor& x,
+                                         const torch::Tensor& experts,
+                                         const torch::Tensor& weights,
+                                         int64_t n_experts,
+                                         const ExpertFn& expert);
+
 }  // namespace sparse_layers::layers
 
 #endif  // SPARSE_LAYERS_LAYERS_FFN_EXPERT_DISPATCH_H_

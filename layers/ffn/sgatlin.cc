@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "layers/backend/batched_gemm.h"
 #include "layers/core/topk.h"
 
 namespace sparse_layers::layers {
@@ -67,30 +68,62 @@ FeedForwardRegistration kPeer("peer", config::FfnShape::kProductKey,
                                             Router::kProductKeyValue, true);
                               });
 
+// s[pc] = alpha q[:, pc] keys[pc]^T for each of the 2C query heads: q (N, 2C,
+// d_key) read in place, keys (2C, n, d_key); s (2C, N, n). One sgemm per head
+// forward and two backward (BatchedGemm), instead of einsum's permuted copies.
+class PeerScoresFunction
+    : public torch::autograd::Function<PeerScoresFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& q,
+                               const torch::Tensor& keys, double alpha) {
+    ctx->save_for_backward({q, keys});
+    ctx->saved_data["alpha"] = alpha;
+    torch::Tensor s =
+        torch::empty({keys.size(0), q.size(0), keys.size(1)}, q.options());
+    BatchedGemm(q.transpose(0, 1), keys.transpose(1, 2), alpha, 0, s);
+    return s;
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &q = saved[0], &keys = saved[1];
+    const double alpha = ctx->saved_data["alpha"].toDouble();
+    const torch::Tensor grad = grad_outputs[0].contiguous();  // (2C, N, n)
+    torch::Tensor grad_q = torch::empty_like(q);
+    BatchedGemm(grad, keys, alpha, 0, grad_q.transpose(0, 1));
+    torch::Tensor grad_keys = torch::empty_like(keys);
+    BatchedGemm(grad.transpose(1, 2), q.transpose(0, 1), alpha, 0, grad_keys);
+    return {grad_q, grad_keys, torch::Tensor()};
+  }
+};
+
 }  // namespace
 
-ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
-                           int64_t k) {
-  const int64_t n = s1.size(-1);
-  torch::Tensor i1, i2, r;
-  {
-    torch::NoGradGuard no_grad;
-    i1 = std::get<1>(s1.topk(k, -1));
-    i2 = std::get<1>(s2.topk(k, -1));
-  }
-  const torch::Tensor v1 = s1.gather(-1, i1);
-  const torch::Tensor v2 = s2.gather(-1, i2);
-  auto shape = v1.sizes().vec();
-  shape.back() = k * k;
-  const torch::Tensor candidates =
-      (v1.unsqueeze(-1) + v2.unsqueeze(-2)).reshape(shape);
-  const torch::Tensor candidate_ids =
-      (i1.unsqueeze(-1) * n + i2.unsqueeze(-2)).reshape(shape);
-  {
-    torch::NoGradGuard no_grad;
-    r = std::get<1>(candidates.topk(k, -1));
-  }
-  return {candidates.gather(-1, r), candidate_ids.gather(-1, r)};
+torch::Tensor PeerRouterScores(const torch::Tensor& z,
+                               const torch::Tensor& query,
+                               const torch::Tensor& keys) {
+  const int64_t tokens = z.size(0), c = query.size(1), d = query.size(2),
+                dk = query.size(3), n = keys.size(2);
+  // q_{p,c} = W^Q_{p,c} z for all 2C heads in one product.
+  const torch::Tensor q =
+      torch::matmul(z, query.permute({2, 0, 1, 3}).reshape({d, 2 * c * dk}))
+          .view({tokens, 2 * c, dk});
+  // s = q . K / sqrt(2 d_key), laid out (2, C, N, n) and read as (N, 2, C, n).
+  return PeerScoresFunction::apply(q, keys.reshape({2 * c, n, dk}),
+                                   1 / std::sqrt(2.0 * dk))
+      .view({2, c, tokens, n})
+      .permute({2, 0, 1, 3});
+}
+
+torch::Tensor PeerRouterScoresReference(const torch::Tensor& z,
+                                        const torch::Tensor& query,
+                                        const torch::Tensor& keys) {
+  const torch::Tensor q = torch::einsum("nd,pcde->npce", {z, query});
+  return torch::einsum("npce,pcje->npcj", {q, keys}) /
+         std::sqrt(2.0 * query.size(3));
 }
 
 ProductKeyFfnImpl::ProductKeyFfnImpl(const ProductKeyOptions& options)
@@ -131,12 +164,9 @@ ProductTopK ProductKeyFfnImpl::Route(const torch::Tensor& z) const {
     s = torch::matmul(torch::matmul(z, query.t()), keys.t())
             .view({tokens, 2, c, n_});
   } else {
-    // q_{p,c} = W^Q_{p,c} z; s = q . K / sqrt(2 d_key).
-    const torch::Tensor q = torch::einsum("nd,pcde->npce", {z, query});
-    s = torch::einsum("npce,pcje->npcj", {q, keys}) /
-        std::sqrt(2.0 * options_.d_key);
+    s = PeerRouterScores(z, query, keys);
   }
-  return ProductKeyTopK(s.select(1, 0), s.select(1, 1), options_.top_k);
+  return ProductKeyTopKOfHalves(s, options_.top_k);
 }
 
 torch::Tensor ProductKeyFfnImpl::Forward(const torch::Tensor& input,

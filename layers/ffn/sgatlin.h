@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "layers/ffn/feed_forward.h"
+#include "layers/ffn/product_key_topk.h"
 
 namespace sparse_layers::layers {
 
@@ -37,14 +38,17 @@ struct ProductKeyOptions {
   std::string hook_prefix;  // FeedForwardOptions::hook_prefix.
 };
 
-// (scores, indices): the top-k of the n^2 sums s1_i + s2_j, indices i * n + j.
-struct ProductTopK {
-  torch::Tensor scores;   // (..., k)
-  torch::Tensor indices;  // (..., k)
-};
-// s1, s2: (..., n). Top-k of each half, then top-k of the k^2 candidates.
-ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
-                           int64_t k);
+// PEER's router scores (He 2024): for each half p and channel c the query head
+// q = W^Q_{p,c} z and s = q . K_{p,c} / sqrt(2 d_key). z (N, d), query (2, C,
+// d, d_key), keys (2, C, n, d_key); s (N, 2, C, n), a strided view on the CPU.
+torch::Tensor PeerRouterScores(const torch::Tensor& z,
+                               const torch::Tensor& query,
+                               const torch::Tensor& keys);
+
+// The same by two einsums: PeerRouterScores's reference in tests.
+torch::Tensor PeerRouterScoresReference(const torch::Tensor& z,
+                                        const torch::Tensor& query,
+                                        const torch::Tensor& keys);
 
 class ProductKeyFfnImpl : public FeedForwardImpl {
  public:

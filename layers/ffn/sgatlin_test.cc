@@ -9,21 +9,6 @@
 namespace sparse_layers::layers {
 namespace {
 
-TEST(ProductKeyTopKTest, EqualsBruteForceTopKOverAllPairs) {
-  torch::manual_seed(0);
-  const torch::Tensor s1 = torch::randn({50, 3, 12});
-  const torch::Tensor s2 = torch::randn({50, 3, 12});
-  const ProductTopK fast = ProductKeyTopK(s1, s2, 5);
-  // All n^2 sums, index i * n + j.
-  const torch::Tensor all =
-      (s1.unsqueeze(-1) + s2.unsqueeze(-2)).reshape({50, 3, 144});
-  const auto [values, indices] = all.topk(5, -1);
-  EXPECT_TRUE(torch::allclose(std::get<0>(fast.scores.sort(-1)),
-                              std::get<0>(values.sort(-1))));
-  EXPECT_TRUE(torch::equal(std::get<0>(fast.indices.sort(-1)),
-                           std::get<0>(indices.sort(-1))));
-}
-
 ProductKeyOptions Tiny() {
   ProductKeyOptions options;
   options.d_model = 8;
@@ -67,6 +52,29 @@ TEST(SgatlinTest, ForwardEqualsTheBruteForceGatedSumAndIsLinearGivenGates) {
   // Gates are raw scores: no softmax, no normalisation.
   const ProductTopK routing = layer.Route(z);
   EXPECT_FALSE(torch::allclose(routing.scores.sum(-1), torch::ones({4, 3})));
+}
+
+// The batched router products against the two einsums of the paper's code,
+// values and gradients.
+TEST(SgatlinTest, PeerRouterScoresEqualTheEinsums) {
+  torch::manual_seed(7);
+  const torch::Tensor z = torch::randn({33, 8}, torch::requires_grad());
+  const torch::Tensor query =
+      torch::randn({2, 3, 8, 6}, torch::requires_grad());
+  const torch::Tensor keys = torch::randn({2, 3, 5, 6}, torch::requires_grad());
+  const torch::Tensor upstream = torch::randn({33, 2, 3, 5});
+  const torch::Tensor fused = PeerRouterScores(z, query, keys);
+  const torch::Tensor reference = PeerRouterScoresReference(z, query, keys);
+  EXPECT_TRUE(torch::allclose(fused, reference, 1e-5, 1e-6));
+  const auto fused_grads =
+      torch::autograd::grad({fused}, {z, query, keys}, {upstream});
+  const auto reference_grads =
+      torch::autograd::grad({reference}, {z, query, keys}, {upstream});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(torch::allclose(fused_grads[i], reference_grads[i], 1e-4, 1e-5))
+        << i << ": "
+        << (fused_grads[i] - reference_grads[i]).abs().max().item<float>();
+  }
 }
 
 TEST(SgatlinTest, EveryParameterReceivesGradient) {

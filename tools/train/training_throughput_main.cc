@@ -21,15 +21,16 @@ ABSL_FLAG(int, steps, 10, "Timed steps per size (after 3 warm-up steps)");
 ABSL_FLAG(int, batch_size, 16, "Sequences per step");
 ABSL_FLAG(bool, profile, false,
           "Also print one step's self time per ATen operator");
-// The sparse layers' hot paths (MoE dispatch, sgatlin's SparseDot, MxD's
-// decode) profiled in the same step; pytorch_eager_throughput.py has only
-// the GELU MLP, so the side-by-side benchmark leaves these at their defaults.
+// Every block's FFN; pytorch_eager_ffns.py has an eager reference of the
+// sparse ones benchmark_vs_pytorch compares (switch, moe_x, gpt_oss_moe,
+// sgatlin, peer, mohd_swiglu).
 ABSL_FLAG(std::string, ffn, "gelu_mlp",
           "Registry name of every block's FFN (switch, moe_x, sgatlin, peer, "
           "mxd_gelu, ...)");
 ABSL_FLAG(int64_t, d_ffn, 0, "FFN width (0: 4 d_model)");
 ABSL_FLAG(int64_t, n_experts, 0, "Experts or channels of a sparse FFN");
 ABSL_FLAG(int64_t, top_k, 0, "Active experts or units of a sparse FFN");
+ABSL_FLAG(int64_t, d_key, 0, "Product-key width of sgatlin and PEER (0: 128)");
 
 namespace sparse_layers::train {
 namespace {
@@ -59,6 +60,7 @@ absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
     options.d_ffn = absl::GetFlag(FLAGS_d_ffn);
   options.n_experts = absl::GetFlag(FLAGS_n_experts);
   options.top_k = absl::GetFlag(FLAGS_top_k);
+  options.d_key = absl::GetFlag(FLAGS_d_key);
   ASSIGN_OR_RETURN(std::shared_ptr<layers::GptImpl> model,
                    layers::GptImpl::Create(options));
   // The trainer's optimizer: every parameter decayed, as pytorch_eager's.

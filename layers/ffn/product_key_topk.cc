@@ -1,0 +1,194 @@
+#include "layers/ffn/product_key_topk.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+namespace sparse_layers::layers {
+namespace {
+
+// Orders positions by value, larger first, lower position first among equals.
+template <typename T>
+struct Descending {
+  const T* values;
+  bool operator()(int64_t a, int64_t b) const {
+    return values[a] > values[b] || (values[a] == values[b] && a < b);
+  }
+};
+
+struct HalvesLayout {
+  int64_t tokens, channels, n, k;
+  int64_t token_stride, half_stride, channel_stride;  // Of halves, in elements.
+};
+
+// Per (token, channel) row: the k best of each half, then the k best of their
+// k^2 sums; writes scores, i * n + j, and i and j (for the gradient).
+template <typename T>
+void ForwardKernel(const T* halves, const HalvesLayout& l, T* scores,
+                   int64_t* indices, int64_t* first, int64_t* second) {
+  at::parallel_for(
+      0, l.tokens * l.channels, 16, [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> order1(l.n), order2(l.n), pairs(l.k * l.k);
+        std::vector<T> sums(l.k * l.k);
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t t = row / l.channels, c = row % l.channels;
+          const T* s1 = halves + t * l.token_stride + c * l.channel_stride;
+          const T* s2 = s1 + l.half_stride;
+          std::iota(order1.begin(), order1.end(), 0);
+          std::iota(order2.begin(), order2.end(), 0);
+          std::partial_sort(order1.begin(), order1.begin() + l.k, order1.end(),
+                            Descending<T>{s1});
+          std::partial_sort(order2.begin(), order2.begin() + l.k, order2.end(),
+                            Descending<T>{s2});
+          for (int64_t a = 0; a < l.k; ++a) {
+            for (int64_t b = 0; b < l.k; ++b) {
+              sums[a * l.k + b] = s1[order1[a]] + s2[order2[b]];
+            }
+          }
+          std::iota(pairs.begin(), pairs.end(), 0);
+          std::partial_sort(pairs.begin(), pairs.begin() + l.k, pairs.end(),
+                            Descending<T>{sums.data()});
+          for (int64_t o = 0; o < l.k; ++o) {
+            const int64_t i = order1[pairs[o] / l.k],
+                          j = order2[pairs[o] % l.k];
+            scores[row * l.k + o] = sums[pairs[o]];
+            indices[row * l.k + o] = i * l.n + j;
+            first[row * l.k + o] = i;
+            second[row * l.k + o] = j;
+          }
+        }
+      });
+}
+
+// grad_halves[t, 0, c, i] and [t, 1, c, j] += grad of each result; rows are
+// disjoint, so threads never write the same element.
+template <typename T>
+void BackwardKernel(const T* grad, const int64_t* first, const int64_t* second,
+                    const HalvesLayout& l, T* grad_halves) {
+  const int64_t half = l.channels * l.n;
+  at::parallel_for(0, l.tokens * l.channels, 64,
+                   [&](int64_t begin, int64_t end) {
+                     for (int64_t row = begin; row < end; ++row) {
+                       const int64_t t = row / l.channels, c = row % l.channels;
+                       T* g1 = grad_halves + t * 2 * half + c * l.n;
+                       T* g2 = g1 + half;
+                       for (int64_t o = 0; o < l.k; ++o) {
+                         g1[first[row * l.k + o]] += grad[row * l.k + o];
+                         g2[second[row * l.k + o]] += grad[row * l.k + o];
+                       }
+                     }
+                   });
+}
+
+class ProductKeyTopKFunction
+    : public torch::autograd::Function<ProductKeyTopKFunction> {
+ public:
+  // Returns (scores, indices); indices carry no gradient.
+  static torch::autograd::variable_list forward(
+      torch::autograd::AutogradContext* ctx, const torch::Tensor& halves,
+      int64_t k) {
+    const HalvesLayout layout{
+        halves.size(0),   halves.size(2),   halves.size(3),  k,
+        halves.stride(0), halves.stride(1), halves.stride(2)};
+    const auto long_options = halves.options().dtype(torch::kLong);
+    const std::vector<int64_t> shape = {layout.tokens, layout.channels, k};
+    torch::Tensor scores = torch::empty(shape, halves.options());
+    torch::Tensor indices = torch::empty(shape, long_options);
+    torch::Tensor first = torch::empty(shape, long_options);
+    torch::Tensor second = torch::empty(shape, long_options);
+    AT_DISPATCH_FLOATING_TYPES(halves.scalar_type(), "ProductKeyTopK", [&] {
+      ForwardKernel<scalar_t>(
+          halves.data_ptr<scalar_t>(), layout, scores.data_ptr<scalar_t>(),
+          indices.data_ptr<int64_t>(), first.data_ptr<int64_t>(),
+          second.data_ptr<int64_t>());
+    });
+    ctx->save_for_backward({first, second});
+    ctx->saved_data["tokens"] = layout.tokens;
+    ctx->saved_data["channels"] = layout.channels;
+    ctx->saved_data["n"] = layout.n;
+    ctx->mark_non_differentiable({indices});
+    return {scores, indices};
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const int64_t tokens = ctx->saved_data["tokens"].toInt(),
+                  channels = ctx->saved_data["channels"].toInt(),
+                  n = ctx->saved_data["n"].toInt();
+    const torch::Tensor grad = grad_outputs[0].contiguous();
+    const HalvesLayout layout{
+        tokens,           channels,     n, saved[0].size(-1),
+        2 * channels * n, channels * n, n};
+    torch::Tensor grad_halves =
+        torch::zeros({tokens, 2, channels, n}, grad.options());
+    AT_DISPATCH_FLOATING_TYPES(
+        grad.scalar_type(), "ProductKeyTopKBackward", [&] {
+          BackwardKernel<scalar_t>(grad.data_ptr<scalar_t>(),
+                                   saved[0].data_ptr<int64_t>(),
+                                   saved[1].data_ptr<int64_t>(), layout,
+                                   grad_halves.data_ptr<scalar_t>());
+        });
+    return {grad_halves, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+ProductTopK ProductKeyTopKOfHalves(const torch::Tensor& halves, int64_t k) {
+  TORCH_CHECK(halves.dim() == 4 && halves.size(1) == 2,
+              "ProductKeyTopKOfHalves: halves (N, 2, C, n)");
+  TORCH_CHECK(k > 0 && k <= halves.size(3),
+              "product-key top-k needs 0 < k <= n");
+  if (!halves.device().is_cpu()) {
+    return ProductKeyTopKReference(halves.select(1, 0), halves.select(1, 1), k);
+  }
+  const torch::Tensor rows =
+      halves.stride(3) == 1 ? halves : halves.contiguous();
+  const auto results = ProductKeyTopKFunction::apply(rows, k);
+  return {results[0], results[1]};
+}
+
+ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
+                           int64_t k) {
+  TORCH_CHECK(s1.sizes() == s2.sizes() && s1.dim() >= 1,
+              "ProductKeyTopK: s1 and s2 of one shape (..., n)");
+  const int64_t n = s1.size(-1);
+  // (rows, 2, 1, n), then back to (..., k).
+  const torch::Tensor halves =
+      torch::stack({s1.reshape({-1, n}), s2.reshape({-1, n})}, 1).unsqueeze(2);
+  const ProductTopK flat = ProductKeyTopKOfHalves(halves, k);
+  auto shape = s1.sizes().vec();
+  shape.back() = k;
+  return {flat.scores.view(shape), flat.indices.view(shape)};
+}
+
+ProductTopK ProductKeyTopKReference(const torch::Tensor& s1,
+                                    const torch::Tensor& s2, int64_t k) {
+  const int64_t n = s1.size(-1);
+  torch::Tensor i1, i2, r;
+  {
+    torch::NoGradGuard no_grad;
+    i1 = std::get<1>(s1.topk(k, -1));
+    i2 = std::get<1>(s2.topk(k, -1));
+  }
+  const torch::Tensor v1 = s1.gather(-1, i1);
+  const torch::Tensor v2 = s2.gather(-1, i2);
+  auto shape = v1.sizes().vec();
+  shape.back() = k * k;
+  const torch::Tensor candidates =
+      (v1.unsqueeze(-1) + v2.unsqueeze(-2)).reshape(shape);
+  const torch::Tensor candidate_ids =
+      (i1.unsqueeze(-1) * n + i2.unsqueeze(-2)).reshape(shape);
+  {
+    torch::NoGradGuard no_grad;
+    r = std::get<1>(candidates.topk(k, -1));
+  }
+  return {candidates.gather(-1, r), candidate_ids.gather(-1, r)};
+}
+
+}  // namespace sparse_layers::layers

@@ -1,0 +1,83 @@
+#include "layers/ffn/product_key_topk.h"
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+#include "layers/testing/gradient_check.h"
+
+namespace sparse_layers::layers {
+namespace {
+
+TEST(ProductKeyTopKTest, EqualsBruteForceTopKOverAllPairs) {
+  torch::manual_seed(0);
+  const torch::Tensor s1 = torch::randn({50, 3, 12});
+  const torch::Tensor s2 = torch::randn({50, 3, 12});
+  const ProductTopK fast = ProductKeyTopK(s1, s2, 5);
+  // All n^2 sums, index i * n + j, best first as topk gives them.
+  const torch::Tensor all =
+      (s1.unsqueeze(-1) + s2.unsqueeze(-2)).reshape({50, 3, 144});
+  const auto [values, indices] = all.topk(5, -1);
+  EXPECT_TRUE(torch::equal(fast.scores, values));
+  EXPECT_TRUE(torch::equal(fast.indices, indices));
+}
+
+// The routers' layout: halves (N, 2, C, n) as a strided view.
+torch::Tensor RouterScores(torch::Dtype dtype) {
+  torch::manual_seed(1);
+  return torch::randn({40, 6 * 16}, torch::TensorOptions().dtype(dtype))
+      .view({40, 2, 3, 16})
+      .requires_grad_();
+}
+
+TEST(ProductKeyTopKTest, EqualsTheReferenceBitForBitWithGradients) {
+  const torch::Tensor s = RouterScores(torch::kFloat);
+  const torch::Tensor weights = torch::randn({40, 3, 4});
+  const ProductTopK fused = ProductKeyTopKOfHalves(s, 4);
+  const ProductTopK reference =
+      ProductKeyTopKReference(s.select(1, 0), s.select(1, 1), 4);
+  EXPECT_TRUE(torch::equal(fused.scores, reference.scores));
+  EXPECT_TRUE(torch::equal(fused.indices, reference.indices));
+  const torch::Tensor grad_fused =
+      torch::autograd::grad({(fused.scores * weights).sum()}, {s})[0];
+  const torch::Tensor grad_reference =
+      torch::autograd::grad({(reference.scores * weights).sum()}, {s})[0];
+  EXPECT_TRUE(torch::equal(grad_fused, grad_reference))
+      << (grad_fused - grad_reference).abs().max().item<float>();
+  // Each result's gradient reaches exactly two half-scores.
+  EXPECT_LE(grad_fused.ne(0).sum().item<int64_t>(), 2 * 40 * 3 * 4);
+}
+
+TEST(ProductKeyTopKTest, GradientsMatchFiniteDifferences) {
+  // Small rows (k = 3 of n = 5), so most entries of both halves are chosen.
+  torch::manual_seed(2);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble);
+  const torch::Tensor s =
+      torch::randn({3, 2, 2, 5}, options).requires_grad_();
+  const torch::Tensor weights = torch::randn({3, 2, 3}, options);
+  const auto messages = testing::CheckGradients(
+      [&] { return (ProductKeyTopKOfHalves(s, 3).scores * weights).sum(); },
+      {{"halves", s}}, /*entries_per_parameter=*/40);
+  for (const std::string& message : messages) ADD_FAILURE() << message;
+}
+
+TEST(ProductKeyTopKTest, RepeatsAreBitIdenticalAndStridesAreRead) {
+  const torch::Tensor s = RouterScores(torch::kFloat);
+  const ProductTopK first = ProductKeyTopKOfHalves(s, 4);
+  const ProductTopK second = ProductKeyTopKOfHalves(s, 4);
+  EXPECT_TRUE(torch::equal(first.scores, second.scores));
+  EXPECT_TRUE(torch::equal(first.indices, second.indices));
+  // A permuted copy laid out (2, N, C, n) gives the same selection.
+  const torch::Tensor other_layout =
+      s.detach().permute({1, 0, 2, 3}).contiguous().permute({1, 0, 2, 3});
+  const ProductTopK strided = ProductKeyTopKOfHalves(other_layout, 4);
+  EXPECT_TRUE(torch::equal(first.scores, strided.scores));
+  EXPECT_TRUE(torch::equal(first.indices, strided.indices));
+}
+
+TEST(ProductKeyTopKTest, RefusesBadShapes) {
+  EXPECT_ANY_THROW(ProductKeyTopKOfHalves(torch::randn({4, 3, 2, 8}), 2));
+  EXPECT_ANY_THROW(ProductKeyTopKOfHalves(torch::randn({4, 2, 2, 8}), 9));
+}
+
+}  // namespace
+}  // namespace sparse_layers::layers
