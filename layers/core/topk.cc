@@ -1,9 +1,6 @@
 #include "layers/core/topk.h"
 
-#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
-
-#include <algorithm>
 
 namespace sparse_layers::layers {
 
@@ -25,6 +22,22 @@ torch::Tensor Densify(const TopKCodes& codes, int64_t width) {
   shape.back() = width;
   return torch::zeros(shape, codes.values.options())
       .scatter(-1, codes.indices, codes.values);
+}
+
+torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows) {
+  const int64_t k = codes.values.size(-1);
+  const torch::Tensor indices = codes.indices.reshape({-1});
+  const torch::Tensor weights = codes.values.reshape({-1});
+  const int64_t bags = indices.size(0) / k;
+  const torch::Tensor offsets =
+      torch::arange(0, bags * k, k, indices.options());
+  // mode 0 = sum; per_sample_weights scale each gathered row.
+  const torch::Tensor decoded = std::get<0>(torch::embedding_bag(
+      rows, indices, offsets, /*scale_grad_by_freq=*/false, /*mode=*/0,
+      /*sparse=*/false, weights));
+  auto shape = codes.values.sizes().vec();
+  shape.back() = rows.size(1);
+  return decoded.view(shape);
 }
 
 namespace {
@@ -64,69 +77,6 @@ void ScatterOuterKernel(const T* grad, const T* x, const int64_t* indices,
   });
 }
 
-// out[b] = sum_j weights[b, j] rows[indices[b, j]], j in order; parallel over
-// tokens.
-template <typename T>
-void SparseDecodeKernel(const T* weights, const int64_t* indices, const T* rows,
-                        int64_t tokens, int64_t k, int64_t width, T* out) {
-  at::parallel_for(0, tokens, 64, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
-      T* ob = out + b * width;
-      std::fill(ob, ob + width, T(0));
-      for (int64_t j = 0; j < k; ++j) {
-        const T w = weights[b * k + j];
-        const T* row = rows + indices[b * k + j] * width;
-        for (int64_t i = 0; i < width; ++i) ob[i] += w * row[i];
-      }
-    }
-  });
-}
-
-// The three kernels on contiguous tensors: x (B, I), rows (width, I),
-// weights and indices (B, k).
-torch::Tensor GatheredDots(const torch::Tensor& x, const torch::Tensor& rows,
-                           const torch::Tensor& indices) {
-  torch::Tensor out = torch::empty(indices.sizes(), x.options());
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "SparseDot", [&] {
-    SparseDotKernel<scalar_t>(x.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(),
-                              indices.data_ptr<int64_t>(), indices.size(0),
-                              indices.size(1), x.size(1),
-                              out.data_ptr<scalar_t>());
-  });
-  return out;
-}
-
-torch::Tensor WeightedRowSums(const torch::Tensor& weights,
-                              const torch::Tensor& indices,
-                              const torch::Tensor& rows) {
-  torch::Tensor out =
-      torch::empty({weights.size(0), rows.size(1)}, rows.options());
-  AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "SparseDecode", [&] {
-    SparseDecodeKernel<scalar_t>(
-        weights.data_ptr<scalar_t>(), indices.data_ptr<int64_t>(),
-        rows.data_ptr<scalar_t>(), indices.size(0), indices.size(1),
-        rows.size(1), out.data_ptr<scalar_t>());
-  });
-  return out;
-}
-
-// sum over (b, j) with indices[b, j] = r of weights[b, j] x[b], for each row r.
-torch::Tensor ScatteredOuterSums(const torch::Tensor& weights,
-                                 const torch::Tensor& x,
-                                 const torch::Tensor& indices,
-                                 const torch::Tensor& rows_like) {
-  torch::Tensor grad_rows = torch::zeros_like(rows_like);
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ScatterOuter", [&] {
-    ScatterOuterKernel<scalar_t>(
-        weights.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-        indices.data_ptr<int64_t>(), indices.size(0), indices.size(1),
-        x.size(1), grad_rows.data_ptr<scalar_t>());
-  });
-  return grad_rows;
-}
-
-// SparseDot and SparseDecode are each other's transposes: each one's backward
-// is the other's forward (d of the dense operand) and the scatter (d rows).
 class SparseDotFunction : public torch::autograd::Function<SparseDotFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
@@ -136,7 +86,14 @@ class SparseDotFunction : public torch::autograd::Function<SparseDotFunction> {
     const torch::Tensor xc = x.contiguous(), rc = rows.contiguous(),
                         ic = indices.contiguous();
     ctx->save_for_backward({xc, rc, ic});
-    return GatheredDots(xc, rc, ic);
+    torch::Tensor out = torch::empty(ic.sizes(), xc.options());
+    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "SparseDot", [&] {
+      SparseDotKernel<scalar_t>(xc.data_ptr<scalar_t>(),
+                                rc.data_ptr<scalar_t>(), ic.data_ptr<int64_t>(),
+                                ic.size(0), ic.size(1), xc.size(1),
+                                out.data_ptr<scalar_t>());
+    });
+    return out;
   }
 
   static torch::autograd::variable_list backward(
@@ -145,33 +102,16 @@ class SparseDotFunction : public torch::autograd::Function<SparseDotFunction> {
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &rows = saved[1], &indices = saved[2];
     const torch::Tensor grad = grad_outputs[0].contiguous();
-    return {WeightedRowSums(grad, indices, rows),
-            ScatteredOuterSums(grad, x, indices, rows), torch::Tensor()};
-  }
-};
-
-class SparseDecodeFunction
-    : public torch::autograd::Function<SparseDecodeFunction> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
-                               const torch::Tensor& weights,
-                               const torch::Tensor& indices,
-                               const torch::Tensor& rows) {
-    const torch::Tensor wc = weights.contiguous(), ic = indices.contiguous(),
-                        rc = rows.contiguous();
-    ctx->save_for_backward({wc, ic, rc});
-    return WeightedRowSums(wc, ic, rc);
-  }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx,
-      torch::autograd::variable_list grad_outputs) {
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &weights = saved[0], &indices = saved[1],
-                        &rows = saved[2];
-    const torch::Tensor grad = grad_outputs[0].contiguous();
-    return {GatheredDots(grad, rows, indices), torch::Tensor(),
-            ScatteredOuterSums(weights, grad, indices, rows)};
+    // d/dx: sum_j grad[b, j] rows[indices[b, j]], SparseDecode's sum.
+    const torch::Tensor grad_x = SparseDecode({grad, indices}, rows);
+    torch::Tensor grad_rows = torch::zeros_like(rows);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "SparseDotBackward", [&] {
+      ScatterOuterKernel<scalar_t>(
+          grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+          indices.data_ptr<int64_t>(), indices.size(0), indices.size(1),
+          x.size(1), grad_rows.data_ptr<scalar_t>());
+    });
+    return {grad_x, grad_rows, torch::Tensor()};
   }
 };
 
@@ -189,37 +129,6 @@ torch::Tensor SparseDot(const torch::Tensor& x, const torch::Tensor& rows,
     return SparseDotReference(x, rows, indices);
   }
   return SparseDotFunction::apply(x, rows, indices);
-}
-
-torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows) {
-  const int64_t k = codes.values.size(-1);
-  const torch::Tensor weights = codes.values.reshape({-1, k});
-  const torch::Tensor indices = codes.indices.reshape({-1, k});
-  TORCH_CHECK(rows.dim() == 2 && indices.scalar_type() == torch::kLong,
-              "SparseDecode: rows (width, O), int64 indices");
-  auto shape = codes.values.sizes().vec();
-  shape.back() = rows.size(1);
-  if (!rows.device().is_cpu() || weights.scalar_type() != rows.scalar_type()) {
-    return SparseDecodeReference(codes, rows);
-  }
-  return SparseDecodeFunction::apply(weights, indices, rows).view(shape);
-}
-
-torch::Tensor SparseDecodeReference(const TopKCodes& codes,
-                                    const torch::Tensor& rows) {
-  const int64_t k = codes.values.size(-1);
-  const torch::Tensor indices = codes.indices.reshape({-1});
-  const torch::Tensor weights = codes.values.reshape({-1});
-  const int64_t bags = indices.size(0) / k;
-  const torch::Tensor offsets =
-      torch::arange(0, bags * k, k, indices.options());
-  // mode 0 = sum; per_sample_weights scale each gathered row.
-  const torch::Tensor decoded = std::get<0>(torch::embedding_bag(
-      rows, indices, offsets, /*scale_grad_by_freq=*/false, /*mode=*/0,
-      /*sparse=*/false, weights));
-  auto shape = codes.values.sizes().vec();
-  shape.back() = rows.size(1);
-  return decoded.view(shape);
 }
 
 torch::Tensor SparseDotReference(const torch::Tensor& x,

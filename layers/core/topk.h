@@ -21,15 +21,8 @@ TopKCodes ReluTopK(const torch::Tensor& pre, int64_t k);
 torch::Tensor Densify(const TopKCodes& codes, int64_t width);
 
 // sum_j values[b, j] * rows[indices[b, j]]: (B, k) x (width, O) -> (B, O),
-// gathering k rows per token, never all of them. On CPU a fused kernel whose
-// backward is SparseDot's kernels (no sort of the indices); differentiable
-// once (values, rows), not twice.
+// through embedding_bag (gathers k rows per token, never all of them).
 torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows);
-
-// The same through embedding_bag: SparseDecode's reference, and its path on
-// other devices.
-torch::Tensor SparseDecodeReference(const TopKCodes& codes,
-                                    const torch::Tensor& rows);
 
 // rows[indices[b, j]] . x[b]: (B, I) x (width, I) x (B, k) -> (B, k), the
 // transpose of SparseDecode (a per-token gathered encoder, sgatlin Eq. 1). On

@@ -85,6 +85,27 @@ void BM_Sgatlin(benchmark::State& state) {
                                                   benchmark::Counter::kIsRate);
   state.SetLabel(state.range(2) ? "sparse gather" : "dense masked");
 }
+// Args: {channels, n, fused (1) or the topk-of-topk reference (0)}; 4096
+// tokens, k = 8, forward and backward of the selected scores.
+void BM_ProductKeyTopK(benchmark::State& state) {
+  (void)backend::SetTorchThreads(2);
+  torch::manual_seed(0);
+  const int64_t c = state.range(0), n = state.range(1);
+  const torch::Tensor s = torch::randn({4096, 2, c, n}, torch::requires_grad());
+  for (auto _ : state) {
+    const ProductTopK routing =
+        state.range(2)
+            ? ProductKeyTopKOfHalves(s, 8)
+            : ProductKeyTopKReference(s.select(1, 0), s.select(1, 1), 8);
+    torch::autograd::grad({routing.scores.sum()}, {s});
+  }
+  state.SetLabel(state.range(2) ? "fused" : "reference");
+}
+BENCHMARK(BM_ProductKeyTopK)
+    ->ArgsProduct({{8}, {40, 80}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 BENCHMARK(BM_Sgatlin)
     ->ArgsProduct({{128}, {1024}, {0, 1}})
     ->ArgsProduct({{256}, {4096}, {0, 1}})

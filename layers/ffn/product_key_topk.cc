@@ -3,21 +3,25 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
-#include <algorithm>
-#include <numeric>
 #include <vector>
 
 namespace sparse_layers::layers {
 namespace {
 
-// Orders positions by value, larger first, lower position first among equals.
+// The k largest of v[0, n) into best (positions, largest first) by insertion
+// into a sorted buffer: for k << n most values fail one comparison. Among
+// equal values the earlier position ranks first.
 template <typename T>
-struct Descending {
-  const T* values;
-  bool operator()(int64_t a, int64_t b) const {
-    return values[a] > values[b] || (values[a] == values[b] && a < b);
+void TopKPositions(const T* v, int64_t n, int64_t k, int64_t* best) {
+  int64_t size = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = v[i];
+    if (size == k && !(x > v[best[k - 1]])) continue;
+    int64_t p = size < k ? size++ : k - 1;
+    for (; p > 0 && x > v[best[p - 1]]; --p) best[p] = best[p - 1];
+    best[p] = i;
   }
-};
+}
 
 struct HalvesLayout {
   int64_t tokens, channels, n, k;
@@ -30,31 +34,40 @@ template <typename T>
 void ForwardKernel(const T* halves, const HalvesLayout& l, T* scores,
                    int64_t* indices, int64_t* first, int64_t* second) {
   at::parallel_for(
-      0, l.tokens * l.channels, 16, [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> order1(l.n), order2(l.n), pairs(l.k * l.k);
-        std::vector<T> sums(l.k * l.k);
+      0, l.tokens * l.channels, 64, [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> best1(l.k), best2(l.k), pair_a(l.k), pair_b(l.k);
+        std::vector<T> sums(l.k);
         for (int64_t row = begin; row < end; ++row) {
           const int64_t t = row / l.channels, c = row % l.channels;
           const T* s1 = halves + t * l.token_stride + c * l.channel_stride;
           const T* s2 = s1 + l.half_stride;
-          std::iota(order1.begin(), order1.end(), 0);
-          std::iota(order2.begin(), order2.end(), 0);
-          std::partial_sort(order1.begin(), order1.begin() + l.k, order1.end(),
-                            Descending<T>{s1});
-          std::partial_sort(order2.begin(), order2.begin() + l.k, order2.end(),
-                            Descending<T>{s2});
+          TopKPositions(s1, l.n, l.k, best1.data());
+          TopKPositions(s2, l.n, l.k, best2.data());
+          // The k best of the k^2 sums, a-major as the reference flattens
+          // them; both lists fall, so a row stops at its first sum that
+          // cannot enter, and the search when a row's first cannot.
+          int64_t size = 0;
           for (int64_t a = 0; a < l.k; ++a) {
-            for (int64_t b = 0; b < l.k; ++b) {
-              sums[a * l.k + b] = s1[order1[a]] + s2[order2[b]];
+            const T v1 = s1[best1[a]];
+            int64_t b = 0;
+            for (; b < l.k; ++b) {
+              const T x = v1 + s2[best2[b]];
+              if (size == l.k && !(x > sums[l.k - 1])) break;
+              int64_t p = size < l.k ? size++ : l.k - 1;
+              for (; p > 0 && x > sums[p - 1]; --p) {
+                sums[p] = sums[p - 1];
+                pair_a[p] = pair_a[p - 1];
+                pair_b[p] = pair_b[p - 1];
+              }
+              sums[p] = x;
+              pair_a[p] = a;
+              pair_b[p] = b;
             }
+            if (b == 0) break;
           }
-          std::iota(pairs.begin(), pairs.end(), 0);
-          std::partial_sort(pairs.begin(), pairs.begin() + l.k, pairs.end(),
-                            Descending<T>{sums.data()});
           for (int64_t o = 0; o < l.k; ++o) {
-            const int64_t i = order1[pairs[o] / l.k],
-                          j = order2[pairs[o] % l.k];
-            scores[row * l.k + o] = sums[pairs[o]];
+            const int64_t i = best1[pair_a[o]], j = best2[pair_b[o]];
+            scores[row * l.k + o] = sums[o];
             indices[row * l.k + o] = i * l.n + j;
             first[row * l.k + o] = i;
             second[row * l.k + o] = j;
