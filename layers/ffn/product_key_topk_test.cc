@@ -51,8 +51,7 @@ TEST(ProductKeyTopKTest, GradientsMatchFiniteDifferences) {
   // Small rows (k = 3 of n = 5), so most entries of both halves are chosen.
   torch::manual_seed(2);
   const auto options = torch::TensorOptions().dtype(torch::kDouble);
-  const torch::Tensor s =
-      torch::randn({3, 2, 2, 5}, options).requires_grad_();
+  const torch::Tensor s = torch::randn({3, 2, 2, 5}, options).requires_grad_();
   const torch::Tensor weights = torch::randn({3, 2, 3}, options);
   const auto messages = testing::CheckGradients(
       [&] { return (ProductKeyTopKOfHalves(s, 3).scores * weights).sum(); },
