@@ -1,7 +1,9 @@
 #include "layers/attention/lorsa.h"
 
 #include <cmath>
+#include <utility>
 
+#include "layers/core/block_causal_attention.h"
 #include "layers/core/topk.h"
 
 namespace sparse_layers::layers {
@@ -61,9 +63,8 @@ LorsaImpl::LorsaImpl(const LorsaOptions& o) : options_(o) {
   causal_mask_ = CausalMask(o.context_length);
 }
 
-LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
-  const int64_t batch = x.size(0), length = x.size(1);
-  const int64_t groups = options_.qk_heads, g = group_size();
+std::pair<torch::Tensor, torch::Tensor> LorsaImpl::QueriesAndKeys(
+    const torch::Tensor& x) const {
   // (B, H_QK, T, D_QK)
   torch::Tensor q =
       (torch::einsum("btd,gdk->bgtk", {x, w_q}) + b_q.unsqueeze(1));
@@ -73,16 +74,21 @@ LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
     q = rotary_.Apply(q);
     key = rotary_.Apply(key);
   }
-  const torch::Tensor pattern =
-      causal_mask_.Softmax(torch::matmul(q, key.transpose(-2, -1)) /
-                           std::sqrt(double(options_.qk_dim)));
-  const torch::Tensor values = torch::matmul(x, w_v.t()) + b_v;  // (B, T, H)
+  return {q, key};
+}
+
+torch::Tensor LorsaImpl::GroupedValues(const torch::Tensor& values) const {
   // Mixing is a standard attention with H_QK heads and value width G.
-  const torch::Tensor grouped =
-      values.view({batch, length, groups, g}).permute({0, 2, 1, 3});
-  const torch::Tensor z = torch::matmul(pattern, grouped)
-                              .permute({0, 2, 1, 3})
-                              .reshape({batch, length, options_.ov_heads});
+  return values
+      .view({values.size(0), values.size(1), options_.qk_heads, group_size()})
+      .permute({0, 2, 1, 3});
+}
+
+std::pair<TopKCodes, torch::Tensor> LorsaImpl::SelectAndWrite(
+    const torch::Tensor& grouped_z, int64_t k) const {
+  const torch::Tensor z =
+      grouped_z.permute({0, 2, 1, 3})
+          .reshape({grouped_z.size(0), grouped_z.size(2), options_.ov_heads});
   const torch::Tensor kept = options_.relu ? torch::relu(z) : z;
   torch::Tensor selected;
   {
@@ -93,11 +99,33 @@ LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
     selected = std::get<1>(score.topk(k, -1));
   }
   const TopKCodes codes{kept.gather(-1, selected), selected};
-  const torch::Tensor activations = Densify(codes, options_.ov_heads);
   // Only the K selected output rows are read (embedding_bag), not all H.
   const torch::Tensor output =
-      dense_output ? torch::matmul(activations, w_o) : SparseDecode(codes, w_o);
-  return {output + b_o, activations, pattern, values};
+      dense_output ? torch::matmul(Densify(codes, options_.ov_heads), w_o)
+                   : SparseDecode(codes, w_o);
+  return {codes, output + b_o};
+}
+
+LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
+  const auto [q, key] = QueriesAndKeys(x);
+  const torch::Tensor pattern =
+      causal_mask_.Softmax(torch::matmul(q, key.transpose(-2, -1)) /
+                           std::sqrt(double(options_.qk_dim)));
+  const torch::Tensor values = torch::matmul(x, w_v.t()) + b_v;  // (B, T, H)
+  auto [codes, output] =
+      SelectAndWrite(torch::matmul(pattern, GroupedValues(values)), k);
+  return {output, Densify(codes, options_.ov_heads), pattern, values};
+}
+
+torch::Tensor LorsaImpl::forward(const torch::Tensor& x) {
+  // Only the output: the groups' mixing in query blocks, one sgemm per
+  // (window, group) entry (layers/core/block_causal_attention.h), no
+  // pattern beyond what its backward keeps; Run's output, row for row.
+  const auto [q, key] = QueriesAndKeys(x);
+  const torch::Tensor values = torch::matmul(x, w_v.t()) + b_v;
+  return SelectAndWrite(BlockCausalAttention(q, key, GroupedValues(values)),
+                        options_.top_k)
+      .second;
 }
 
 void LorsaImpl::InitQkFromAttention(const CausalSelfAttentionImpl& attention) {

@@ -8,10 +8,13 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 #include "layers/attention/attention.h"
 #include "layers/attention/causal_attention.h"
 #include "layers/core/causal_mask.h"
 #include "layers/core/rotary.h"
+#include "layers/core/topk.h"
 
 namespace sparse_layers::layers {
 
@@ -46,11 +49,12 @@ class LorsaImpl : public AttentionImpl {
  public:
   explicit LorsaImpl(const LorsaOptions& options);
 
-  // x: (B, T, d), the attention layer's (normalised) input.
+  // x: (B, T, d), the attention layer's (normalised) input. With the dense
+  // attention pattern and codes, for analyses; forward's reference.
   LorsaOutput Run(const torch::Tensor& x, int64_t k) const;
-  torch::Tensor forward(const torch::Tensor& x) override {
-    return Run(x, options_.top_k).output;
-  }
+  // Run(x, top_k).output through the block-causal attention kernel (what
+  // training and splicing call).
+  torch::Tensor forward(const torch::Tensor& x) override;
 
   // QK group of OV head h: floor(h / G) (consecutive blocks, as in the code).
   int64_t GroupOf(int64_t head) const { return head / group_size(); }
@@ -87,6 +91,16 @@ class LorsaImpl : public AttentionImpl {
   torch::Tensor b_o;       // (d)
 
  private:
+  // Rotary queries and keys of every QK group, (B, H_QK, T, D_QK).
+  std::pair<torch::Tensor, torch::Tensor> QueriesAndKeys(
+      const torch::Tensor& x) const;
+  // Values (B, T, H) as (B, H_QK, T, G): each group's OV heads side by side.
+  torch::Tensor GroupedValues(const torch::Tensor& values) const;
+  // The top-k heads of the mixed values (B, H_QK, T, G) and the output they
+  // write, b_o included.
+  std::pair<TopKCodes, torch::Tensor> SelectAndWrite(
+      const torch::Tensor& grouped_z, int64_t k) const;
+
   LorsaOptions options_;
   RotaryEmbedding rotary_;
   CausalMask causal_mask_;

@@ -193,6 +193,35 @@ TEST(LorsaTest, SparseOutputDecodeEqualsTheDenseOne) {
   EXPECT_TRUE(torch::allclose(sparse, lorsa->forward(x), 1e-5, 1e-6));
 }
 
+// forward mixes through the block-causal kernel; Run (the dense pattern) is
+// its reference: same output and parameter gradients, windows longer than a
+// kernel block included.
+TEST(LorsaTest, ForwardKernelEqualsRunAndItsGradients) {
+  for (const int64_t length : {6, 80}) {
+    torch::manual_seed(7);
+    LorsaOptions options = Small();
+    options.context_length = 80;
+    Lorsa lorsa(options);
+    const torch::Tensor x = torch::randn({3, length, 16});
+    const torch::Tensor weights = torch::randn({3, length, 16});
+    auto run = [&](bool kernel) {
+      lorsa->zero_grad();
+      const torch::Tensor out =
+          kernel ? lorsa->forward(x) : lorsa->Run(x, options.top_k).output;
+      (out * weights).sum().backward();
+      std::vector<torch::Tensor> all = {out.detach()};
+      for (const auto& p : lorsa->parameters()) all.push_back(p.grad().clone());
+      return all;
+    };
+    const auto kernel = run(true), reference = run(false);
+    for (size_t i = 0; i < kernel.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(kernel[i], reference[i], 1e-4, 1e-5))
+          << "T " << length << " tensor " << i << " max diff "
+          << (kernel[i] - reference[i]).abs().max().item<double>();
+    }
+  }
+}
+
 TEST(LorsaTest, GradientsMatchFiniteDifferences) {
   torch::manual_seed(5);
   Lorsa lorsa(Small());

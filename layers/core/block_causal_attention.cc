@@ -13,8 +13,8 @@ namespace {
 class BlockCausalAttentionFunction
     : public torch::autograd::Function<BlockCausalAttentionFunction> {
  public:
-  // q, k, v (N, T, Dh), contiguous; keep_patterns: a backward will follow
-  // (decided by the caller: forward runs with GradMode off).
+  // q, k (N, T, Dh), v (N, T, Dv), contiguous; keep_patterns: a backward will
+  // follow (decided by the caller: forward runs with GradMode off).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
                                const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, int64_t block_tokens,
@@ -28,7 +28,8 @@ class BlockCausalAttentionFunction
         torch::full({block, block}, -std::numeric_limits<float>::infinity(),
                     q.options())
             .triu(1);
-    torch::Tensor output = torch::empty_like(q);
+    torch::Tensor output =
+        torch::empty({q.size(0), length, v.size(2)}, q.options());
     torch::autograd::variable_list saved = {q, k, v};
     for (int64_t start = 0; start < length; start += block) {
       const int64_t rows = std::min(block, length - start);
@@ -95,20 +96,24 @@ torch::Tensor BlockCausalAttention(const torch::Tensor& q,
                                    const torch::Tensor& k,
                                    const torch::Tensor& v,
                                    int64_t block_tokens) {
-  TORCH_CHECK(q.dim() >= 2 && q.sizes() == k.sizes() && q.sizes() == v.sizes(),
-              "BlockCausalAttention: q, k, v of one shape (..., T, Dh)");
+  TORCH_CHECK(
+      q.dim() >= 2 && q.sizes() == k.sizes() &&
+          v.sizes().slice(0, v.dim() - 1) == q.sizes().slice(0, q.dim() - 1),
+      "BlockCausalAttention: q, k (..., T, Dh) of one shape, v (..., "
+      "T, Dv)");
   TORCH_CHECK(block_tokens >= 1, "BlockCausalAttention: block_tokens >= 1");
-  const int64_t length = q.size(-2), head_dim = q.size(-1);
+  const int64_t length = q.size(-2);
   // Leading dimensions flattened outside the Function: autograd reshapes back.
   const auto flat = [&](const torch::Tensor& x) {
-    return x.reshape({-1, length, head_dim}).contiguous();
+    return x.reshape({-1, length, x.size(-1)}).contiguous();
   };
   const bool keep_patterns =
       torch::GradMode::is_enabled() &&
       (q.requires_grad() || k.requires_grad() || v.requires_grad());
+  std::vector<int64_t> shape = v.sizes().vec();
   return BlockCausalAttentionFunction::apply(flat(q), flat(k), flat(v),
                                              block_tokens, keep_patterns)
-      .view(q.sizes());
+      .view(shape);
 }
 
 torch::Tensor DenseCausalAttention(const torch::Tensor& q,

@@ -2,7 +2,9 @@
 // half of the T x T scores (Vaswani et al. 2017, arXiv:1706.03762, eq. 1, with
 // the decoder's causal mask).
 //
-// Shapes: q, k, v (..., T, Dh); the output has q's shape. For a block of R
+// Shapes: q, k (..., T, Dh), v (..., T, Dv); the output has v's shape (Dv may
+// differ from Dh: Lorsa's QK groups mix values G wide, arXiv:2504.20938
+// Sec. 3.1). For a block of R
 // query rows [s, s + R), only keys [0, s + R) can be attended to, so
 //   S_b = q_b k_{<s+R}^T / sqrt(Dh)      (..., R, s + R)
 //   P_b = softmax(S_b + M_b)             M_b: -inf above the diagonal of the
@@ -31,9 +33,9 @@
 
 namespace sparse_layers::layers {
 
-// softmax(q k^T / sqrt(Dh) + causal mask) v without the masked half; q, k, v
-// (..., T, Dh) of one shape; block_tokens >= 1 (>= T: one block, the full
-// square).
+// softmax(q k^T / sqrt(Dh) + causal mask) v without the masked half; q, k
+// (..., T, Dh) of one shape, v (..., T, Dv); block_tokens >= 1 (>= T: one
+// block, the full square).
 torch::Tensor BlockCausalAttention(const torch::Tensor& q,
                                    const torch::Tensor& k,
                                    const torch::Tensor& v,

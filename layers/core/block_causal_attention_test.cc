@@ -34,19 +34,20 @@ Result OutputAndGradients(const torch::Tensor& q, const torch::Tensor& k,
   return {output.detach(), q_.grad(), k_.grad(), v_.grad()};
 }
 
-// {T, block}: T not a multiple of the block, block 1, block == T, block > T,
-// an exact multiple.
+// {T, block, Dv}: T not a multiple of the block, block 1, block == T,
+// block > T, an exact multiple; values as wide as the keys or not (Lorsa's
+// groups mix values wider than their QK width).
 class BlockCausalAttentionShapesTest
-    : public ::testing::TestWithParam<std::tuple<int64_t, int64_t>> {};
+    : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {};
 
 TEST_P(BlockCausalAttentionShapesTest, MatchesTheDenseReferenceAndGradients) {
-  const auto [length, block] = GetParam();
+  const auto [length, block, value_width] = GetParam();
   at::set_num_threads(2);
   torch::manual_seed(length * 100 + block);
   const torch::Tensor q = torch::randn({2, 3, length, 8});
   const torch::Tensor k = torch::randn({2, 3, length, 8});
-  const torch::Tensor v = torch::randn({2, 3, length, 8});
-  const torch::Tensor weights = torch::randn({2, 3, length, 8});
+  const torch::Tensor v = torch::randn({2, 3, length, value_width});
+  const torch::Tensor weights = torch::randn({2, 3, length, value_width});
   const Result blocked = OutputAndGradients(q, k, v, weights, block);
   const Result reference = OutputAndGradients(q, k, v, weights, 0);
   EXPECT_LT(MaxRelativeError(blocked.output, reference.output), 1e-5);
@@ -55,12 +56,12 @@ TEST_P(BlockCausalAttentionShapesTest, MatchesTheDenseReferenceAndGradients) {
   EXPECT_LT(MaxRelativeError(blocked.grad_v, reference.grad_v), 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Blocks, BlockCausalAttentionShapesTest,
-                         ::testing::Values(std::make_tuple(37, 8),
-                                           std::make_tuple(37, 1),
-                                           std::make_tuple(37, 37),
-                                           std::make_tuple(37, 100),
-                                           std::make_tuple(64, 16)));
+INSTANTIATE_TEST_SUITE_P(
+    Blocks, BlockCausalAttentionShapesTest,
+    ::testing::Values(std::make_tuple(37, 8, 8), std::make_tuple(37, 1, 8),
+                      std::make_tuple(37, 37, 8), std::make_tuple(37, 100, 8),
+                      std::make_tuple(64, 16, 8), std::make_tuple(37, 8, 20),
+                      std::make_tuple(64, 64, 3)));
 
 // Row 0 attends only to key 0, so its output is v_0 exactly whatever q and
 // k are; the last row of one block sees every earlier key equally when q = 0.

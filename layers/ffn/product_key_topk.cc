@@ -166,20 +166,6 @@ ProductTopK ProductKeyTopKOfHalves(const torch::Tensor& halves, int64_t k) {
   return {results[0], results[1]};
 }
 
-ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
-                           int64_t k) {
-  TORCH_CHECK(s1.sizes() == s2.sizes() && s1.dim() >= 1,
-              "ProductKeyTopK: s1 and s2 of one shape (..., n)");
-  const int64_t n = s1.size(-1);
-  // (rows, 2, 1, n), then back to (..., k).
-  const torch::Tensor halves =
-      torch::stack({s1.reshape({-1, n}), s2.reshape({-1, n})}, 1).unsqueeze(2);
-  const ProductTopK flat = ProductKeyTopKOfHalves(halves, k);
-  auto shape = s1.sizes().vec();
-  shape.back() = k;
-  return {flat.scores.view(shape), flat.indices.view(shape)};
-}
-
 ProductTopK ProductKeyTopKReference(const torch::Tensor& s1,
                                     const torch::Tensor& s2, int64_t k) {
   const int64_t n = s1.size(-1);

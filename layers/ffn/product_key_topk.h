@@ -20,12 +20,9 @@ struct ProductTopK {
 // reaches the two chosen half-scores of each result.
 ProductTopK ProductKeyTopKOfHalves(const torch::Tensor& halves, int64_t k);
 
-// s1, s2: (..., n), the same selection.
-ProductTopK ProductKeyTopK(const torch::Tensor& s1, const torch::Tensor& s2,
-                           int64_t k);
-
 // The same with ATen ops (topk of each half, the k^2 candidate sums, topk of
-// those): ProductKeyTopK's reference in tests, and its path off the CPU.
+// those), s1 and s2 (..., n): ProductKeyTopKOfHalves's reference in tests,
+// and its path off the CPU.
 ProductTopK ProductKeyTopKReference(const torch::Tensor& s1,
                                     const torch::Tensor& s2, int64_t k);
 

@@ -12,7 +12,7 @@ TEST(ProductKeyTopKTest, EqualsBruteForceTopKOverAllPairs) {
   torch::manual_seed(0);
   const torch::Tensor s1 = torch::randn({50, 3, 12});
   const torch::Tensor s2 = torch::randn({50, 3, 12});
-  const ProductTopK fast = ProductKeyTopK(s1, s2, 5);
+  const ProductTopK fast = ProductKeyTopKOfHalves(torch::stack({s1, s2}, 1), 5);
   // All n^2 sums, index i * n + j, best first as topk gives them.
   const torch::Tensor all =
       (s1.unsqueeze(-1) + s2.unsqueeze(-2)).reshape({50, 3, 144});

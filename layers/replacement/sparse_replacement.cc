@@ -86,6 +86,27 @@ SparseReplacementImpl::SparseReplacementImpl(const ReplacementOptions& options)
       register_parameter("output_bias", torch::zeros({options.d_out}));
 }
 
+torch::Tensor SparseReplacementImpl::PreCodes(const torch::Tensor& x) {
+  const EncoderTerms e = EncoderTermsOf(x);
+  return torch::addmm(e.bias, e.input, e.rows.t());
+}
+
+TopKCodes SparseReplacementImpl::Encode(const torch::Tensor& x, int64_t k) {
+  TORCH_CHECK(k > 0 && k <= units(), "top-k needs 0 < k <= units");
+  const EncoderTerms e = EncoderTermsOf(x);
+  torch::Tensor indices;
+  {
+    // The selection carries no gradient; TopK(ReLU(p)) keeps p's top k.
+    torch::NoGradGuard no_grad;
+    indices = std::get<1>(torch::addmm(e.bias, e.input, e.rows.t())
+                              .topk(k, -1, /*largest=*/true, /*sorted=*/false));
+  }
+  const torch::Tensor selected =
+      SparseDot(e.input, e.rows, indices) +
+      e.bias.index_select(0, indices.reshape({-1})).view(indices.sizes());
+  return {torch::relu(selected), indices};
+}
+
 torch::Tensor SparseReplacementImpl::Forward(const torch::Tensor& input,
                                              const HookPoint& hidden) {
   // Tokens flattened to rows (the layer maps each token's x alone, MxD
@@ -151,10 +172,6 @@ TranscoderImpl::TranscoderImpl(const ReplacementOptions& options, bool skip)
   }
 }
 
-torch::Tensor TranscoderImpl::PreCodes(const torch::Tensor& x) {
-  return torch::addmm(encoder_bias, x, encoder);
-}
-
 torch::Tensor TranscoderImpl::DecodeSparse(const torch::Tensor& x,
                                            const TopKCodes& codes) {
   torch::Tensor y = SparseDecode(codes, decoder) + output_bias;
@@ -183,10 +200,6 @@ TopKSaeImpl::TopKSaeImpl(const ReplacementOptions& options)
   encoder = register_parameter("encoder", decoder.detach().t().contiguous());
   encoder_bias =
       register_parameter("encoder_bias", torch::zeros({options.d_ffn}));
-}
-
-torch::Tensor TopKSaeImpl::PreCodes(const torch::Tensor& y) {
-  return torch::addmm(encoder_bias, y - output_bias, encoder);
 }
 
 torch::Tensor TopKSaeImpl::DecodeSparse(const torch::Tensor&,
@@ -240,11 +253,6 @@ torch::Tensor MxdImpl::Hidden(const torch::Tensor& x) const {
   TORCH_CHECK(false, "unknown MxD encoder");
 }
 
-torch::Tensor MxdImpl::PreCodes(const torch::Tensor& x) {
-  // Gate logits (ReLU then TopK follow, no softmax); the raw layer input.
-  return torch::addmm(gate_bias, x, gate.t());
-}
-
 torch::Tensor MxdImpl::DecodeSparse(const torch::Tensor& x,
                                     const TopKCodes& codes) {
   return SparseDecode(codes, experts) * torch::matmul(Hidden(x), decoder) +
@@ -278,10 +286,6 @@ CpMoeImpl::CpMoeImpl(const ReplacementOptions& options, int64_t rank)
   u1 = register_parameter("u1", Uniform({o.n_experts, rank}, o.n_experts));
   u2 = register_parameter("u2", Uniform({o.d_ffn, rank}, o.d_ffn));
   u3 = register_parameter("u3", torch::zeros({rank, o.d_out}));
-}
-
-torch::Tensor CpMoeImpl::PreCodes(const torch::Tensor& x) {
-  return torch::addmm(gate_bias, x, gate.t());
 }
 
 torch::Tensor CpMoeImpl::DecodeSparse(const torch::Tensor& x,

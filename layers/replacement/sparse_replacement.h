@@ -39,11 +39,14 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // Unit pre-activations before ReLU and TopK, (B, units): the Transcoder /
   // SAE encoder or the MxD gate logits (what the paper probes, "all
   // pre-activation": MxD, arXiv:2505.21364 Sec. 3.2.1).
-  virtual torch::Tensor PreCodes(const torch::Tensor& x) = 0;
-  // The k codes (values and indices) for input x: (B, d_in); TopK(ReLU(.)).
-  TopKCodes Encode(const torch::Tensor& x, int64_t k) {
-    return ReluTopK(PreCodes(x), k);
-  }
+  torch::Tensor PreCodes(const torch::Tensor& x);
+  // The k codes (values and indices) for input x: (B, d_in); TopK(ReLU(.)),
+  // selected on the dense pre-codes, differentiated through the k selected
+  // ones only (the encoder's gradient reads k rows per token, not the width).
+  // Where fewer than k pre-codes are positive, the zero codes' indices may
+  // differ from ReluTopK's (ties at zero); the values, output and gradients
+  // are ReluTopK(PreCodes(x), k)'s.
+  TopKCodes Encode(const torch::Tensor& x, int64_t k);
   // Output from the selected codes (cost grows with k).
   virtual torch::Tensor DecodeSparse(const torch::Tensor& x,
                                      const TopKCodes& codes) = 0;
@@ -75,6 +78,12 @@ class SparseReplacementImpl : public FeedForwardImpl {
   torch::Tensor output_bias;
 
  protected:
+  // PreCodes(x)[b, u] = input[b] . rows[u] + bias[u]: the encoder's input for
+  // x, its rows (units, d_in) and biases (units).
+  struct EncoderTerms {
+    torch::Tensor input, rows, bias;
+  };
+  virtual EncoderTerms EncoderTermsOf(const torch::Tensor& x) = 0;
   // The rows kept at unit norm (TC/SAE decoder rows, MxD expert vectors c_n);
   // undefined when the layer has none.
   virtual torch::Tensor DecoderRows() { return {}; }
@@ -88,7 +97,6 @@ class SparseReplacementImpl : public FeedForwardImpl {
 class TranscoderImpl : public SparseReplacementImpl {
  public:
   TranscoderImpl(const ReplacementOptions& options, bool skip);
-  torch::Tensor PreCodes(const torch::Tensor& x) override;
   torch::Tensor DecodeSparse(const torch::Tensor& x,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& x,
@@ -102,6 +110,9 @@ class TranscoderImpl : public SparseReplacementImpl {
   torch::Tensor skip;          // (d_in, d_out), Skip Transcoder only
 
  protected:
+  EncoderTerms EncoderTermsOf(const torch::Tensor& x) override {
+    return {x, encoder.t(), encoder_bias};
+  }
   torch::Tensor DecoderRows() override { return decoder; }
 };
 
@@ -111,7 +122,6 @@ class TranscoderImpl : public SparseReplacementImpl {
 class TopKSaeImpl : public SparseReplacementImpl {
  public:
   explicit TopKSaeImpl(const ReplacementOptions& options);
-  torch::Tensor PreCodes(const torch::Tensor& y) override;
   torch::Tensor DecodeSparse(const torch::Tensor& y,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& y,
@@ -124,6 +134,9 @@ class TopKSaeImpl : public SparseReplacementImpl {
   torch::Tensor decoder;       // (width, d)
 
  protected:
+  EncoderTerms EncoderTermsOf(const torch::Tensor& y) override {
+    return {y - output_bias, encoder.t(), encoder_bias};
+  }
   torch::Tensor DecoderRows() override { return decoder; }
 };
 
@@ -135,7 +148,6 @@ class MxdImpl : public SparseReplacementImpl {
   // kRelu: the ReLU-MLP encoder of the encoder ablation (App. B.6.2, Fig. 19).
   enum class Encoder { kGelu, kRelu, kSwiGlu };
   MxdImpl(const ReplacementOptions& options, Encoder encoder);
-  torch::Tensor PreCodes(const torch::Tensor& x) override;
   torch::Tensor DecodeSparse(const torch::Tensor& x,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& x,
@@ -156,6 +168,10 @@ class MxdImpl : public SparseReplacementImpl {
   torch::Tensor gate_bias;     // (N)
 
  protected:
+  // Gate logits (ReLU then TopK follow, no softmax) on the raw layer input.
+  EncoderTerms EncoderTermsOf(const torch::Tensor& x) override {
+    return {x, gate, gate_bias};
+  }
   torch::Tensor DecoderRows() override { return experts; }
 
  private:
@@ -169,7 +185,6 @@ class MxdImpl : public SparseReplacementImpl {
 class CpMoeImpl : public SparseReplacementImpl {
  public:
   CpMoeImpl(const ReplacementOptions& options, int64_t rank);
-  torch::Tensor PreCodes(const torch::Tensor& x) override;
   torch::Tensor DecodeSparse(const torch::Tensor& x,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& x,
@@ -182,6 +197,11 @@ class CpMoeImpl : public SparseReplacementImpl {
   torch::Tensor u1;                     // (N, R)
   torch::Tensor u2;                     // (H, R)
   torch::Tensor u3;                     // (R, d_out), zero at init
+
+ protected:
+  EncoderTerms EncoderTermsOf(const torch::Tensor& x) override {
+    return {x, gate, gate_bias};
+  }
 
  private:
   int64_t rank_;

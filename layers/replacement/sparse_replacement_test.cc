@@ -276,6 +276,59 @@ TEST(GradientTest, TranscodersAndSaeMatchFiniteDifferences) {
   CheckGradients(cp, {cp.encoder, cp.gate, cp.u1, cp.u2, cp.u3});
 }
 
+// Encode differentiates only the k selected pre-codes (SparseDot); the
+// reference differentiates the dense ReLU and top-k. Same output and
+// gradients, also where fewer than k pre-codes are positive.
+TEST(EncodeTest, SparseEncoderGradientsEqualTheDenseReluTopK) {
+  FeedForwardOptions options;
+  options.d_model = 24;
+  options.d_ffn = 48;
+  options.n_experts = 40;
+  options.top_k = 6;
+  options.rank = 4;
+  for (const char* name : {"transcoder", "skip_transcoder", "topk_sae",
+                           "mxd_gelu", "mxd_swiglu", "cp_moe"}) {
+    for (const double shift : {0.0, -3.0}) {
+      torch::manual_seed(9);
+      auto created = FeedForwardRegistry::Create(name, options);
+      ASSERT_TRUE(created.ok()) << name;
+      auto layer = std::dynamic_pointer_cast<SparseReplacementImpl>(*created);
+      {
+        torch::NoGradGuard no_grad;
+        // Non-zero decoders (some start at zero) and, with shift, mostly
+        // negative pre-codes.
+        for (auto& p : layer->named_parameters()) {
+          if (p.key().find("bias") == std::string::npos) {
+            p.value().normal_(0, 0.3);
+          } else {
+            p.value().normal_(0, 0.3).add_(shift);
+          }
+        }
+      }
+      const torch::Tensor x = torch::randn({32, 24});
+      const torch::Tensor target = torch::randn({32, 24});
+      auto run = [&](bool reference) {
+        layer->zero_grad();
+        const TopKCodes codes =
+            reference ? ReluTopK(layer->PreCodes(x), 6) : layer->Encode(x, 6);
+        const torch::Tensor out = layer->DecodeSparse(x, codes);
+        NormalisedMse(out, target).backward();
+        std::vector<torch::Tensor> grads = {out.detach()};
+        for (const auto& p : layer->parameters())
+          grads.push_back(p.grad().clone());
+        return grads;
+      };
+      const auto sparse = run(false), dense = run(true);
+      ASSERT_EQ(sparse.size(), dense.size());
+      for (size_t i = 0; i < sparse.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(sparse[i], dense[i], 1e-4, 1e-6))
+            << name << " shift " << shift << " tensor " << i << " max diff "
+            << (sparse[i] - dense[i]).abs().max().item<double>();
+      }
+    }
+  }
+}
+
 TEST(RegistryTest, ReplacementLayersAreNamedFeedForwards) {
   FeedForwardOptions options;
   options.d_model = 16;

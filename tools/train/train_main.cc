@@ -67,15 +67,26 @@ ABSL_FLAG(std::string, build_identity, "",
 namespace sparse_layers::train {
 namespace {
 
-// What shapes a run's numbers besides its input files' bytes (resume key).
-std::vector<std::string> ResumeArguments(int threads) {
+// The flags naming input files besides --config, in a fixed order.
+const absl::Flag<std::string>* const kInputFileFlags[] = {
+    &FLAGS_train_data,
+    &FLAGS_validation_data,
+    &FLAGS_init_from,
+    &FLAGS_train_activations,
+    &FLAGS_validation_activations,
+    &FLAGS_build_identity};
+
+// What shapes a run's numbers and outputs besides its input files' bytes
+// (resume key): the thread count, which inputs are given (the mode) and the
+// snapshots' fractions (the store keeps snapshots by position).
+std::vector<std::string> ResumeArguments(
+    int threads, const std::vector<TrainerOptions::Snapshot>& snapshots) {
   std::vector<std::string> arguments = {absl::StrCat("threads=", threads)};
-  for (const auto* flag :
-       {&FLAGS_train_data, &FLAGS_validation_data, &FLAGS_init_from,
-        &FLAGS_train_activations, &FLAGS_validation_activations,
-        &FLAGS_build_identity}) {
-    // Which inputs are given (the mode); their bytes come from ResumeFiles.
+  for (const auto* flag : kInputFileFlags) {
     arguments.push_back(absl::GetFlag(*flag).empty() ? "-" : "+");
+  }
+  for (const TrainerOptions::Snapshot& snapshot : snapshots) {
+    arguments.push_back(absl::StrCat("snapshot=", snapshot.fraction));
   }
   return arguments;
 }
@@ -103,10 +114,7 @@ absl::StatusOr<std::vector<TrainerOptions::Snapshot>> ParseSnapshots() {
 // The input files, in a fixed order: config layers, then data and parents.
 std::vector<std::string> ResumeFiles() {
   std::vector<std::string> files = absl::GetFlag(FLAGS_config);
-  for (const auto* flag :
-       {&FLAGS_train_data, &FLAGS_validation_data, &FLAGS_init_from,
-        &FLAGS_train_activations, &FLAGS_validation_activations,
-        &FLAGS_build_identity}) {
+  for (const auto* flag : kInputFileFlags) {
     if (!absl::GetFlag(*flag).empty()) files.push_back(absl::GetFlag(*flag));
   }
   return files;
@@ -170,7 +178,7 @@ absl::Status Run() {
       absl::GetFlag(FLAGS_resume_dir).empty()
           ? std::nullopt
           : OpenResumeEntry(absl::GetFlag(FLAGS_resume_dir), "/proc/self/exe",
-                            ResumeArguments(threads), ResumeFiles());
+                            ResumeArguments(threads, snapshots), ResumeFiles());
   TrainerOptions options;
   options.train_manifest = absl::GetFlag(FLAGS_train_data);
   options.validation_manifest = absl::GetFlag(FLAGS_validation_data);
