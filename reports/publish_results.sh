@@ -2,11 +2,14 @@
 # Publishes the combined cpu report into the repository: `./tools/bazel run //reports:publish_results` builds
 # //reports at the default (cpu) scale and copies into docs/results/ what a visitor reads without building:
 # report.md (code revision, build identity, summary and every section), each experiment's figures,
-# verdicts.csv and manifest.textproto. The tables' CSVs stay in the build output (bazel-bin/reports/reports).
+# verdicts.csv and manifest.textproto, and the report's summary table into README.md between the
+# <!-- results:begin --> and <!-- results:end --> lines. The tables' CSVs stay in the build output
+# (bazel-bin/reports/reports).
 # //reports:results_page_test then keeps the page honest against the current claims files.
-# Usage (bazel run sets BUILD_WORKSPACE_DIRECTORY): publish_results.sh REPORT_DIR
+# Usage (bazel run sets BUILD_WORKSPACE_DIRECTORY): publish_results.sh REPORT_DIR README_BLOCK_SCRIPT
 set -euo pipefail
 report=$(readlink -f "$1")
+readme_block=$(readlink -f "$2")
 fail() { echo "publish_results: error: $*" >&2; exit 1; }
 [[ -n "${BUILD_WORKSPACE_DIRECTORY:-}" ]] || fail "run me with ./tools/bazel run //reports:publish_results"
 [[ -s "$report/report.md" ]] || fail "$report has no report.md"
@@ -26,4 +29,15 @@ done
 chmod -R u+w "$out.tmp"
 rm -rf "$out"
 mv "$out.tmp" "$out"
-echo "published the cpu report of revision $revision to docs/results ($(du -sh "$out" | cut -f1)); commit it"
+# README's "what reproduces" block: the page's summary table, linked into the page.
+readme="$BUILD_WORKSPACE_DIRECTORY/README.md"
+block="$(mktemp)"; trap 'rm -f "$block"' EXIT
+"$readme_block" "$out/report.md" > "$block"
+grep -q '^<!-- results:begin -->$' "$readme" && grep -q '^<!-- results:end -->$' "$readme" ||
+  fail "README.md has no <!-- results:begin --> / <!-- results:end --> lines to fill"
+awk -v block="$block" '
+  /^<!-- results:begin -->$/ { print; while ((getline line < block) > 0) print line; skip = 1; next }
+  /^<!-- results:end -->$/ { skip = 0 }
+  !skip' "$readme" > "$readme.tmp"
+mv "$readme.tmp" "$readme"
+echo "published the cpu report of revision $revision to docs/results ($(du -sh "$out" | cut -f1)) and its summary to README.md; commit both"

@@ -5,10 +5,13 @@
 # claim) is on the page with the same statement, and none is on the page that no claims file has. A claim
 # reworded, added or removed after publishing fails here, naming the revision the page came from.
 # Reads the real source tree (tagged external: never cached).
-# Usage: results_page_test.sh WORKSPACE_FILE SMOKE_REPORT_DIR
+# README.md's block between <!-- results:begin --> and <!-- results:end --> must be the page's summary
+# (results_readme_block.sh), so the README never shows numbers the page does not.
+# Usage: results_page_test.sh WORKSPACE_FILE SMOKE_REPORT_DIR README_BLOCK_SCRIPT
 set -euo pipefail
 workspace="$(dirname "$(readlink -f "$1")")"
 smoke=$(readlink -f "$2")
+readme_block=$(readlink -f "$3")
 page="$workspace/docs/results"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [[ -s "$page/report.md" ]] || fail "no docs/results/report.md: ./tools/bazel run //reports:publish_results"
@@ -40,5 +43,12 @@ for section in "$smoke"/*/; do
   done
 done
 ((stale == 0)) || fail "docs/results (revision $revision) is stale: rebuild with ./tools/bazel run //reports:publish_results"
+"$readme_block" "$page/report.md" > "$TEST_TMPDIR/expected_block"
+awk '/^<!-- results:begin -->$/ { inside = 1; next } /^<!-- results:end -->$/ { inside = 0 } inside' \
+  "$workspace/README.md" > "$TEST_TMPDIR/readme_block"
+if ! diff "$TEST_TMPDIR/expected_block" "$TEST_TMPDIR/readme_block" > "$TEST_TMPDIR/readme.diff"; then
+  sed 's/^/  /' "$TEST_TMPDIR/readme.diff" | cut -c1-200 >&2
+  fail "README.md's results block is not docs/results' summary (revision $revision): ./tools/bazel run //reports:publish_results"
+fi
 echo "docs/results (revision $revision) has every claim of every claims file, none stale"
 echo PASS

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# README's "what reproduces" block from a published report.md (docs/results/report.md): the code revision
+# and the summary table, its section links pointing into the page. publish_results writes it into README.md;
+# results_page_test checks that README.md still holds it.
+# Usage: results_readme_block.sh REPORT_MD
+set -euo pipefail
+report="$1"
+revision=$(sed -n 's/^Code revision \([0-9a-f]*\).*/\1/p' "$report")
+[[ -n "$revision" ]] || { echo "results_readme_block: no code revision in $report" >&2; exit 1; }
+echo
+echo "Measured by the cpu-scale build of revision ${revision:0:7} ([docs/results/report.md](docs/results/report.md):"
+echo "every verdict with its interval and n, the tables, figures and the amendments to each claims file):"
+echo
+awk '/^\| experiment \| holds /, /^$/' "$report" | sed 's|](#\([a-z_]*\))|](docs/results/report.md#\1)|g'
