@@ -27,14 +27,16 @@ for section in "$report"/*/; do
   for figure in "$section"/*.svg; do [[ -e "$figure" ]] && cp "$figure" "$out.tmp/$name/"; done
 done
 chmod -R u+w "$out.tmp"
-rm -rf "$out"
-mv "$out.tmp" "$out"
-# README's "what reproduces" block: the page's summary table, linked into the page.
+# README's "what reproduces" block: the page's summary table, linked into the page; made and checked before
+# anything in the repository is replaced.
 readme="$BUILD_WORKSPACE_DIRECTORY/README.md"
 block="$(mktemp)"; trap 'rm -f "$block"' EXIT
-"$readme_block" "$out/report.md" > "$block"
-grep -q '^<!-- results:begin -->$' "$readme" && grep -q '^<!-- results:end -->$' "$readme" ||
+"$readme_block" "$out.tmp/report.md" > "$block"
+if ! grep -q '^<!-- results:begin -->$' "$readme" || ! grep -q '^<!-- results:end -->$' "$readme"; then
   fail "README.md has no <!-- results:begin --> / <!-- results:end --> lines to fill"
+fi
+rm -rf "$out"
+mv "$out.tmp" "$out"
 awk -v block="$block" '
   /^<!-- results:begin -->$/ { print; while ((getline line < block) > 0) print line; skip = 1; next }
   /^<!-- results:end -->$/ { skip = 0 }

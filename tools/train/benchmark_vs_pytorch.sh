@@ -11,6 +11,7 @@
 # Needs Debian's python3-torch (1.13, the same library version; in tools/deps.txt).
 set -euo pipefail
 bench="$1"; libtorch_binary="$2"; python_script="$3"; shift 3
+[[ "$bench" == lm || "$bench" == fit ]] || { echo "benchmark_vs_pytorch.sh: the first argument is lm or fit, got '$bench'" >&2; exit 2; }
 rounds=3
 if [[ "$bench" == lm ]]; then
   steps=10

@@ -1,7 +1,10 @@
 """Replacement-layer fits in PyTorch eager (Debian python3-torch 1.13), written from the papers as a
-researcher would, for fit_throughput's comparison (benchmark_fits_vs_pytorch): the same layers, shapes,
-parameter counts, objective and optimiser as layers/replacement and layers/attention/lorsa, on random
-activations sampled from a cache-sized tensor each step.
+researcher would, for fit_throughput's comparison (benchmark_fits_vs_pytorch): the same layers (formulas,
+initialisation, parameter counts), shapes, objective and optimiser as layers/replacement and
+layers/attention/lorsa, on random activations sampled from a cache-sized tensor each step. The algorithms
+differ where the papers' pseudo-code is dense: here the top-k codes are scattered into a dense code that a
+dense matmul decodes and the ReLU and top-k are differentiated densely, where this project gathers the k
+selected rows (SparseDot, embedding_bag); the ratio measures both the framework and that choice.
 
 - Transcoder (Dunefsky et al. 2024): y = TopK(ReLU(x W_enc + b_enc)) W_dec + b_dec, decoder rows at unit
   norm with their gradients' parallel part removed (the MxD authors' released code, norm_dec).
@@ -11,8 +14,7 @@ activations sampled from a cache-sized tensor each step.
 - MxD (arXiv:2505.21364 Eq. 5): y = (a C) * (GELU(x E + b_e) D) + b_out, a = TopK(ReLU(x G^T + b_g)).
 - Lorsa (arXiv:2504.20938 Sec. 3.1, Algorithm 1): H_QK rotary QK heads, each shared by H / H_QK rank-1 OV
   heads; the top K heads per token by ReLU(z) ||w_o|| write z w_o; loss the batch FVU.
-The sparse layers decode from a dense code with the K values scattered in (what a paper's pseudo-code
-does); normalised MSE; AdamW without weight decay; clipping at 0.15 for Lorsa only."""
+Normalised MSE (layers/replacement/nmse.h); AdamW without weight decay; clipping at 0.15 for Lorsa only."""
 import argparse
 import math
 import time
@@ -47,8 +49,10 @@ class Transcoder(torch.nn.Module):
             self.w_dec = torch.nn.Parameter(torch.zeros(width, d))
             self.w_skip = torch.nn.Parameter(torch.zeros(d, d))
         else:
-            self.w_dec = torch.nn.Parameter(unit_rows(torch.empty(width, d).uniform_(-1, 1) / math.sqrt(width)))
+            self.w_dec = torch.nn.Parameter(unit_rows(uniform((width, d), width).data))
             self.w_skip = None
+        if sae:  # Encoder initialised to the decoder's transpose (Gao et al. 2024).
+            self.w_enc = torch.nn.Parameter(self.w_dec.detach().t().contiguous())
         self.b_dec = torch.nn.Parameter(torch.zeros(d))
 
     def decoder_rows(self):
@@ -95,13 +99,15 @@ class Lorsa(torch.nn.Module):
     def __init__(self, d, qk_heads, qk_dim, ov_heads, k, window):
         super().__init__()
         self.k, self.qk_heads, self.qk_dim, self.ov_heads = k, qk_heads, qk_dim, ov_heads
-        self.w_q = uniform((qk_heads, d, qk_dim), d)
-        self.w_k = uniform((qk_heads, d, qk_dim), d)
+        # Kaiming normal (fan_in, ReLU gain), zero biases, unit-norm output rows (the authors' released code).
+        std = math.sqrt(2.0 / d)
+        self.w_q = torch.nn.Parameter(torch.randn(qk_heads, d, qk_dim) * std)
+        self.w_k = torch.nn.Parameter(torch.randn(qk_heads, d, qk_dim) * std)
         self.b_q = torch.nn.Parameter(torch.zeros(qk_heads, qk_dim))
         self.b_k = torch.nn.Parameter(torch.zeros(qk_heads, qk_dim))
-        self.w_v = uniform((ov_heads, d), d)
+        self.w_v = torch.nn.Parameter(torch.randn(ov_heads, d) * std)
         self.b_v = torch.nn.Parameter(torch.zeros(ov_heads))
-        self.w_o = uniform((ov_heads, d), ov_heads)
+        self.w_o = torch.nn.Parameter(unit_rows(torch.randn(ov_heads, d)))
         self.b_o = torch.nn.Parameter(torch.zeros(d))
         self.register_buffer("mask", torch.full((window, window), float("-inf")).triu(1))
 
