@@ -110,7 +110,6 @@ def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_o
         config = ":%s_config" % name,
         base = base,
         activations = activations,
-        resumable = not random_k,
         tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
     )
 

@@ -121,6 +121,8 @@ torch::Tensor LorsaImpl::forward(const torch::Tensor& x) {
   // Only the output: the groups' mixing in query blocks, one sgemm per
   // (window, group) entry (layers/core/block_causal_attention.h), no
   // pattern beyond what its backward keeps; Run's output, row for row.
+  TORCH_CHECK(x.size(1) <= options_.context_length, "Lorsa: ", x.size(1),
+              " tokens exceed the context length ", options_.context_length);
   const auto [q, key] = QueriesAndKeys(x);
   const torch::Tensor values = torch::matmul(x, w_v.t()) + b_v;
   return SelectAndWrite(BlockCausalAttention(q, key, GroupedValues(values)),

@@ -79,7 +79,7 @@ FeedForwardRegistration kMxdSwiGlu("mxd_swiglu", config::FfnShape::kMxd,
 }  // namespace
 
 SparseReplacementImpl::SparseReplacementImpl(const ReplacementOptions& options)
-    : options_(options), k_generator_(options.seed) {
+    : options_(options) {
   TORCH_CHECK(options.d_in > 0 && options.d_out > 0 && options.d_ffn > 0,
               "replacement layer needs positive sizes");
   output_bias =
@@ -149,8 +149,10 @@ void SparseReplacementImpl::ProjectDecoderGradients() {
 int64_t SparseReplacementImpl::EffectiveK() {
   const int64_t k = options_.top_k;
   if (!is_training() || !options_.random_k) return k;
-  std::uniform_int_distribution<int64_t> draw(k - k / 2, k + k / 2);
-  return std::min<int64_t>(std::max<int64_t>(1, draw(k_generator_)), units());
+  const int64_t draw =
+      torch::randint(k - k / 2, k + k / 2 + 1, {1}, torch::kLong)
+          .item<int64_t>();
+  return std::min<int64_t>(std::max<int64_t>(1, draw), units());
 }
 
 TranscoderImpl::TranscoderImpl(const ReplacementOptions& options, bool skip)

@@ -7,8 +7,6 @@
 
 #include <torch/torch.h>
 
-#include <random>
-
 #include "layers/core/topk.h"
 #include "layers/ffn/feed_forward.h"
 
@@ -29,7 +27,6 @@ struct ReplacementOptions {
   // Random-K training (MxD, arXiv:2505.21364 App. C.2): K' uniform in
   // [K - K/2, K + K/2].
   bool random_k = false;
-  uint64_t seed = 0;
 };
 
 class SparseReplacementImpl : public FeedForwardImpl {
@@ -45,7 +42,8 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // ones only (the encoder's gradient reads k rows per token, not the width).
   // Where fewer than k pre-codes are positive, the zero codes' indices may
   // differ from ReluTopK's (ties at zero); the values, output and gradients
-  // are ReluTopK(PreCodes(x), k)'s.
+  // are ReluTopK(PreCodes(x), k)'s up to rounding (SparseDot sums in another
+  // order than the dense product).
   TopKCodes Encode(const torch::Tensor& x, int64_t k);
   // Output from the selected codes (cost grows with k).
   virtual torch::Tensor DecodeSparse(const torch::Tensor& x,
@@ -71,7 +69,9 @@ class SparseReplacementImpl : public FeedForwardImpl {
   void AdjustGradients() override { ProjectDecoderGradients(); }
 
   // K used now: the configured K in eval mode; a random K' with random_k in
-  // training mode.
+  // training mode, drawn from LibTorch's default generator (seeded by the
+  // run's runtime.seed and saved in checkpoints, so a resumed fit draws the
+  // uninterrupted one's K').
   int64_t EffectiveK();
 
   const ReplacementOptions& options() const { return options_; }
@@ -88,9 +88,6 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // undefined when the layer has none.
   virtual torch::Tensor DecoderRows() { return {}; }
   ReplacementOptions options_;
-
- private:
-  std::mt19937_64 k_generator_;
 };
 
 // Transcoder (Dunefsky et al. 2024): y = TopK(ReLU(x E + b_e), K) D + b_out.

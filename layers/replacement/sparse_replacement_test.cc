@@ -167,7 +167,7 @@ TEST(NmseTest, MatchesAHandComputation) {
 TEST(RandomKTest, DrawsWithinHalfKInTrainingAndExactKInEval) {
   ReplacementOptions options = MxdOptions();
   options.random_k = true;
-  options.seed = 11;
+  torch::manual_seed(11);
   MxdImpl mxd(options, MxdImpl::Encoder::kGelu);
   mxd.train();
   std::set<int64_t> seen;
@@ -176,6 +176,29 @@ TEST(RandomKTest, DrawsWithinHalfKInTrainingAndExactKInEval) {
   EXPECT_EQ(*seen.rbegin(), 12);
   mxd.eval();
   EXPECT_EQ(mxd.EffectiveK(), 8);
+}
+
+// K' follows the default generator, whose state checkpoints save and restore
+// (layers/models/checkpoint): the draws after a restore are the uninterrupted
+// run's, and another seed draws another sequence.
+TEST(RandomKTest, DrawsFollowTheRunsGeneratorState) {
+  ReplacementOptions options = MxdOptions();
+  options.random_k = true;
+  torch::manual_seed(3);
+  MxdImpl mxd(options, MxdImpl::Encoder::kGelu);
+  mxd.train();
+  for (int i = 0; i < 7; ++i) mxd.EffectiveK();
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  const torch::Tensor saved = generator.get_state();
+  std::vector<int64_t> uninterrupted, resumed;
+  for (int i = 0; i < 20; ++i) uninterrupted.push_back(mxd.EffectiveK());
+  generator.set_state(saved);
+  for (int i = 0; i < 20; ++i) resumed.push_back(mxd.EffectiveK());
+  EXPECT_EQ(uninterrupted, resumed);
+  torch::manual_seed(4);
+  std::vector<int64_t> other_seed;
+  for (int i = 0; i < 20; ++i) other_seed.push_back(mxd.EffectiveK());
+  EXPECT_NE(other_seed, uninterrupted);
 }
 
 TEST(DecoderNormTest, RowsStayUnitAndGradientsLoseTheirRadialPart) {

@@ -22,7 +22,7 @@ RESUME_FLAGS = [
     "--checkpoint_every_seconds=300",
 ]
 
-def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message, snapshots = {}, resumable = True):
+def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message, snapshots = {}):
     """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
     the mode's leading and trailing arguments; `snapshots`, percent of the steps -> File, the models kept along
     the way."""
@@ -44,7 +44,7 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
             "--threads=%d" % ctx.attr.threads,
             CPU_SLOT_FLAG,
             "--build_identity=" + ctx.file._build_identity.path,
-        ] + (RESUME_FLAGS if resumable else []) + trailing_args,
+        ] + RESUME_FLAGS + trailing_args,
         inputs = inputs + [ctx.file._build_identity],
         outputs = outputs,
         mnemonic = mnemonic,
@@ -163,7 +163,6 @@ def _replacement_checkpoint_impl(ctx):
         trailing_args = [],
         mnemonic = "FitReplacement",
         progress_message = "Fitting %s" % ctx.label,
-        resumable = ctx.attr.resumable,
     )
 
 replacement_checkpoint = rule(
@@ -181,11 +180,6 @@ replacement_checkpoint = rule(
             mandatory = True,
             providers = [ActivationCacheInfo],
             doc = "An activation_cache with train and validation splits.",
-        ),
-        "resumable": attr.bool(
-            default = True,
-            doc = "Keep periodic checkpoints in the resume store (RESUME_FLAGS). False for a random-K fit: its K' " +
-                  "generator is not in the checkpoint, so a resumed fit would draw other K's than an uninterrupted one.",
         ),
         "threads": attr.int(default = 2),
         "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),

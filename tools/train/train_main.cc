@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "layers/backend/torch_init.h"
 #include "tools/common/cpu_slots.h"
@@ -86,7 +87,8 @@ std::vector<std::string> ResumeArguments(
     arguments.push_back(absl::GetFlag(*flag).empty() ? "-" : "+");
   }
   for (const TrainerOptions::Snapshot& snapshot : snapshots) {
-    arguments.push_back(absl::StrCat("snapshot=", snapshot.fraction));
+    // The fraction exactly (StrCat keeps 6 significant digits).
+    arguments.push_back(absl::StrFormat("snapshot=%.17g", snapshot.fraction));
   }
   return arguments;
 }
