@@ -951,6 +951,16 @@ absl::StatusOr<ClaimResult> JudgeClaim(
     judged->verdict = Verdict::kNotTestable;
     judged->reason = absl::StrJoin(reasons, "; ");
   }
+  // A design statement is what the configuration promises, not a finding: one
+  // that does not hold means the configuration is wrong, so nothing built on
+  // it may be reported.
+  if (claim.basis() == BY_DESIGN && judged->verdict == Verdict::kDoesNotHold) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "claim ", claim.id(),
+        " is BY_DESIGN and does not hold: the configuration does not do what "
+        "it states (",
+        claim.statement(), ")"));
+  }
   return judged;
 }
 

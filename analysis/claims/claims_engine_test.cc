@@ -644,6 +644,23 @@ TEST(Basis, ADesignStatementThatVariesBetweenSeedsIsAnError) {
   EXPECT_EQ(fixed->verdict, Verdict::kHolds);
 }
 
+TEST(Basis, ADesignStatementThatDoesNotHoldIsAnError) {
+  // A stale width in a config (the cpu Lorsa SAE of 2026-11-28) used to read
+  // DOES NOT HOLD among the design statements while every claim on it was
+  // judged.
+  const Claim claim = ParseClaim(
+      kBetter + " basis: BY_DESIGN design_reason: 'the config fixes it'");
+  auto broken = JudgeClaim(
+      claim, false,
+      OneTable("arm,seed,loss\nnew,1,3.0\nnew,2,3.0\nold,1,2.0\nold,2,2.0\n"),
+      {});
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(
+      broken.status().message().find("claim c is BY_DESIGN and does not hold"),
+      std::string::npos)
+      << broken.status();
+}
+
 TEST(Basis, AnEmpiricalClaimWhoseSeedsAgreeIsNotTestable) {
   // A zero-width interval used to read HOLDS without any noise estimate.
   const ClaimResult r = Judge(

@@ -59,12 +59,14 @@ def _pretrained_shape():
         other_ks = [k // 4, k // 2, 2 * k],
     )
 
-# Lorsa shape per scale (arXiv:2504.20938 Sec. 3.1, Table 1): QK heads H_QK (D_QK = the MHSA head dim), OV
-# heads H (the paper's Pythia-160M: 96 QK heads, H = 96 x 64 = 6,144). The SAE is parameter-matched:
-# 2 d F = 2 d H + 2 d H_QK D_QK, F = H + H_QK D_QK (2).
+# Lorsa shape per scale (arXiv:2504.20938 Sec. 3.1, Table 1): QK heads H_QK, OV heads H (the paper's
+# Pythia-160M: 96 QK heads, H = 96 x 64 = 6,144); qk_dim is D_QK, the base LM's head width d_model / n_heads
+# of <scale>.textproto (the trainer takes D_QK from the base; this copy only sizes the SAE). The SAE is
+# parameter-matched: 2 d F = 2 d H + 2 d H_QK D_QK, F = H + H_QK D_QK (2); claim
+# D_sae_matches_lorsa_parameters checks the fits' parameter counts, so a stale qk_dim fails the report.
 LORSA_SHAPE = {scale: _pretrained_shape() for scale in SCALES} if PRETRAINED else {
     "smoke": struct(qk_heads = 4, qk_dim = 16, ov_heads = 64, k = 4, other_ks = [2, 8, 16]),
-    "cpu": struct(qk_heads = 8, qk_dim = 16, ov_heads = 256, k = 16, other_ks = [4, 8, 32]),
+    "cpu": struct(qk_heads = 8, qk_dim = 8, ov_heads = 256, k = 16, other_ks = [4, 8, 32]),
     "paper": struct(qk_heads = 96, qk_dim = 64, ov_heads = 6144, k = 64, other_ks = [16, 32, 128]),
 }
 
