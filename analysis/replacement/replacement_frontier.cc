@@ -60,9 +60,12 @@ UnitUsage UsageOfUnits(layers::SparseReplacementImpl& layer,
     const layers::TopKCodes codes =
         layer.Encode(on_output ? y : x, layer.options().top_k);
     firing.Add(codes);
-    // Each row's unit with the largest code.
+    // Each row's unit with the largest code; a row where no code fires has
+    // none (its zero codes' indices are ties, not choices).
+    const auto [largest, slot] = codes.values.max(1, /*keepdim=*/true);
     const torch::Tensor first =
-        codes.indices.gather(1, codes.values.argmax(1, true)).squeeze(1);
+        codes.indices.gather(1, slot).squeeze(1).masked_select(
+            largest.squeeze(1) > 0);
     top.index_add_(0, first, torch::ones_like(first));
   }
   return {firing.Frequencies(),

@@ -47,7 +47,8 @@ struct UnitUsage {
   // > 0 (as MxD App. C.1 counts it).
   torch::Tensor frequencies;
   // The share of rows whose largest code is the most common such unit: a
-  // shared expert (MxD App. C.2, Fig. 21), near 1 / units without one.
+  // shared expert (MxD App. C.2, Fig. 21), near 1 / units without one. Rows
+  // where no code fires count for no unit.
   double shared_expert_rate = 0;
 };
 UnitUsage UsageOfUnits(layers::SparseReplacementImpl& layer,

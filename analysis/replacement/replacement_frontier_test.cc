@@ -70,8 +70,10 @@ TEST(FrequencyHistogramTest, BinsOfLogFrequency) {
   EXPECT_DOUBLE_EQ(total, 1.0);
 }
 
-// Rows along x fire unit 0, rows along y unit 1 (k = 1, zero biases): 3 of
-// the 4 rows' largest code is unit 0, so the shared-expert rate is 0.75.
+// Rows along x fire unit 0, rows along y unit 1 (k = 1); the two negative
+// rows fire nothing. 3 of the 6 rows' largest code is unit 0, so the
+// shared-expert rate is 0.5: a row without a firing code has no top unit
+// (its zero code's index is a tie; it used to be counted).
 TEST(UsageOfUnitsTest, FrequenciesAndSharedExpertRateByHand) {
   const std::string dir = ::testing::TempDir() + "/usage_of_units";
   std::filesystem::create_directories(dir);
@@ -81,8 +83,9 @@ TEST(UsageOfUnitsTest, FrequenciesAndSharedExpertRateByHand) {
   header.set_d_out(2);
   datasets::ActivationWriter writer(dir, header, 16);
   const torch::Tensor x =
-      torch::tensor({1.0f, 0.0f, 2.0f, 0.0f, 0.0f, 1.0f, 3.0f, 0.0f})
-          .view({4, 2});
+      torch::tensor({1.0f, 0.0f, 2.0f, 0.0f, 0.0f, 1.0f, 3.0f, 0.0f, -1.0f,
+                     -2.0f, -0.5f, -3.0f})
+          .view({6, 2});
   ASSERT_TRUE(writer.Append(x, x).ok());
   ASSERT_TRUE(writer.Finish().ok());
   auto data =
@@ -97,13 +100,14 @@ TEST(UsageOfUnitsTest, FrequenciesAndSharedExpertRateByHand) {
     torch::NoGradGuard no_grad;
     transcoder.encoder.copy_(
         torch::tensor({1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.0f}).view({2, 3}));
-    transcoder.encoder_bias.zero_();
+    // Unit 2 never fires; the negative rows' largest (zero) code is unit 0's.
+    transcoder.encoder_bias.copy_(torch::tensor({0.0f, 0.0f, -5.0f}));
   }
   const UnitUsage usage = UsageOfUnits(transcoder, **data, false, 100);
-  EXPECT_TRUE(torch::allclose(usage.frequencies,
-                              torch::tensor({0.75, 0.25, 0.0}, torch::kDouble)))
+  EXPECT_TRUE(torch::allclose(
+      usage.frequencies, torch::tensor({0.5, 1.0 / 6, 0.0}, torch::kDouble)))
       << usage.frequencies;
-  EXPECT_DOUBLE_EQ(usage.shared_expert_rate, 0.75);
+  EXPECT_DOUBLE_EQ(usage.shared_expert_rate, 0.5);
 }
 
 }  // namespace
