@@ -71,27 +71,25 @@ absl::StatusOr<Sides> CollectSides(const Claim& claim, const TidyTable& table,
                                    const std::string& level) {
   const std::string seed = SeedColumnOrDefault(claim.seed_column());
   Sides sides;
-  auto a = SeedMeans(table, claim.where(), seed, claim.arm_column(), claim.a(),
-                     claim.over(), level, claim.metric(), claim.average_over());
-  if (!a.ok()) return a.status();
-  sides.a = *std::move(a);
+  ASSIGN_OR_RETURN(
+      sides.a,
+      SeedMeans(table, claim.where(), seed, claim.arm_column(), claim.a(),
+                claim.over(), level, claim.metric(), claim.average_over()));
   if (!claim.b_metric().empty() || !claim.b().empty()) {
     const std::string& arm = claim.b().empty() ? claim.a() : claim.b();
     const std::string& metric =
         claim.b_metric().empty() ? claim.metric() : claim.b_metric();
-    auto b = SeedMeans(table, claim.where(), seed, claim.arm_column(), arm,
-                       claim.over(), level, metric, claim.average_over());
-    if (!b.ok()) return b.status();
-    sides.b = *std::move(b);
+    ASSIGN_OR_RETURN(
+        sides.b, SeedMeans(table, claim.where(), seed, claim.arm_column(), arm,
+                           claim.over(), level, metric, claim.average_over()));
   } else {
     sides.against_reference = true;
   }
   if (claim.effect() == GAIN_RATIO) {
-    auto c = SeedMeans(table, claim.where(), seed, claim.arm_column(),
-                       claim.baseline(), claim.over(), level, claim.metric(),
-                       claim.average_over());
-    if (!c.ok()) return c.status();
-    sides.baseline = *std::move(c);
+    ASSIGN_OR_RETURN(sides.baseline,
+                     SeedMeans(table, claim.where(), seed, claim.arm_column(),
+                               claim.baseline(), claim.over(), level,
+                               claim.metric(), claim.average_over()));
   }
   return sides;
 }
@@ -244,12 +242,11 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
                                             ClaimResult result) {
   std::vector<std::string> levels = {""};
   if (!claim.over().empty()) {
-    auto found = Levels(table, claim.where(), claim.over());
-    if (!found.ok()) return found.status();
-    if (found->empty())
+    ASSIGN_OR_RETURN(auto found, Levels(table, claim.where(), claim.over()));
+    if (found.empty())
       return absl::InvalidArgumentError(
           absl::StrCat("claim ", claim.id(), ": no rows"));
-    levels = *std::move(found);
+    levels = std::move(found);
   }
   auto judge = [&](const Interval& e) {
     if (claim.comparison() == WITHIN) return WithinVerdict(claim, e);
@@ -263,9 +260,8 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
     const int family = static_cast<int>(levels.size());
     const double confidence = 1.0 - (1.0 - kConfidence) / family;
     for (const std::string& level : levels) {
-      auto sides = CollectSides(claim, table, level);
-      if (!sides.ok()) return sides.status();
-      LevelResult level_result = EffectInterval(claim, *sides, confidence);
+      ASSIGN_OR_RETURN(auto sides, CollectSides(claim, table, level));
+      LevelResult level_result = EffectInterval(claim, sides, confidence);
       level_result.family_size = family;
       level_result.level = level;
       level_result.verdict = judge(level_result.effect);
@@ -281,15 +277,14 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
   std::map<std::string, int> a_count, b_count;
   bool level_without_spread = false;
   for (const std::string& level : levels) {
-    auto sides = CollectSides(claim, table, level);
-    if (!sides.ok()) return sides.status();
+    ASSIGN_OR_RETURN(auto sides, CollectSides(claim, table, level));
     // Pooling must not make spread where a level has none.
     level_without_spread = level_without_spread ||
-                           EffectInterval(claim, *sides, kConfidence).no_spread;
-    pooled_sides.against_reference = sides->against_reference;
-    for (const auto& [seed, v] : sides->a)
+                           EffectInterval(claim, sides, kConfidence).no_spread;
+    pooled_sides.against_reference = sides.against_reference;
+    for (const auto& [seed, v] : sides.a)
       pooled_sides.a[seed] += v, ++a_count[seed];
-    for (const auto& [seed, v] : sides->b)
+    for (const auto& [seed, v] : sides.b)
       pooled_sides.b[seed] += v, ++b_count[seed];
   }
   const int n_levels = static_cast<int>(levels.size());
@@ -319,12 +314,10 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
 absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
                                           const TidyTable& table,
                                           ClaimResult result) {
-  auto levels = Levels(table, claim.where(), claim.over());
-  if (!levels.ok()) return levels.status();
-  auto x = NumericLevels(*levels, claim);
-  if (!x.ok()) return x.status();
+  ASSIGN_OR_RETURN(auto levels, Levels(table, claim.where(), claim.over()));
+  ASSIGN_OR_RETURN(auto x, NumericLevels(levels, claim));
   if (claim.log_over()) {
-    for (double& value : *x) {
+    for (double& value : x) {
       if (value <= 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("claim ", claim.id(),
@@ -339,16 +332,15 @@ absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
   // both sides) count.
   std::map<std::string, std::vector<double>> curves;
   std::map<std::string, int> present;
-  for (const std::string& level : *levels) {
-    auto sides = CollectSides(claim, table, level);
-    if (!sides.ok()) return sides.status();
-    for (const auto& [seed, a] : sides->a) {
+  for (const std::string& level : levels) {
+    ASSIGN_OR_RETURN(auto sides, CollectSides(claim, table, level));
+    for (const auto& [seed, a] : sides.a) {
       double value;
-      if (sides->against_reference) {
+      if (sides.against_reference) {
         value = EffectOf(a, claim.reference_value(), effect);
       } else {
-        auto it = sides->b.find(seed);
-        if (it == sides->b.end()) continue;
+        auto it = sides.b.find(seed);
+        if (it == sides.b.end()) continue;
         value = EffectOf(a, it->second, effect);
       }
       curves[seed].push_back(value);
@@ -358,9 +350,9 @@ absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
   std::vector<double> slopes;
   bool finite = true;
   for (const auto& [seed, curve] : curves) {
-    if (present[seed] != static_cast<int>(levels->size())) continue;
+    if (present[seed] != static_cast<int>(levels.size())) continue;
     finite = finite && AllFinite(curve);
-    slopes.push_back(Slope(*x, curve));
+    slopes.push_back(Slope(x, curve));
   }
   if (slopes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -384,21 +376,19 @@ absl::StatusOr<ClaimResult> JudgeMonotone(const Claim& claim,
 absl::StatusOr<ClaimResult> JudgeCorrelation(const Claim& claim,
                                              const TidyTable& table,
                                              ClaimResult result) {
-  auto levels = Levels(table, claim.where(), claim.over());
-  if (!levels.ok()) return levels.status();
+  ASSIGN_OR_RETURN(auto levels, Levels(table, claim.where(), claim.over()));
   // Per seed, A's and B's metric at every level; only seeds with both sides at
   // every level count, so each r is over the same levels.
   std::map<std::string, std::vector<double>> xs, ys;
-  for (const std::string& level : *levels) {
-    auto sides = CollectSides(claim, table, level);
-    if (!sides.ok()) return sides.status();
-    if (sides->against_reference) {
+  for (const std::string& level : levels) {
+    ASSIGN_OR_RETURN(auto sides, CollectSides(claim, table, level));
+    if (sides.against_reference) {
       return absl::InvalidArgumentError(absl::StrCat(
           "claim ", claim.id(), ": CORRELATION needs b or b_metric"));
     }
-    for (const auto& [seed, a] : sides->a) {
-      auto b = sides->b.find(seed);
-      if (b == sides->b.end()) continue;
+    for (const auto& [seed, a] : sides.a) {
+      auto b = sides.b.find(seed);
+      if (b == sides.b.end()) continue;
       xs[seed].push_back(a);
       ys[seed].push_back(b->second);
     }
@@ -407,7 +397,7 @@ absl::StatusOr<ClaimResult> JudgeCorrelation(const Claim& claim,
   // seeds, back to r: the replicates are trainings, not levels.
   std::vector<double> z;
   for (const auto& [seed, x] : xs) {
-    if (x.size() != levels->size() || x.size() < 3) continue;
+    if (x.size() != levels.size() || x.size() < 3) continue;
     const double r = CorrelationInterval(x, ys[seed], kConfidence).estimate;
     z.push_back(
         std::isnan(r) ? r : std::atanh(std::clamp(r, -1 + 1e-12, 1 - 1e-12)));
@@ -445,22 +435,21 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
                                               const Tables& tables) {
   const std::string table_name =
       precondition.table().empty() ? claim.table() : precondition.table();
-  auto table = FindTable(tables, table_name,
-                         absl::StrCat("claim ", claim.id(), " precondition"));
-  if (!table.ok()) return table.status();
+  ASSIGN_OR_RETURN(auto table, FindTable(tables, table_name,
+                                         absl::StrCat("claim ", claim.id(),
+                                                      " precondition")));
   const std::string seed = SeedColumnOrDefault(claim.seed_column());
   switch (precondition.kind()) {
     case Precondition::INTERIOR_OPTIMUM: {
       // Groups: distinct combinations of group_by among the filtered rows.
       std::vector<int> group_columns;
       for (const std::string& column : precondition.group_by()) {
-        auto index = (*table)->Column(column);
-        if (!index.ok()) return index.status();
-        group_columns.push_back(*index);
+        ASSIGN_OR_RETURN(auto index, (table)->Column(column));
+        group_columns.push_back(index);
       }
       std::vector<std::vector<std::string>> groups;
-      for (const auto& row : (*table)->rows()) {
-        if (!PassesFilters(**table, row, precondition.where())) continue;
+      for (const auto& row : (table)->rows()) {
+        if (!PassesFilters(*table, row, precondition.where())) continue;
         std::vector<std::string> key;
         for (int c : group_columns) key.push_back(row[c]);
         if (std::find(groups.begin(), groups.end(), key) == groups.end())
@@ -474,13 +463,13 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
           filter->set_column(precondition.group_by(i));
           filter->set_value(key[i]);
         }
-        auto levels = Levels(**table, where, precondition.over());
-        if (!levels.ok()) return levels.status();
+        ASSIGN_OR_RETURN(auto levels,
+                         Levels(*table, where, precondition.over()));
         std::vector<double> means;
-        for (const std::string& level : *levels) {
+        for (const std::string& level : levels) {
           auto by_seed =
-              SeedMeans(**table, where, seed, "", "", precondition.over(),
-                        level, precondition.metric(), {});
+              SeedMeans(*table, where, seed, "", "", precondition.over(), level,
+                        precondition.metric(), {});
           if (!by_seed.ok()) return by_seed.status();
           means.push_back(Mean(SeedValues(*by_seed)));
         }
@@ -492,8 +481,8 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
         if (means.size() < 3 || best == 0 || best + 1 == means.size()) {
           at_edge.push_back(
               absl::StrCat(absl::StrJoin(key, "/"), " (best ",
-                           precondition.over(), " ", (*levels)[best], " of ",
-                           (*levels).front(), "..", (*levels).back(), ")"));
+                           precondition.over(), " ", (levels)[best], " of ",
+                           (levels).front(), "..", (levels).back(), ")"));
         }
       }
       if (at_edge.empty()) return std::string();
@@ -507,13 +496,12 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
     case Precondition::MIN_SEEDS: {
       // Distinct seeds of each compared arm (A, B and GAIN_RATIO's baseline;
       // every level counted together); the fewest count.
-      const bool has_seed = (*table)->HasColumn(seed);
-      const int seed_index = has_seed ? *(*table)->Column(seed) : -1;
+      const bool has_seed = (table)->HasColumn(seed);
+      const int seed_index = has_seed ? *(table)->Column(seed) : -1;
       int arm_index = -1;
       if (!claim.arm_column().empty()) {
-        auto index = (*table)->Column(claim.arm_column());
-        if (!index.ok()) return index.status();
-        arm_index = *index;
+        ASSIGN_OR_RETURN(auto index, (table)->Column(claim.arm_column()));
+        arm_index = index;
       }
       std::vector<std::string> arms = {claim.a()};
       if (arm_index >= 0) {
@@ -523,8 +511,8 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
       size_t fewest = std::numeric_limits<size_t>::max();
       for (const std::string& arm : arms) {
         std::set<std::string> seeds;
-        for (const auto& row : (*table)->rows()) {
-          if (!PassesFilters(**table, row, claim.where())) continue;
+        for (const auto& row : (table)->rows()) {
+          if (!PassesFilters(*table, row, claim.where())) continue;
           if (arm_index >= 0 && row[arm_index] != arm) continue;
           seeds.insert(has_seed ? row[seed_index] : "1");
         }
@@ -622,25 +610,21 @@ absl::StatusOr<std::map<std::string, double>> SeedMeans(
   for (const Filter& filter : where) {
     if (auto c = table.Column(filter.column()); !c.ok()) return c.status();
   }
-  auto metric_index = table.Column(metric);
-  if (!metric_index.ok()) return metric_index.status();
+  ASSIGN_OR_RETURN(auto metric_index, table.Column(metric));
   int seed_index = -1, arm_index = -1, level_index = -1;
   if (table.HasColumn(seed_column)) seed_index = *table.Column(seed_column);
   if (!arm_column.empty()) {
-    auto index = table.Column(arm_column);
-    if (!index.ok()) return index.status();
-    arm_index = *index;
+    ASSIGN_OR_RETURN(auto index, table.Column(arm_column));
+    arm_index = index;
   }
   if (!level_column.empty() && !level.empty()) {
-    auto index = table.Column(level_column);
-    if (!index.ok()) return index.status();
-    level_index = *index;
+    ASSIGN_OR_RETURN(auto index, table.Column(level_column));
+    level_index = index;
   }
   std::vector<int> average_indices;
   for (const std::string& column : average_over) {
-    auto index = table.Column(column);
-    if (!index.ok()) return index.status();
-    average_indices.push_back(*index);
+    ASSIGN_OR_RETURN(auto index, table.Column(column));
+    average_indices.push_back(index);
   }
   std::map<std::string, double> sum;
   std::map<std::string, double> sum_of_magnitudes;
@@ -664,12 +648,12 @@ absl::StatusOr<std::map<std::string, double>> SeedMeans(
                                     "to average in average_over)"
                                   : " with the same average_over values"));
     }
-    auto value = ParseNumber(
-        row[*metric_index],
-        absl::StrCat(table.name(), " row ", r + 2, " column ", metric));
-    if (!value.ok()) return value.status();
-    sum[seed] += *value;
-    sum_of_magnitudes[seed] += std::abs(*value);
+    ASSIGN_OR_RETURN(auto value,
+                     ParseNumber(row[metric_index],
+                                 absl::StrCat(table.name(), " row ", r + 2,
+                                              " column ", metric)));
+    sum[seed] += value;
+    sum_of_magnitudes[seed] += std::abs(value);
     ++count[seed];
   }
   if (sum.empty()) {
@@ -695,13 +679,12 @@ absl::StatusOr<std::vector<std::string>> Levels(
     const TidyTable& table,
     const google::protobuf::RepeatedPtrField<Filter>& where,
     const std::string& column) {
-  auto index = table.Column(column);
-  if (!index.ok()) return index.status();
+  ASSIGN_OR_RETURN(auto index, table.Column(column));
   std::vector<std::string> levels;
   for (const auto& row : table.rows()) {
     if (!PassesFilters(table, row, where)) continue;
-    if (std::find(levels.begin(), levels.end(), row[*index]) == levels.end())
-      levels.push_back(row[*index]);
+    if (std::find(levels.begin(), levels.end(), row[index]) == levels.end())
+      levels.push_back(row[index]);
   }
   if (std::all_of(levels.begin(), levels.end(), IsNumber)) {
     std::stable_sort(levels.begin(), levels.end(),
@@ -825,12 +808,11 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
                          "' is not a control listed before it"));
       }
     }
-    auto table = FindTable(tables, claim.table(), who);
-    if (!table.ok()) return table.status();
+    ASSIGN_OR_RETURN(auto table, FindTable(tables, claim.table(), who));
     for (const std::string& column :
          {claim.arm_column(), claim.metric(), claim.over(), claim.b_metric()}) {
       if (column.empty()) continue;
-      if (auto c = (*table)->Column(column); !c.ok())
+      if (auto c = (table)->Column(column); !c.ok())
         return absl::NotFoundError(
             absl::StrCat(who, ": ", c.status().message()));
     }
@@ -900,9 +882,8 @@ absl::StatusOr<ClaimResult> JudgeClaim(
     }
   }
   for (const Precondition& precondition : claim.preconditions()) {
-    auto why = CheckPrecondition(precondition, claim, tables);
-    if (!why.ok()) return why.status();
-    if (!why->empty()) reasons.push_back(*why);
+    ASSIGN_OR_RETURN(auto why, CheckPrecondition(precondition, claim, tables));
+    if (!why.empty()) reasons.push_back(why);
   }
   if (!judged.ok()) {
     // A claim gated by a failed control may have no rows to compare (e.g. no
@@ -1007,10 +988,9 @@ absl::Status CheckArmsNotRun(const ClaimSet& claims, const Tables& tables,
         if (!arms_not_run.count(part.name)) continue;
         named.insert(part.name);
         const TidyTable& table = tables.at(claim.table());
-        auto column = table.Column(part.column);
-        if (!column.ok()) return column.status();
+        ASSIGN_OR_RETURN(auto column, table.Column(part.column));
         for (const std::vector<std::string>& row : table.rows()) {
-          if (row[*column] == part.value) {
+          if (row[column] == part.value) {
             return absl::InvalidArgumentError(absl::StrCat(
                 "arm '", part.name, "' is listed as not run but has rows in ",
                 claim.table(), " (claim ", claim.id(), ")"));
@@ -1054,15 +1034,13 @@ absl::StatusOr<std::vector<ClaimResult>> JudgeClaimSet(
     return JudgeClaim(claim, is_control, tables, control_verdicts);
   };
   for (const Claim& control : claims.controls()) {
-    auto result = judge(control, true);
-    if (!result.ok()) return result.status();
-    control_verdicts[control.id()] = result->verdict;
-    results.push_back(*std::move(result));
+    ASSIGN_OR_RETURN(auto result, judge(control, true));
+    control_verdicts[control.id()] = result.verdict;
+    results.push_back(std::move(result));
   }
   for (const Claim& claim : claims.claims()) {
-    auto result = judge(claim, false);
-    if (!result.ok()) return result.status();
-    results.push_back(*std::move(result));
+    ASSIGN_OR_RETURN(auto result, judge(claim, false));
+    results.push_back(std::move(result));
   }
   return results;
 }
