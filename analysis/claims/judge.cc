@@ -16,10 +16,9 @@
 namespace sparse_layers::claims {
 
 absl::StatusOr<ClaimSet> LoadClaimSet(const std::string& path) {
-  auto text = ReadFileToString(path);
-  if (!text.ok()) return text.status();
+  ASSIGN_OR_RETURN(auto text, ReadFileToString(path));
   ClaimSet claims;
-  RETURN_IF_ERROR(ParseTextProto(*text, path, &claims));
+  RETURN_IF_ERROR(ParseTextProto(text, path, &claims));
   if (claims.experiment().empty())
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": no experiment name"));
@@ -40,19 +39,17 @@ absl::StatusOr<std::pair<std::string, std::vector<std::string>>> ParseTableFlag(
 }
 
 absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
-  auto claims = LoadClaimSet(options.claims_path);
-  if (!claims.ok()) return claims.status();
+  ASSIGN_OR_RETURN(auto claims, LoadClaimSet(options.claims_path));
   Tables tables;
   for (const auto& [name, files] : options.tables) {
-    auto table = TidyTable::ReadConcatenated(files);
-    if (!table.ok()) return table.status();
-    table->set_name(name);
-    if (!tables.emplace(name, *std::move(table)).second) {
+    ASSIGN_OR_RETURN(auto table, TidyTable::ReadConcatenated(files));
+    table.set_name(name);
+    if (!tables.emplace(name, std::move(table)).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("table ", name, " given twice"));
     }
   }
-  auto results = JudgeClaimSet(*claims, tables, options.arms_not_run);
+  auto results = JudgeClaimSet(claims, tables, options.arms_not_run);
   if (!results.ok())
     return absl::Status(
         results.status().code(),
@@ -61,7 +58,7 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
   render.out_dir = options.out_dir;
   render.plot_script = options.plot_script;
   render.heatmap_script = options.heatmap_script;
-  auto section = RenderSection(*claims, tables, *results, render);
+  auto section = RenderSection(claims, tables, *results, render);
   if (!section.ok())
     return absl::Status(
         section.status().code(),
@@ -72,7 +69,7 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
   }
   RETURN_IF_ERROR(WriteFileAtomically(
       absl::StrCat(options.out_dir, "/verdicts.csv"),
-      VerdictsTable(claims->experiment(), *results).ToCsv()));
+      VerdictsTable(claims.experiment(), *results).ToCsv()));
   return section;
 }
 
@@ -80,22 +77,19 @@ absl::StatusOr<std::string> Verify(const std::string& claims_path,
                                    const std::string& path,
                                    const std::vector<std::string>& seeds,
                                    int min_n) {
-  auto claims = LoadClaimSet(claims_path);
-  if (!claims.ok()) return claims.status();
+  ASSIGN_OR_RETURN(auto claims, LoadClaimSet(claims_path));
   struct stat info;
   if (stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) {
-    if (seeds.empty() && claims->checks_size() > 0)
+    if (seeds.empty() && claims.checks_size() > 0)
       return absl::InvalidArgumentError(
           "--verify of a section directory needs --seeds");
-    return CheckSection(*claims, path, seeds, min_n);
+    return CheckSection(claims, path, seeds, min_n);
   }
   const std::string& verdicts_path = path;
-  auto verdicts = TidyTable::ReadConcatenated({verdicts_path});
-  if (!verdicts.ok()) return verdicts.status();
-  verdicts->set_name(verdicts_path);
-  auto checked = VerifyVerdicts(*claims, *verdicts, min_n);
-  if (!checked.ok()) return checked.status();
-  return absl::StrCat(verdicts_path, ": ", *checked,
+  ASSIGN_OR_RETURN(auto verdicts, TidyTable::ReadConcatenated({verdicts_path}));
+  verdicts.set_name(verdicts_path);
+  ASSIGN_OR_RETURN(auto checked, VerifyVerdicts(claims, verdicts, min_n));
+  return absl::StrCat(verdicts_path, ": ", checked,
                       " controls and claims, one verdict each",
                       min_n > 0 ? absl::StrCat(", n >= ", min_n) : "", "\n");
 }
@@ -104,10 +98,9 @@ absl::StatusOr<std::string> Summarize(
     const std::vector<std::string>& verdict_paths) {
   std::vector<TidyTable> tables;
   for (const std::string& path : verdict_paths) {
-    auto table = TidyTable::ReadConcatenated({path});
-    if (!table.ok()) return table.status();
-    table->set_name(path);
-    tables.push_back(*std::move(table));
+    ASSIGN_OR_RETURN(auto table, TidyTable::ReadConcatenated({path}));
+    table.set_name(path);
+    tables.push_back(std::move(table));
   }
   return SummarizeVerdicts(tables);
 }

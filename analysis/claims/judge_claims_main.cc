@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "analysis/claims/judge.h"
 #include "tools/common/main.h"
+#include "tools/common/status_macros.h"
 
 namespace {
 
@@ -69,9 +70,9 @@ absl::Status Run(int argc, char** argv) {
       options.arms_not_run =
           absl::StrSplit(value("--arms_not_run="), ',', absl::SkipEmpty());
     } else if (absl::StartsWith(arg, "--table=")) {
-      auto table = sparse_layers::claims::ParseTableFlag(value("--table="));
-      if (!table.ok()) return table.status();
-      options.tables.push_back(*std::move(table));
+      ASSIGN_OR_RETURN(
+          auto table, sparse_layers::claims::ParseTableFlag(value("--table=")));
+      options.tables.push_back(std::move(table));
     } else if (absl::StartsWith(arg, "--")) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown flag ", arg, " (see --help)"));
@@ -82,9 +83,9 @@ absl::Status Run(int argc, char** argv) {
   if (summarize) {
     if (positional.empty())
       return absl::InvalidArgumentError("--summarize needs verdicts.csv files");
-    auto summary = sparse_layers::claims::Summarize(positional);
-    if (!summary.ok()) return summary.status();
-    std::cout << *summary;
+    ASSIGN_OR_RETURN(auto summary,
+                     sparse_layers::claims::Summarize(positional));
+    std::cout << summary;
     return absl::OkStatus();
   }
   if (verify) {
@@ -93,10 +94,10 @@ absl::Status Run(int argc, char** argv) {
           "--verify needs --claims and one section directory or "
           "verdicts.csv");
     }
-    auto checked = sparse_layers::claims::Verify(options.claims_path,
-                                                 positional[0], seeds, min_n);
-    if (!checked.ok()) return checked.status();
-    std::cout << *checked;
+    ASSIGN_OR_RETURN(auto checked,
+                     sparse_layers::claims::Verify(
+                         options.claims_path, positional[0], seeds, min_n));
+    std::cout << checked;
     return absl::OkStatus();
   }
   if (!positional.empty())
@@ -107,9 +108,8 @@ absl::Status Run(int argc, char** argv) {
     return absl::InvalidArgumentError(
         "--claims, --out_dir and at least one --table are required");
   }
-  auto section = sparse_layers::claims::Judge(options);
-  if (!section.ok()) return section.status();
-  std::cout << *section;
+  ASSIGN_OR_RETURN(auto section, sparse_layers::claims::Judge(options));
+  std::cout << section;
   return absl::OkStatus();
 }
 

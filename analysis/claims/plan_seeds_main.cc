@@ -11,6 +11,7 @@
 #include "analysis/claims/seed_plan.h"
 #include "analysis/claims/tidy_table.h"
 #include "tools/common/main.h"
+#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, claims, "", "the experiment's claims.textproto");
 ABSL_FLAG(std::string, pilot, "",
@@ -31,14 +32,14 @@ absl::Status Run() {
   auto claims =
       sparse_layers::claims::LoadClaimSet(absl::GetFlag(FLAGS_claims));
   if (!claims.ok()) return claims.status();
-  auto pilot = sparse_layers::claims::TidyTable::ReadConcatenated(
-      {absl::GetFlag(FLAGS_pilot)});
-  if (!pilot.ok()) return pilot.status();
-  pilot->set_name(absl::GetFlag(FLAGS_pilot));
-  auto plans = sparse_layers::claims::PlanSeeds(*claims, *pilot, power, 1000);
-  if (!plans.ok()) return plans.status();
+  ASSIGN_OR_RETURN(auto pilot,
+                   sparse_layers::claims::TidyTable::ReadConcatenated(
+                       {absl::GetFlag(FLAGS_pilot)}));
+  pilot.set_name(absl::GetFlag(FLAGS_pilot));
+  ASSIGN_OR_RETURN(auto plans, sparse_layers::claims::PlanSeeds(*claims, pilot,
+                                                                power, 1000));
   std::cout << sparse_layers::claims::RenderSeedPlan(
-      *plans, power, absl::GetFlag(FLAGS_max_seeds));
+      plans, power, absl::GetFlag(FLAGS_max_seeds));
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/claims/statistics.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::claims {
 
@@ -33,9 +34,8 @@ absl::StatusOr<std::vector<std::vector<std::string>>> Keys(
     const std::vector<std::string>& columns) {
   std::vector<int> indices;
   for (const std::string& column : columns) {
-    auto index = table.Column(column);
-    if (!index.ok()) return index.status();
-    indices.push_back(*index);
+    ASSIGN_OR_RETURN(auto index, table.Column(column));
+    indices.push_back(index);
   }
   std::vector<std::vector<std::string>> keys;
   for (const auto& row : table.rows()) {
@@ -91,17 +91,15 @@ absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
   const int digits = spec.digits() > 0 ? spec.digits() : 4;
   const std::vector<std::string> row_columns(spec.rows().begin(),
                                              spec.rows().end());
-  auto row_keys = Keys(table, spec.where(), row_columns);
-  if (!row_keys.ok()) return row_keys.status();
+  ASSIGN_OR_RETURN(auto row_keys, Keys(table, spec.where(), row_columns));
   if (spec.metrics().empty())
     return absl::InvalidArgumentError(
         absl::StrCat("table spec '", spec.title(), "': no metrics"));
   // Columns: the values of `columns` (one metric), else one per metric.
   std::vector<std::string> column_values;
   if (!spec.columns().empty()) {
-    auto keys = Keys(table, spec.where(), {spec.columns()});
-    if (!keys.ok()) return keys.status();
-    for (const auto& key : *keys) column_values.push_back(key[0]);
+    ASSIGN_OR_RETURN(auto keys, Keys(table, spec.where(), {spec.columns()}));
+    for (const auto& key : keys) column_values.push_back(key[0]);
   }
   const std::vector<std::string> headings =
       spec.columns().empty() ? std::vector<std::string>(spec.metrics().begin(),
@@ -114,7 +112,7 @@ absl::StatusOr<std::string> RenderTable(const TableSpec& spec,
   for (size_t i = 0; i < row_columns.size() + headings.size() + 1; ++i)
     out += "---|";
   out += "\n";
-  for (const auto& key : *row_keys) {
+  for (const auto& key : row_keys) {
     const auto where = With(spec.where(), row_columns, key);
     std::vector<std::string> cells;
     int n_min = 1 << 30, n_max = 0;
@@ -166,16 +164,14 @@ absl::StatusOr<TidyTable> FigurePoints(const FigureSpec& spec,
     return absl::NotFoundError(
         absl::StrCat("figure ", spec.file(), ": no table ", spec.table()));
   const TidyTable& table = it->second;
-  auto groups = Keys(table, spec.where(), {spec.group()});
-  if (!groups.ok()) return groups.status();
+  ASSIGN_OR_RETURN(auto groups, Keys(table, spec.where(), {spec.group()}));
   std::string csv =
       absl::StrCat(spec.group(), ",", spec.x(), ",", spec.y(), "_mean,",
                    spec.y(), "_ci_low,", spec.y(), "_ci_high,n\n");
-  for (const auto& group : *groups) {
+  for (const auto& group : groups) {
     const auto where = With(spec.where(), {spec.group()}, group);
-    auto levels = Levels(table, where, spec.x());
-    if (!levels.ok()) return levels.status();
-    for (const std::string& x : *levels) {
+    ASSIGN_OR_RETURN(auto levels, Levels(table, where, spec.x()));
+    for (const std::string& x : levels) {
       auto by_seed =
           SeedMeans(table, where, SeedColumnOrDefault(spec.seed_column()), "",
                     "", spec.x(), x, spec.y(), spec.average_over());

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/claims/claims_engine.h"
 #include "analysis/claims/statistics.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {
@@ -27,9 +28,8 @@ absl::StatusOr<std::map<std::string, std::vector<PilotRow>>> ReadPilot(
                                {"ci_low", &low},
                                {"ci_high", &high},
                                {"n", &n}}) {
-    auto found = pilot.Column(column);
-    if (!found.ok()) return found.status();
-    *index = *found;
+    ASSIGN_OR_RETURN(auto found, pilot.Column(column));
+    *index = found;
   }
   if (pilot.HasColumn("confidence")) confidence = *pilot.Column("confidence");
   std::map<std::string, std::vector<PilotRow>> rows;
@@ -39,23 +39,20 @@ absl::StatusOr<std::map<std::string, std::vector<PilotRow>>> ReadPilot(
     PilotRow row;
     row.level = cells[level];
     if (!cells[n].empty()) {
-      auto value = ParseNumber(cells[n], where + " column n");
-      if (!value.ok()) return value.status();
-      row.n = static_cast<int>(*value);
+      ASSIGN_OR_RETURN(auto value, ParseNumber(cells[n], where + " column n"));
+      row.n = static_cast<int>(value);
     }
     row.bounded = !cells[low].empty() && !cells[high].empty();
     if (row.bounded) {
-      auto l = ParseNumber(cells[low], where + " column ci_low");
-      auto h = ParseNumber(cells[high], where + " column ci_high");
-      if (!l.ok()) return l.status();
-      if (!h.ok()) return h.status();
-      row.low = *l;
-      row.high = *h;
+      ASSIGN_OR_RETURN(row.low,
+                       ParseNumber(cells[low], where + " column ci_low"));
+      ASSIGN_OR_RETURN(row.high,
+                       ParseNumber(cells[high], where + " column ci_high"));
     }
     if (confidence >= 0 && !cells[confidence].empty()) {
-      auto c = ParseNumber(cells[confidence], where + " column confidence");
-      if (!c.ok()) return c.status();
-      row.confidence = *c;
+      ASSIGN_OR_RETURN(
+          auto c, ParseNumber(cells[confidence], where + " column confidence"));
+      row.confidence = c;
     }
     rows[cells[id]].push_back(row);
   }
@@ -67,8 +64,7 @@ absl::StatusOr<std::map<std::string, std::vector<PilotRow>>> ReadPilot(
 absl::StatusOr<std::vector<ClaimPlan>> PlanSeeds(const ClaimSet& claims,
                                                  const TidyTable& pilot,
                                                  double power, int cap) {
-  auto rows = ReadPilot(pilot);
-  if (!rows.ok()) return rows.status();
+  ASSIGN_OR_RETURN(auto rows, ReadPilot(pilot));
   std::vector<ClaimPlan> plans;
   for (const Claim& claim : claims.claims()) {
     ClaimPlan plan;
@@ -84,8 +80,8 @@ absl::StatusOr<std::vector<ClaimPlan>> PlanSeeds(const ClaimSet& claims,
       plan.effect_of_interest = claim.smallest_effect();
       if (!(plan.effect_of_interest > 0)) plan.why_not = "no smallest_effect";
     }
-    auto found = rows->find(claim.id());
-    if (plan.why_not.empty() && found == rows->end())
+    auto found = rows.find(claim.id());
+    if (plan.why_not.empty() && found == rows.end())
       plan.why_not = "no pilot rows";
     if (!plan.why_not.empty()) {
       plans.push_back(plan);
