@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "analysis/bsp/chess_board.h"
 #include "datasets/chess/chess_games.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 namespace {
@@ -114,8 +115,7 @@ absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
   torch::NoGradGuard no_grad;
   for (const ChessGame& game : games) {
     const std::string text = game.text().substr(0, options.characters);
-    auto ids = datasets::chess::EncodeGame(text);
-    if (!ids.ok()) return ids.status();
+    ASSIGN_OR_RETURN(auto ids, datasets::chess::EncodeGame(text));
     // Plies whose SAN and the space after it lie in the window.
     std::vector<PlySpan> plies;
     for (const PlySpan& span : PlySpans(text)) {
@@ -132,9 +132,8 @@ absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
     std::vector<absl::flat_hash_set<std::string>> legal, continued_legal;
     std::vector<std::vector<std::string>> continued_sans;
     for (int k = 0; k < static_cast<int>(plies.size()); ++k) {
-      auto position = ParsePosition(game.fens(k));
-      if (!position.ok()) return position.status();
-      const std::vector<std::string> sans = LegalSanMoves(*position);
+      ASSIGN_OR_RETURN(auto position, ParsePosition(game.fens(k)));
+      const std::vector<std::string> sans = LegalSanMoves(position);
       legal.emplace_back(sans.begin(), sans.end());
       const std::string played(
           text.substr(plies[k].start, plies[k].end - plies[k].start));
@@ -156,15 +155,14 @@ absl::StatusOr<std::vector<BoardTrackingResult>> EvaluateBoardTracking(
     const int chosen = std::min(options.plies_per_game, continuable);
     for (int j = 0; j < chosen; ++j) {
       const int k = (2 * j + 1) * continuable / (2 * chosen);
-      prefixes.emplace_back(ids->begin(), ids->begin() + plies[k].start);
+      prefixes.emplace_back(ids.begin(), ids.begin() + plies[k].start);
       continued_legal.push_back(legal[k]);
       continued_sans.emplace_back(legal[k].begin(), legal[k].end());
     }
     // Loss over characters 1..E, E the space after the last complete ply.
     const int last = plies.back().end;
     const torch::Tensor tokens =
-        torch::tensor(
-            std::vector<int64_t>(ids->begin(), ids->begin() + last + 1))
+        torch::tensor(std::vector<int64_t>(ids.begin(), ids.begin() + last + 1))
             .unsqueeze(0);
     const torch::Tensor lp = log_probs(tokens)[0].to(torch::kDouble);
     const torch::Tensor targets = tokens[0].narrow(0, 1, last);

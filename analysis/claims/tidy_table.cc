@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {
@@ -72,21 +73,20 @@ absl::StatusOr<std::vector<std::vector<std::string>>> SplitRecords(
 
 absl::StatusOr<TidyTable> TidyTable::Parse(absl::string_view text,
                                            absl::string_view source) {
-  auto records = SplitRecords(text, source);
-  if (!records.ok()) return records.status();
-  if (records->empty())
+  ASSIGN_OR_RETURN(auto records, SplitRecords(text, source));
+  if (records.empty())
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": empty table (no header)"));
   TidyTable table;
   table.name_ = std::string(source);
-  table.header_ = std::move((*records)[0]);
-  for (size_t i = 1; i < records->size(); ++i) {
-    if ((*records)[i].size() != table.header_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ": record ", i + 1, " has ", (*records)[i].size(),
-          " fields, the header ", table.header_.size()));
+  table.header_ = std::move(records[0]);
+  for (size_t i = 1; i < records.size(); ++i) {
+    if (records[i].size() != table.header_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": record ", i + 1, " has ", records[i].size(),
+                       " fields, the header ", table.header_.size()));
     }
-    table.rows_.push_back(std::move((*records)[i]));
+    table.rows_.push_back(std::move(records[i]));
   }
   return table;
 }
@@ -100,17 +100,16 @@ absl::StatusOr<TidyTable> TidyTable::ReadConcatenated(
     if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
     std::stringstream text;
     text << in.rdbuf();
-    auto part = Parse(text.str(), path);
-    if (!part.ok()) return part.status();
+    ASSIGN_OR_RETURN(auto part, Parse(text.str(), path));
     if (out.header_.empty()) {
-      out.header_ = part->header_;
-    } else if (part->header_ != out.header_) {
+      out.header_ = part.header_;
+    } else if (part.header_ != out.header_) {
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ": header '", absl::StrJoin(part->header_, ","),
+          absl::StrCat(path, ": header '", absl::StrJoin(part.header_, ","),
                        "' differs from ", paths[0], "'s '",
                        absl::StrJoin(out.header_, ","), "'"));
     }
-    for (auto& row : part->rows_) out.rows_.push_back(std::move(row));
+    for (auto& row : part.rows_) out.rows_.push_back(std::move(row));
   }
   return out;
 }

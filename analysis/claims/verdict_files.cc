@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/claims/seed_means.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::claims {
 
@@ -139,9 +140,8 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
   const char* names[8] = {"experiment", "kind", "id",     "level",
                           "verdict",    "n",    "ci_low", "ci_high"};
   for (int i = 0; i < 8; ++i) {
-    auto index = verdicts.Column(names[i]);
-    if (!index.ok()) return index.status();
-    columns[i] = *index;
+    ASSIGN_OR_RETURN(auto index, verdicts.Column(names[i]));
+    columns[i] = index;
   }
   std::map<std::string, int> summary_rows;
   for (const auto& row : verdicts.rows()) {

@@ -412,11 +412,10 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
                               FactRecallTables& tables) {
   torch::NoGradGuard no_grad;
   std::string* csv = &tables.neighbours;
-  auto shards = datasets::TokenShardSet::Open(options.tokens_manifest);
-  if (!shards.ok()) return shards.status();
-  ASSIGN_OR_RETURN(
-      const datasets::HeldOutWindows held_out,
-      datasets::ReadHeldOutWindows(**shards, options.windows, 128));
+  ASSIGN_OR_RETURN(auto shards,
+                   datasets::TokenShardSet::Open(options.tokens_manifest));
+  ASSIGN_OR_RETURN(const datasets::HeldOutWindows held_out,
+                   datasets::ReadHeldOutWindows(*shards, options.windows, 128));
   const int windows = held_out.count;
   const torch::Tensor tokens = torch::tensor(held_out.ids).view({windows, 128});
   const RecordedRun sparse_run = RunAndRecord(sparse, tokens);

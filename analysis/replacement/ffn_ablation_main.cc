@@ -43,22 +43,21 @@ absl::Status Run() {
                   RequiredFlag(FLAGS_out), FlagAtLeast(FLAGS_batches, 1),
                   FlagAtLeast(FLAGS_batch_size, 1)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
-  auto base = layers::LoadModel(absl::GetFlag(FLAGS_base));
-  if (!base.ok()) return base.status();
-  auto tokens = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens));
-  if (!tokens.ok()) return tokens.status();
+  ASSIGN_OR_RETURN(auto base, layers::LoadModel(absl::GetFlag(FLAGS_base)));
+  ASSIGN_OR_RETURN(auto tokens,
+                   datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_tokens)));
   RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
-      **tokens, base->model->options().vocab_size, absl::GetFlag(FLAGS_base)));
-  const int length = config::TrainingWindowLength(base->config);
-  auto sampler = datasets::BatchSampler::Create(
-      tokens->get(), absl::GetFlag(FLAGS_batch_size), length,
-      base->config.runtime().seed());
-  if (!sampler.ok()) return sampler.status();
+      *tokens, base.model->options().vocab_size, absl::GetFlag(FLAGS_base)));
+  const int length = config::TrainingWindowLength(base.config);
+  ASSIGN_OR_RETURN(auto sampler,
+                   datasets::BatchSampler::Create(
+                       tokens.get(), absl::GetFlag(FLAGS_batch_size), length,
+                       base.config.runtime().seed()));
   const int batches = absl::GetFlag(FLAGS_batches);
   const auto cross_entropy = [&] {
-    return train::MeanCrossEntropy(*base->model, *sampler, batches);
+    return train::MeanCrossEntropy(*base.model, sampler, batches);
   };
-  const FfnAblation ablation = FfnAblationCosts(*base->model, cross_entropy);
+  const FfnAblation ablation = FfnAblationCosts(*base.model, cross_entropy);
   const double intact = ablation.intact_cross_entropy;
   const std::vector<double>& costs = ablation.costs;
   std::string csv = "base,block,ce_base,ce_zero,ablation_cost,seed\n";
@@ -66,7 +65,7 @@ absl::Status Run() {
     absl::StrAppendFormat(&csv, "%s,%d,%.6f,%.6f,%.6f,%d\n",
                           absl::GetFlag(FLAGS_base_name), block, intact,
                           intact + costs[block], costs[block],
-                          base->config.runtime().seed());
+                          base.config.runtime().seed());
     std::fprintf(stderr,
                  "ffn_ablation: block %zu FFN zero-ablated: +%.4f nats\n",
                  block, costs[block]);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 namespace {
@@ -44,9 +45,8 @@ absl::StatusOr<IsoflopCsv> IsoflopFrontier(const TidyTable& runs,
   for (const char* name :
        {"arm", "seed", "ffn", "budget", "parameters", "forward_flops_per_token",
         "validation_loss", "validation_perplexity"}) {
-    auto index = runs.Column(name);
-    if (!index.ok()) return index.status();
-    at[name] = *index;
+    ASSIGN_OR_RETURN(auto index, runs.Column(name));
+    at[name] = index;
   }
   std::vector<Run> parsed;
   for (size_t r = 0; r < runs.rows().size(); ++r) {

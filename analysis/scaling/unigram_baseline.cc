@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 
@@ -60,12 +61,12 @@ absl::StatusOr<double> UnigramCrossEntropy(const TokenShardSet& train,
     for (int i = 0; i < set.shard_count(); ++i) out.push_back(set.shard(i));
     return out;
   };
-  auto train_counts = TokenCounts(shards(train), train.manifest().vocab_size());
-  if (!train_counts.ok()) return train_counts.status();
+  ASSIGN_OR_RETURN(auto train_counts,
+                   TokenCounts(shards(train), train.manifest().vocab_size()));
   auto validation_counts =
       TokenCounts(shards(validation), validation.manifest().vocab_size());
   if (!validation_counts.ok()) return validation_counts.status();
-  return UnigramCrossEntropy(*train_counts, *validation_counts);
+  return UnigramCrossEntropy(train_counts, *validation_counts);
 }
 
 }  // namespace sparse_layers::analysis
