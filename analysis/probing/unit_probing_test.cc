@@ -49,7 +49,7 @@ std::vector<ProbedFit> TinyFits(int block) {
   sae.spec.set_ffn("topk_sae");
   sae.spec.set_layer(block);
   sae.spec.set_on_output(true);
-  sae.layer = std::make_shared<layers::TopKSaeImpl>(options);
+  sae.layer = std::make_shared<layers::SaeImpl>(options);
   return {tc, sae};
 }
 

@@ -34,6 +34,10 @@ absl::StatusOr<FitExport> DescribeFit(const LoadedReplacement& fit) {
   for (const auto& item : layer->named_parameters(/*recurse=*/true)) {
     result.tensors[item.key()] = item.value().detach();
   }
+  // State that is not trained but read at inference (BatchTopK's threshold).
+  for (const auto& item : layer->named_buffers(/*recurse=*/true)) {
+    result.tensors[item.key()] = item.value().detach();
+  }
   const config::FfnReplacement& spec = fit.spec;
   const std::string site = Site(spec);
   const std::string prefix = absl::StrCat(

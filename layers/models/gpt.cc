@@ -112,15 +112,19 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
   if (const config::FfnReplacement& r = model.replacement(); !r.ffn().empty()) {
     const config::ReplacementSizes sizes =
         config::EffectiveReplacementSizes(model);
-    options.replacement = {r.ffn(),
-                           r.layer(),
-                           sizes.d_ffn,
-                           sizes.n_experts,
-                           r.top_k(),
-                           r.on_output(),
-                           r.site() == config::FfnReplacement::ATTN,
-                           sizes.qk_heads,
-                           sizes.rank};
+    options.replacement = {
+        r.ffn(),
+        r.layer(),
+        sizes.d_ffn,
+        sizes.n_experts,
+        r.top_k(),
+        r.on_output(),
+        r.site() == config::FfnReplacement::ATTN,
+        sizes.qk_heads,
+        sizes.rank,
+        config::EffectiveSparsity(r),
+        r.sparsity_penalty(),
+        r.jump_relu_bandwidth() > 0 ? r.jump_relu_bandwidth() : 0.001};
   }
   return options;
 }
@@ -239,6 +243,9 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   replacement_options.n_experts = replacement.n_experts;
   replacement_options.top_k = replacement.top_k;
   replacement_options.rank = replacement.rank;
+  replacement_options.sparsity = replacement.sparsity;
+  replacement_options.sparsity_penalty = replacement.sparsity_penalty;
+  replacement_options.jump_relu_bandwidth = replacement.jump_relu_bandwidth;
   AttentionOptions attention_options;
   attention_options.d_model = options.d_model;
   attention_options.n_heads = options.n_heads;

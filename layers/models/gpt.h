@@ -56,6 +56,9 @@ struct GptOptions {
     bool attention_site = false;
     int64_t qk_heads = 0;
     int64_t rank = 0;  // CP-MoE decoder rank.
+    config::FfnReplacement::Sparsity sparsity = config::FfnReplacement::TOPK;
+    double sparsity_penalty = 0;
+    double jump_relu_bandwidth = 0.001;
   } replacement;
   bool rotary = false;
   bool qk_norm = false;

@@ -1,20 +1,25 @@
-// A fitted TopK SAE as a SAELens SAE directory, the format SAELens's
+// A fitted SAE as a SAELens SAE directory, the format SAELens's
 // SAE.load_from_disk reads (SAELens 6.x; also what Neuronpedia and most
 // published SAEs use): cfg.json and sae_weights.safetensors.
 //
-// cfg.json: architecture "topk", d_in, d_sae, k, dtype "float32", device,
-// apply_b_dec_to_input true (our SAE encodes y - output_bias),
-// normalize_activations "none", reshape_activations "none",
-// rescale_acts_by_decoder_norm false, and metadata: sae_lens_version (without
-// it SAELens reads the file as pre-6.0 and drops the metadata), hook_name in
+// Architectures: topk_sae "topk", relu_sae "standard", jump_relu_sae
+// "jumprelu" and batch_topk_sae "jumprelu" with its inference threshold in
+// every unit (SAELens saves its own BatchTopK SAEs that way).
+// cfg.json: architecture, d_in, d_sae, k and rescale_acts_by_decoder_norm
+// false (topk only), dtype "float32", device, apply_b_dec_to_input true (our
+// SAE encodes y - output_bias), normalize_activations "none",
+// reshape_activations "none", and metadata: sae_lens_version (without it
+// SAELens reads the file as pre-6.0 and drops the metadata), hook_name in
 // TransformerLens naming ("blocks.<L>.hook_mlp_out" / "hook_attn_out"),
 // model_name, context_size and, beyond SAELens's fields, our hook name, layer
 // type and the SHA-256 of the exported fit.
 // sae_weights.safetensors: W_enc (d_in, d_sae) = encoder, b_enc (d_sae) =
-// encoder_bias, W_dec (d_sae, d_in) = decoder, b_dec (d_in) = output_bias.
+// encoder_bias, W_dec (d_sae, d_in) = decoder, b_dec (d_in) = output_bias and,
+// for jumprelu, threshold (d_sae) = exp(log_threshold) or BatchTopK's theta.
 // SAELens's TopK takes the k largest pre-activations and then the ReLU; ours
 // the ReLU then the k largest: the same codes (the kept values that are
-// positive either way).
+// positive either way). Its JumpReLU is ReLU(h) 1[h > threshold], ours
+// h 1[h > theta] with theta > 0: the same.
 //
 // Other fits have no SAELens architecture with the same forward (our
 // transcoders are TopK, SAELens's are ReLU or JumpReLU; MxD and Lorsa): they

@@ -1,16 +1,22 @@
 // saelens_fixture --out_dir=DIR: inputs for saelens_export_test. A tiny base
-// model DIR/base.pt, its TopK SAE fit on block 1's FFN output (random biases,
-// so that apply_b_dec_to_input and b_enc matter) as DIR/sae.pt, a Transcoder
-// fit as DIR/transcoder.pt, and DIR/rows.safetensors: 64 rows y, the SAE's
-// dense codes and its reconstruction y_hat, all computed by the fit itself.
+// model DIR/base.pt; its SAE fits on block 1's FFN output (random biases, so
+// that apply_b_dec_to_input and b_enc matter): TopK DIR/sae.pt, ReLU
+// DIR/relu.pt, JumpReLU DIR/jump.pt (thresholds in the pre-codes' range) and
+// BatchTopK DIR/batch.pt (threshold 0.15); a Transcoder fit
+// DIR/transcoder.pt; and for each SAE DIR/rows_<name>.safetensors: 64 rows y,
+// the SAE's dense codes and its reconstruction y_hat in evaluation, all
+// computed by the fit itself.
 #include <google/protobuf/text_format.h>
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "layers/backend/torch_init.h"
 #include "layers/core/topk.h"
 #include "layers/models/checkpoint.h"
@@ -48,6 +54,16 @@ absl::Status SaveFit(const std::string& path, const LoadedModel& base,
     if (absl::EndsWith(item.key(), "_bias")) {
       item.value().copy_(0.1 * torch::randn_like(item.value()));
     }
+    // JumpReLU thresholds inside the pre-codes' range, so some units fire.
+    if (absl::EndsWith(item.key(), "log_threshold")) {
+      item.value().copy_(
+          torch::empty_like(item.value()).uniform_(0.02, 0.4).log());
+    }
+  }
+  // A BatchTopK threshold of 0.15, as if from one training step.
+  for (auto& item : model->named_buffers()) {
+    if (absl::EndsWith(item.key(), "threshold_sum")) item.value().fill_(0.15);
+    if (absl::EndsWith(item.key(), "threshold_weight")) item.value().fill_(1);
   }
   return Save(path, *model, config);
 }
@@ -63,21 +79,29 @@ absl::Status Run() {
   ASSIGN_OR_RETURN(auto model, InitializeModel(config));
   RETURN_IF_ERROR(Save(dir + "/base.pt", *model, config));
   ASSIGN_OR_RETURN(const LoadedModel base, LoadModel(dir + "/base.pt"));
-  const std::string sae = dir + "/sae.pt";
-  RETURN_IF_ERROR(
-      SaveFit(sae, base,
-              "ffn: 'topk_sae' layer: 1 d_ffn: 48 top_k: 5 on_output: true"));
   RETURN_IF_ERROR(SaveFit(dir + "/transcoder.pt", base,
                           "ffn: 'transcoder' layer: 1 d_ffn: 48 top_k: 5"));
-  ASSIGN_OR_RETURN(const LoadedReplacement fit, LoadReplacement(sae));
-  torch::NoGradGuard no_grad;
   const torch::Tensor y = torch::randn({64, 16});
-  const int64_t k = fit.spec.top_k();
-  const torch::Tensor codes =
-      Densify(fit.layer->Encode(y, k), fit.layer->units());
-  const torch::Tensor y_hat = fit.layer->DecodeDense(y, codes);
-  return WriteSafetensors(dir + "/rows.safetensors",
-                          {{"y", y}, {"codes", codes}, {"y_hat", y_hat}});
+  // Each SAE with a SAELens architecture, and its rows.
+  for (const auto& [name, spec] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"sae", "ffn: 'topk_sae' layer: 1 d_ffn: 48 top_k: 5"},
+           {"relu", "ffn: 'relu_sae' layer: 1 d_ffn: 48"},
+           {"jump", "ffn: 'jump_relu_sae' layer: 1 d_ffn: 48"},
+           {"batch", "ffn: 'batch_topk_sae' layer: 1 d_ffn: 48 top_k: 5"}}) {
+    const std::string path = absl::StrCat(dir, "/", name, ".pt");
+    RETURN_IF_ERROR(SaveFit(path, base, spec + " on_output: true"));
+    ASSIGN_OR_RETURN(const LoadedReplacement fit, LoadReplacement(path));
+    torch::NoGradGuard no_grad;
+    fit.layer->eval();  // BatchTopK infers by its threshold.
+    const torch::Tensor codes =
+        Densify(fit.layer->Encode(y, fit.spec.top_k()), fit.layer->units());
+    const torch::Tensor y_hat = fit.layer->DecodeDense(y, codes);
+    RETURN_IF_ERROR(
+        WriteSafetensors(absl::StrCat(dir, "/rows_", name, ".safetensors"),
+                         {{"y", y}, {"codes", codes}, {"y_hat", y_hat}}));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/text_format.h>
 
+#include <limits>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -35,16 +36,28 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
   ASSIGN_OR_RETURN(const google::protobuf::Struct root, ReadJsonObject(path));
   const ConfigFields cfg(path, root);
   ASSIGN_OR_RETURN(const std::string architecture, cfg.String("architecture"));
-  if (architecture != "topk") {
+  // Each SAELens architecture and our SAE with the same forward.
+  static const std::map<std::string, std::string> kLayers = {
+      {"topk", "topk_sae"},
+      {"standard", "relu_sae"},
+      {"jumprelu", "jump_relu_sae"}};
+  const auto layer_type = kLayers.find(architecture);
+  if (layer_type == kLayers.end()) {
     return cfg.Error("architecture",
                      absl::StrCat("is '", architecture,
-                                  "': only 'topk' runs as our TopK SAE"));
+                                  "': only 'topk', 'standard' and 'jumprelu' "
+                                  "run as our SAEs"));
   }
+  const bool topk = architecture == "topk";
+  const bool jump = architecture == "jumprelu";
   ASSIGN_OR_RETURN(const int64_t d_in, cfg.PositiveInt("d_in"));
   ASSIGN_OR_RETURN(const int64_t d_sae, cfg.PositiveInt("d_sae"));
-  ASSIGN_OR_RETURN(const int64_t k, cfg.PositiveInt("k"));
-  if (k > d_sae) {
-    return cfg.Error("k", absl::StrCat("is ", k, " > d_sae ", d_sae));
+  int64_t k = 0;
+  if (topk) {
+    ASSIGN_OR_RETURN(k, cfg.PositiveInt("k"));
+    if (k > d_sae) {
+      return cfg.Error("k", absl::StrCat("is ", k, " > d_sae ", d_sae));
+    }
   }
   ASSIGN_OR_RETURN(const std::string dtype, cfg.String("dtype"));
   static const std::set<std::string> kDtypes = {
@@ -59,6 +72,10 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
                    cfg.Bool("apply_b_dec_to_input", true));
   ASSIGN_OR_RETURN(const bool rescale_acts_by_decoder_norm,
                    cfg.Bool("rescale_acts_by_decoder_norm", false));
+  if (rescale_acts_by_decoder_norm && !topk) {
+    return cfg.Error("rescale_acts_by_decoder_norm",
+                     "is true; only a 'topk' SAE folds it");
+  }
   ASSIGN_OR_RETURN(const ConfigFields metadata, cfg.Object("metadata"));
   ASSIGN_OR_RETURN(const std::string hook, metadata.String("hook_name"));
   // blocks.<L>.hook_mlp_out or blocks.<L>.hook_attn_out.
@@ -75,11 +92,12 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
 
   auto file = SafetensorsFile::Open(dir + "/sae_weights.safetensors");
   if (!file.ok()) return file.status();
-  const std::map<std::string, std::vector<int64_t>> shapes = {
+  std::map<std::string, std::vector<int64_t>> shapes = {
       {"W_enc", {d_in, d_sae}},
       {"b_enc", {d_sae}},
       {"W_dec", {d_sae, d_in}},
       {"b_dec", {d_in}}};
+  if (jump) shapes["threshold"] = {d_sae};
   std::map<std::string, torch::Tensor> w;
   for (const auto& [name, shape] : shapes) {
     ASSIGN_OR_RETURN(w[name], (*file)->ReadFloat(name, shape));
@@ -88,7 +106,8 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
   if (names.size() != shapes.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         dir, "/sae_weights.safetensors: tensors ", absl::StrJoin(names, ", "),
-        "; a topk SAE has exactly W_enc, b_enc, W_dec, b_dec"));
+        "; a ", architecture, " SAE has exactly W_enc, b_enc, W_dec, b_dec",
+        jump ? ", threshold" : ""));
   }
   // Folds that leave the forward unchanged (saelens_import.h).
   torch::NoGradGuard no_grad;
@@ -102,7 +121,7 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
     w["W_dec"] = w["W_dec"] / norm.unsqueeze(1);
   }
   SaeLensSae sae;
-  sae.spec.set_ffn("topk_sae");
+  sae.spec.set_ffn(layer_type->second);
   sae.spec.set_layer(layer);
   sae.spec.set_d_ffn(static_cast<int32_t>(d_sae));
   // The expansion factor our own fits record, where d_sae is a multiple of
@@ -110,7 +129,7 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
   if (d_sae % d_in == 0) {
     sae.spec.set_expansion(static_cast<int32_t>(d_sae / d_in));
   }
-  sae.spec.set_top_k(static_cast<int32_t>(k));
+  sae.spec.set_top_k(static_cast<int32_t>(k));  // 0 (none) unless topk.
   sae.spec.set_on_output(true);
   sae.spec.set_site(parts[2] == "hook_attn_out" ? config::FfnReplacement::ATTN
                                                 : config::FfnReplacement::FFN);
@@ -118,6 +137,19 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
                     {"encoder_bias", w["b_enc"].contiguous()},
                     {"decoder", w["W_dec"].contiguous()},
                     {"output_bias", w["b_dec"].contiguous()}};
+  if (jump) {
+    if (!torch::isfinite(w["threshold"]).all().item<bool>()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, "/sae_weights.safetensors: threshold is not finite"));
+    }
+    // ReLU(h) 1[h > t] keeps h > max(t, 0); the smallest positive float
+    // stands in for thresholds <= 0 (log theta must be finite).
+    sae.parameters["log_threshold"] =
+        w["threshold"]
+            .clamp_min(std::numeric_limits<float>::min())
+            .log()
+            .contiguous();
+  }
   return sae;
 }
 

@@ -1,14 +1,17 @@
 // A SAELens SAE directory (cfg.json, sae_weights.safetensors; SAELens 6.x, as
-// SAE.load_from_disk reads it) in, as a TopK SAE fit on one of our base
-// models, so that a published SAE is measured beside ours with the same
-// metrics. Only what our TopK SAE computes exactly is accepted: architecture
-// "topk" (SAELens's TopK then ReLU equals our ReLU then TopK),
-// normalize_activations and reshape_activations "none". Folded on import, as
-// SAELens folds them itself: apply_b_dec_to_input false (b_enc += b_dec W_enc,
-// since ours always encodes y - b_dec) and rescale_acts_by_decoder_norm
-// (W_enc, b_enc scaled by each decoder row's norm, W_dec rows divided by it).
-// The hook (metadata.hook_name, TransformerLens naming) picks the block and
-// site: blocks.<L>.hook_mlp_out (FFN output) or blocks.<L>.hook_attn_out.
+// SAE.load_from_disk reads it) in, as an SAE fit on one of our base models, so
+// that a published SAE is measured beside ours with the same metrics. Only
+// what our SAEs compute exactly is accepted: architecture "topk" (SAELens's
+// TopK then ReLU equals our ReLU then TopK) as topk_sae, "standard" as
+// relu_sae and "jumprelu" as jump_relu_sae (log_threshold = log threshold,
+// thresholds <= 0 raised to the smallest positive float: ReLU(h) 1[h > t]
+// keeps h > max(t, 0)); normalize_activations and reshape_activations "none".
+// Folded on import, as SAELens folds them itself: apply_b_dec_to_input false
+// (b_enc += b_dec W_enc, since ours always encodes y - b_dec) and, for topk,
+// rescale_acts_by_decoder_norm (W_enc, b_enc scaled by each decoder row's
+// norm, W_dec rows divided by it). The hook (metadata.hook_name,
+// TransformerLens naming) picks the block and site: blocks.<L>.hook_mlp_out
+// (FFN output) or blocks.<L>.hook_attn_out.
 #ifndef SPARSE_LAYERS_LAYERS_MODELS_SAELENS_IMPORT_H_
 #define SPARSE_LAYERS_LAYERS_MODELS_SAELENS_IMPORT_H_
 
@@ -25,8 +28,9 @@
 
 namespace sparse_layers::layers {
 
-// A SAELens TopK SAE as our TopK SAE: its replacement spec and parameters
-// (encoder, encoder_bias, decoder, output_bias; float32), after the folds.
+// A SAELens SAE as ours: its replacement spec and parameters (encoder,
+// encoder_bias, decoder, output_bias and a JumpReLU's log_threshold;
+// float32), after the folds.
 struct SaeLensSae {
   config::FfnReplacement spec;
   std::map<std::string, torch::Tensor> parameters;

@@ -25,8 +25,45 @@ ReplacementOptions FromFeedForward(const FeedForwardOptions& o,
   options.normalise_decoder =
       o.variants.normalise_decoder.value_or(decoder_default);
   options.random_k = o.variants.random_k;
+  options.sparsity = o.sparsity;
+  options.sparsity_penalty = o.sparsity_penalty;
+  options.jump_relu_bandwidth = o.jump_relu_bandwidth;
   return options;
 }
+
+// Gradients of Eqs. 11-12 (arXiv:2407.14435): rectangle-kernel pseudo-
+// derivatives for theta; z passes H(z - theta) (JumpRelu) or nothing (Step).
+class JumpFunction : public torch::autograd::Function<JumpFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& z,
+                               const torch::Tensor& theta, double bandwidth,
+                               bool step) {
+    ctx->save_for_backward({z, theta});
+    ctx->saved_data["bandwidth"] = bandwidth;
+    ctx->saved_data["step"] = step;
+    const torch::Tensor above = (z > theta).to(z.scalar_type());
+    return step ? above : z * above;
+  }
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &z = saved[0], &theta = saved[1];
+    const double bandwidth = ctx->saved_data["bandwidth"].toDouble();
+    const bool step = ctx->saved_data["step"].toBool();
+    const torch::Tensor& g = grads[0];
+    const torch::Tensor u = (z - theta) / bandwidth;
+    const torch::Tensor kernel = ((u > -0.5) & (u < 0.5)).to(z.scalar_type());
+    // Eq. 11: -(theta / eps) K; Eq. 12: -(1 / eps) K.
+    const torch::Tensor scale =
+        step ? torch::full_like(theta, 1.0 / bandwidth) : theta / bandwidth;
+    const torch::Tensor grad_theta = -(kernel * g).sum(0) * scale;
+    const torch::Tensor grad_z =
+        step ? torch::zeros_like(z) : g * (z > theta).to(z.scalar_type());
+    return {grad_z, grad_theta, torch::Tensor(), torch::Tensor()};
+  }
+};
 
 FeedForwardRegistration kTranscoder("transcoder", config::FfnShape::kTopK,
                                     [](const FeedForwardOptions& o) {
@@ -41,11 +78,25 @@ FeedForwardRegistration kSkipTranscoder(
       return std::make_shared<TranscoderImpl>(FromFeedForward(o, 0, false),
                                               /*skip=*/true);
     });
+// The SAE family: one layer whose name fixes the sparsity rule (as the
+// config's EffectiveSparsity reads it).
+FeedForwardFactory SaeWith(config::FfnReplacement::Sparsity sparsity) {
+  return [sparsity](const FeedForwardOptions& o) {
+    ReplacementOptions options = FromFeedForward(o, 0, true);
+    options.sparsity = sparsity;
+    return std::make_shared<SaeImpl>(options);
+  };
+}
 FeedForwardRegistration kTopKSae("topk_sae", config::FfnShape::kTopK,
-                                 [](const FeedForwardOptions& o) {
-                                   return std::make_shared<TopKSaeImpl>(
-                                       FromFeedForward(o, 0, true));
-                                 });
+                                 SaeWith(config::FfnReplacement::TOPK));
+FeedForwardRegistration kBatchTopKSae(
+    "batch_topk_sae", config::FfnShape::kTopK,
+    SaeWith(config::FfnReplacement::BATCH_TOPK));
+FeedForwardRegistration kReluSae("relu_sae", config::FfnShape::kTopK,
+                                 SaeWith(config::FfnReplacement::RELU_L1));
+FeedForwardRegistration kJumpReluSae(
+    "jump_relu_sae", config::FfnShape::kTopK,
+    SaeWith(config::FfnReplacement::JUMP_RELU));
 FeedForwardRegistration kMxdGelu("mxd_gelu", config::FfnShape::kMxd,
                                  [](const FeedForwardOptions& o) {
                                    return std::make_shared<MxdImpl>(
@@ -78,28 +129,65 @@ FeedForwardRegistration kMxdSwiGlu("mxd_swiglu", config::FfnShape::kMxd,
 
 }  // namespace
 
+torch::Tensor JumpRelu(const torch::Tensor& z, const torch::Tensor& theta,
+                       double bandwidth) {
+  return JumpFunction::apply(z, theta, bandwidth, /*step=*/false);
+}
+
+torch::Tensor JumpStep(const torch::Tensor& z, const torch::Tensor& theta,
+                       double bandwidth) {
+  return JumpFunction::apply(z, theta, bandwidth, /*step=*/true);
+}
+
 SparseReplacementImpl::SparseReplacementImpl(const ReplacementOptions& options)
     : options_(options) {
   TORCH_CHECK(options.d_in > 0 && options.d_out > 0 && options.d_ffn > 0,
               "replacement layer needs positive sizes");
+  TORCH_CHECK(options.sparsity_penalty >= 0 && options.jump_relu_bandwidth > 0,
+              "replacement layer needs a penalty >= 0 and a bandwidth > 0");
   output_bias =
       register_parameter("output_bias", torch::zeros({options.d_out}));
+  // Units: MxD and CP-MoE experts, else the code width (as units()).
+  const int64_t units =
+      options.n_experts > 0 ? options.n_experts : options.d_ffn;
+  if (options.sparsity == config::FfnReplacement::JUMP_RELU) {
+    log_threshold = register_parameter("log_threshold",
+                                       torch::full({units}, std::log(0.001)));
+  } else if (options.sparsity == config::FfnReplacement::BATCH_TOPK) {
+    threshold_sum = register_buffer("threshold_sum", torch::zeros({}));
+    threshold_weight = register_buffer("threshold_weight", torch::zeros({}));
+  }
 }
 
 torch::Tensor SparseReplacementImpl::PreCodes(const torch::Tensor& x) {
-  const EncoderTerms e = EncoderTermsOf(x);
+  return PreCodesOf(EncoderTermsOf(x));
+}
+
+torch::Tensor SparseReplacementImpl::PreCodesOf(const EncoderTerms& e) {
   return torch::addmm(e.bias, e.input, e.rows.t());
 }
 
 TopKCodes SparseReplacementImpl::Encode(const torch::Tensor& x, int64_t k) {
+  if (options_.sparsity != config::FfnReplacement::TOPK) {
+    const torch::Tensor codes = DenseCodes(x);
+    torch::Tensor indices;
+    {
+      torch::NoGradGuard no_grad;
+      // Codes are >= 0, so the non-zero ones come first.
+      const int64_t width =
+          std::max<int64_t>(1, codes.ne(0).sum(1).max().item<int64_t>());
+      indices = std::get<1>(codes.topk(width, -1, true, /*sorted=*/false));
+    }
+    return {codes.gather(1, indices), indices};
+  }
   TORCH_CHECK(k > 0 && k <= units(), "top-k needs 0 < k <= units");
   const EncoderTerms e = EncoderTermsOf(x);
   torch::Tensor indices;
   {
     // The selection carries no gradient; TopK(ReLU(p)) keeps p's top k.
     torch::NoGradGuard no_grad;
-    indices = std::get<1>(torch::addmm(e.bias, e.input, e.rows.t())
-                              .topk(k, -1, /*largest=*/true, /*sorted=*/false));
+    indices = std::get<1>(
+        PreCodesOf(e).topk(k, -1, /*largest=*/true, /*sorted=*/false));
   }
   const torch::Tensor selected =
       SparseDot(e.input, e.rows, indices) +
@@ -107,15 +195,85 @@ TopKCodes SparseReplacementImpl::Encode(const torch::Tensor& x, int64_t k) {
   return {torch::relu(selected), indices};
 }
 
+torch::Tensor SparseReplacementImpl::DenseCodes(const torch::Tensor& x) {
+  penalty_ = torch::Tensor();
+  const torch::Tensor pre = PreCodes(x);
+  const double lambda = options_.sparsity_penalty;
+  switch (options_.sparsity) {
+    case config::FfnReplacement::BATCH_TOPK: {
+      const torch::Tensor codes = torch::relu(pre);
+      if (!is_training()) {
+        return codes * (pre > BatchThreshold()).to(codes.scalar_type());
+      }
+      torch::Tensor keep;
+      {
+        torch::NoGradGuard no_grad;
+        const int64_t kept =
+            std::min<int64_t>(EffectiveK() * codes.size(0), codes.numel());
+        const auto [values, flat] = codes.reshape({-1}).topk(kept);
+        keep = torch::zeros({codes.numel()}, codes.options())
+                   .index_fill_(0, flat, 1)
+                   .view(codes.sizes());
+        const torch::Tensor positive = values.masked_select(values > 0);
+        if (positive.numel() > 0) {
+          // Running mean of the smallest kept code, weight 0.01 per step.
+          threshold_sum.mul_(0.99).add_(positive.min());
+          threshold_weight.mul_(0.99).add_(1);
+        }
+      }
+      return codes * keep;
+    }
+    case config::FfnReplacement::RELU_L1: {
+      const torch::Tensor codes = torch::relu(pre);
+      if (is_training() && lambda > 0) {
+        // Decoder-norm-weighted L1 (a plain L1 for unit rows).
+        const torch::Tensor rows = DecoderRows();
+        const torch::Tensor weighted =
+            rows.defined() ? codes * rows.norm(2, -1) : codes;
+        penalty_ = lambda * weighted.sum(1).mean();
+      }
+      return codes;
+    }
+    case config::FfnReplacement::JUMP_RELU: {
+      const torch::Tensor theta = log_threshold.exp();
+      if (is_training() && lambda > 0) {
+        penalty_ =
+            lambda *
+            JumpStep(pre, theta, options_.jump_relu_bandwidth).sum(1).mean();
+      }
+      return JumpRelu(pre, theta, options_.jump_relu_bandwidth);
+    }
+    default:
+      break;
+  }
+  TORCH_CHECK(false, "DenseCodes serves the rules other than TOPK");
+  return {};
+}
+
+double SparseReplacementImpl::BatchThreshold() const {
+  const double weight = threshold_weight.item<double>();
+  return weight > 0 ? threshold_sum.item<double>() / weight : 0.0;
+}
+
+int64_t SparseReplacementImpl::DecodedUnits() const {
+  return options_.sparsity == config::FfnReplacement::TOPK ? options_.top_k
+                                                           : units();
+}
+
 torch::Tensor SparseReplacementImpl::Forward(const torch::Tensor& input,
                                              const HookPoint& hidden) {
   // Tokens flattened to rows (the layer maps each token's x alone, MxD
   // arXiv:2505.21364 Sec. 2.1), restored after decoding.
   const torch::Tensor x = input.reshape({-1, input.size(-1)});
-  const TopKCodes codes = Encode(x, EffectiveK());
-  const torch::Tensor y = hidden.active()
-                              ? DecodeDense(x, hidden(Densify(codes, units())))
-                              : DecodeSparse(x, codes);
+  torch::Tensor y;
+  if (options_.sparsity != config::FfnReplacement::TOPK) {
+    const torch::Tensor codes = DenseCodes(x);
+    y = DecodeDense(x, hidden.active() ? hidden(codes) : codes);
+  } else {
+    const TopKCodes codes = Encode(x, EffectiveK());
+    y = hidden.active() ? DecodeDense(x, hidden(Densify(codes, units())))
+                        : DecodeSparse(x, codes);
+  }
   auto shape = input.sizes().vec();
   shape.back() = options_.d_out;
   return y.view(shape);
@@ -188,11 +346,11 @@ torch::Tensor TranscoderImpl::DecodeDense(const torch::Tensor& x,
 
 int64_t TranscoderImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
-  return 2 * o.d_in * o.d_ffn + 2 * o.top_k * o.d_out +
+  return 2 * o.d_in * o.d_ffn + 2 * DecodedUnits() * o.d_out +
          (skip.defined() ? 2 * o.d_in * o.d_out : 0);
 }
 
-TopKSaeImpl::TopKSaeImpl(const ReplacementOptions& options)
+SaeImpl::SaeImpl(const ReplacementOptions& options)
     : SparseReplacementImpl(options) {
   TORCH_CHECK(options.d_in == options.d_out, "an SAE reconstructs its input");
   decoder = register_parameter(
@@ -204,19 +362,19 @@ TopKSaeImpl::TopKSaeImpl(const ReplacementOptions& options)
       register_parameter("encoder_bias", torch::zeros({options.d_ffn}));
 }
 
-torch::Tensor TopKSaeImpl::DecodeSparse(const torch::Tensor&,
-                                        const TopKCodes& codes) {
+torch::Tensor SaeImpl::DecodeSparse(const torch::Tensor&,
+                                    const TopKCodes& codes) {
   return SparseDecode(codes, decoder) + output_bias;
 }
 
-torch::Tensor TopKSaeImpl::DecodeDense(const torch::Tensor&,
-                                       const torch::Tensor& codes) {
+torch::Tensor SaeImpl::DecodeDense(const torch::Tensor&,
+                                   const torch::Tensor& codes) {
   return torch::matmul(codes, decoder) + output_bias;
 }
 
-int64_t TopKSaeImpl::ForwardFlopsPerToken() const {
+int64_t SaeImpl::ForwardFlopsPerToken() const {
   return 2 * options_.d_in * options_.d_ffn +
-         2 * options_.top_k * options_.d_out;
+         2 * DecodedUnits() * options_.d_out;
 }
 
 MxdImpl::MxdImpl(const ReplacementOptions& options, Encoder encoder_kind)
@@ -272,7 +430,7 @@ int64_t MxdImpl::ForwardFlopsPerToken() const {
   const int64_t encoder_flops =
       (encoder_kind_ == Encoder::kSwiGlu ? 2 : 1) * 2 * o.d_in * o.d_ffn;
   return encoder_flops + 2 * o.d_ffn * o.d_out + 2 * o.d_in * o.n_experts +
-         2 * o.top_k * o.d_out;
+         2 * DecodedUnits() * o.d_out;
 }
 
 CpMoeImpl::CpMoeImpl(const ReplacementOptions& options, int64_t rank)
@@ -306,8 +464,8 @@ torch::Tensor CpMoeImpl::DecodeDense(const torch::Tensor& x,
 
 int64_t CpMoeImpl::ForwardFlopsPerToken() const {
   const auto& o = options_;
-  return 2 * o.d_in * o.d_ffn + 2 * o.d_in * o.n_experts + 2 * o.top_k * rank_ +
-         2 * o.d_ffn * rank_ + 2 * rank_ * o.d_out;
+  return 2 * o.d_in * o.d_ffn + 2 * o.d_in * o.n_experts +
+         2 * DecodedUnits() * rank_ + 2 * o.d_ffn * rank_ + 2 * rank_ * o.d_out;
 }
 
 }  // namespace sparse_layers::layers

@@ -1,7 +1,8 @@
 // Sparse replacement layers trained on cached activations to mimic a frozen
-// layer (MxD, arXiv:2505.21364 Sec. 2): TopK SAE, Transcoder, Skip Transcoder
-// and the Mixture of Decoders (MxD). Each splits into an encoder that picks k
-// codes and a decoder, so a steering hook can edit the codes in between.
+// layer (MxD, arXiv:2505.21364 Sec. 2): SAEs, Transcoder, Skip Transcoder
+// and the Mixture of Decoders (MxD). Each splits into an encoder that picks
+// sparse codes (by one of four sparsity rules) and a decoder, so a steering
+// hook can edit the codes in between.
 #ifndef SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_
 #define SPARSE_LAYERS_LAYERS_REPLACEMENT_SPARSE_REPLACEMENT_H_
 
@@ -9,6 +10,7 @@
 
 #include "layers/core/topk.h"
 #include "layers/ffn/feed_forward.h"
+#include "tools/config/experiment.pb.h"
 
 namespace sparse_layers::layers {
 
@@ -27,7 +29,25 @@ struct ReplacementOptions {
   // Random-K training (MxD, arXiv:2505.21364 App. C.2): K' uniform in
   // [K - K/2, K + K/2].
   bool random_k = false;
+  // How codes are made sparse (config FfnReplacement.sparsity): TopK per row,
+  // BatchTopK, ReLU + L1 or JumpReLU; top_k is K for the first two only.
+  config::FfnReplacement::Sparsity sparsity = config::FfnReplacement::TOPK;
+  // lambda of the L1 (RELU_L1) or L0 (JUMP_RELU) penalty.
+  double sparsity_penalty = 0;
+  // JumpReLU's rectangle-kernel width epsilon (arXiv:2407.14435 Sec. 4).
+  double jump_relu_bandwidth = 0.001;
 };
+
+// JumpReLU(z; theta) = z H(z - theta) (Rajamanoharan et al., arXiv:2407.14435
+// Eq. 4) with the straight-through pseudo-derivative of Eq. 11 for theta:
+// d/dtheta = -(theta / eps) K((z - theta) / eps), K the rectangle on
+// (-1/2, 1/2); z's gradient is H(z - theta). z: (B, U), theta: (U).
+torch::Tensor JumpRelu(const torch::Tensor& z, const torch::Tensor& theta,
+                       double bandwidth);
+// H(z - theta) with Eq. 12's pseudo-derivative d/dtheta = -(1 / eps)
+// K((z - theta) / eps) and none for z: the L0 penalty's straight-through path.
+torch::Tensor JumpStep(const torch::Tensor& z, const torch::Tensor& theta,
+                       double bandwidth);
 
 class SparseReplacementImpl : public FeedForwardImpl {
  public:
@@ -37,14 +57,26 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // SAE encoder or the MxD gate logits (what the paper probes, "all
   // pre-activation": MxD, arXiv:2505.21364 Sec. 3.2.1).
   torch::Tensor PreCodes(const torch::Tensor& x);
-  // The k codes (values and indices) for input x: (B, d_in); TopK(ReLU(.)),
-  // selected on the dense pre-codes, differentiated through the k selected
-  // ones only (the encoder's gradient reads k rows per token, not the width).
-  // Where fewer than k pre-codes are positive, the zero codes' indices may
-  // differ from ReluTopK's (ties at zero); the values, output and gradients
-  // are ReluTopK(PreCodes(x), k)'s up to rounding (SparseDot sums in another
-  // order than the dense product).
+  // The active codes (values and indices) for input x: (B, d_in).
+  // TOPK: TopK(ReLU(.), k), selected on the dense pre-codes, differentiated
+  // through the k selected ones only (the encoder's gradient reads k rows per
+  // token, not the width). Where fewer than k pre-codes are positive, the
+  // zero codes' indices may differ from ReluTopK's (ties at zero); the
+  // values, output and gradients are ReluTopK(PreCodes(x), k)'s up to
+  // rounding (SparseDot sums in another order than the dense product).
+  // Other rules: DenseCodes(x)'s non-zero entries, each row padded with zero
+  // codes to the batch's largest count (k unused).
   TopKCodes Encode(const torch::Tensor& x, int64_t k);
+  // The (B, units) codes of x under a rule other than TOPK, differentiable:
+  // BATCH_TOPK keeps the k * B largest ReLU codes of the batch in training
+  // (and updates its threshold), those above the threshold in evaluation;
+  // RELU_L1 ReLU(p); JUMP_RELU JumpRelu(p, exp(log_threshold)). In training
+  // it keeps the rule's penalty for AuxiliaryLoss.
+  torch::Tensor DenseCodes(const torch::Tensor& x);
+  // The last training forward's sparsity penalty (RELU_L1: lambda mean_b
+  // sum_n a_bn |d_n|; JUMP_RELU: lambda mean_b sum_n H(p_bn - theta_n));
+  // undefined for the other rules and in evaluation.
+  torch::Tensor AuxiliaryLoss() override { return penalty_; }
   // Output from the selected codes (cost grows with k).
   virtual torch::Tensor DecodeSparse(const torch::Tensor& x,
                                      const TopKCodes& codes) = 0;
@@ -54,7 +86,8 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // Number of code units (SAE/TC width, MxD experts).
   virtual int64_t units() const = 0;
 
-  // FeedForwardImpl: Encode then decode; `hidden` sees the dense codes.
+  // FeedForwardImpl: Encode then decode (DenseCodes then DecodeDense for the
+  // rules other than TOPK); `hidden` sees the dense codes.
   torch::Tensor Forward(const torch::Tensor& x,
                         const HookPoint& hidden) override;
 
@@ -76,6 +109,12 @@ class SparseReplacementImpl : public FeedForwardImpl {
 
   const ReplacementOptions& options() const { return options_; }
   torch::Tensor output_bias;
+  // JUMP_RELU: log theta per unit, init log(0.001) (arXiv:2407.14435 App. I).
+  torch::Tensor log_threshold;
+  // BATCH_TOPK: the inference threshold, the running mean (weight 0.01 per
+  // step, bias-corrected) of each training batch's smallest kept code
+  // (arXiv:2412.06410 Sec. 3), kept as its weighted sum and weight.
+  torch::Tensor threshold_sum, threshold_weight;
 
  protected:
   // PreCodes(x)[b, u] = input[b] . rows[u] + bias[u]: the encoder's input for
@@ -87,7 +126,17 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // The rows kept at unit norm (TC/SAE decoder rows, MxD expert vectors c_n);
   // undefined when the layer has none.
   virtual torch::Tensor DecoderRows() { return {}; }
+  // Units the decoder reads per token: K under TOPK, all of them otherwise
+  // (DecodeDense), for ForwardFlopsPerToken.
+  int64_t DecodedUnits() const;
   ReplacementOptions options_;
+
+ private:
+  // BATCH_TOPK's threshold now (0 before any training step).
+  double BatchThreshold() const;
+  // PreCodes from the encoder's terms: the one place of the formula.
+  static torch::Tensor PreCodesOf(const EncoderTerms& e);
+  torch::Tensor penalty_;
 };
 
 // Transcoder (Dunefsky et al. 2024): y = TopK(ReLU(x E + b_e), K) D + b_out.
@@ -113,12 +162,14 @@ class TranscoderImpl : public SparseReplacementImpl {
   torch::Tensor DecoderRows() override { return decoder; }
 };
 
-// TopK SAE on a layer's output y: z = TopK(ReLU((y - b_dec) W_enc + b_enc)),
+// SAE on a layer's output y: z = sigma((y - b_dec) W_enc + b_enc),
 // y_hat = z W_dec + b_dec (as in the MxD authors' released
-// sparse_autoencoder.py); b_dec is the output bias.
-class TopKSaeImpl : public SparseReplacementImpl {
+// sparse_autoencoder.py); b_dec is the output bias and sigma the sparsity
+// rule: TopK ("topk_sae"), ReLU + L1 ("relu_sae"), JumpReLU
+// ("jump_relu_sae") or BatchTopK ("batch_topk_sae").
+class SaeImpl : public SparseReplacementImpl {
  public:
-  explicit TopKSaeImpl(const ReplacementOptions& options);
+  explicit SaeImpl(const ReplacementOptions& options);
   torch::Tensor DecodeSparse(const torch::Tensor& y,
                              const TopKCodes& codes) override;
   torch::Tensor DecodeDense(const torch::Tensor& y,

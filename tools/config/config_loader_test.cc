@@ -34,7 +34,8 @@ const char kData[] = "tools/config/testdata/";
     RegisterFfnShape(name, FfnShape::kProductKey);
   }
   RegisterFfnShape("mohd_swiglu", FfnShape::kMohd);
-  for (const char* name : {"transcoder", "skip_transcoder", "topk_sae"}) {
+  for (const char* name : {"transcoder", "skip_transcoder", "topk_sae",
+                           "batch_topk_sae", "relu_sae", "jump_relu_sae"}) {
     RegisterFfnShape(name, FfnShape::kTopK);
   }
   for (const char* name : {"mxd_gelu", "mxd_relu", "mxd_swiglu", "cp_moe"}) {
@@ -243,7 +244,7 @@ TEST_F(ConstraintTest, RegistryNamesAndEnums) {
             "lorsa, mha, mohd");
   EXPECT_THAT(Reject("model { ffn: \"gelu\" }"),
               StartsWith("field 'model.ffn': unknown ffn 'gelu'; known: "
-                         "cp_moe, geglu, gelu_mlp, "));
+                         "batch_topk_sae, cp_moe, geglu, gelu_mlp, "));
   // Closed sets are proto enums, rejected by the parser (file:line:column
   // before the field), a string where an enum value belongs included.
   EXPECT_EQ(Reject("model { positions: ALIBI }"),
@@ -337,8 +338,9 @@ TEST_F(ConstraintTest, ReplacementOptions) {
   EXPECT_EQ(Reject("model { replacement { ffn: \"gelu_mlp\" top_k: 4 "
                    "expansion: 2 } }"),
             "field 'model.replacement.ffn': 'gelu_mlp' is not a replacement "
-            "layer (skip_transcoder, topk_sae, transcoder, cp_moe, mxd_gelu, "
-            "mxd_relu, mxd_swiglu, lorsa)");
+            "layer (batch_topk_sae, jump_relu_sae, relu_sae, skip_transcoder, "
+            "topk_sae, transcoder, cp_moe, mxd_gelu, mxd_relu, mxd_swiglu, "
+            "lorsa)");
   EXPECT_EQ(Reject("model { replacement { ffn: \"cp_moe\" top_k: 4 "
                    "expansion: 8 } }"),
             "field 'model.replacement.cp_rank_fraction': cp_moe needs "
@@ -355,6 +357,37 @@ TEST_F(ConstraintTest, ReplacementOptions) {
                    "expansion: 8 cp_rank_fraction: 0.25 } }"),
             "accepted: model { replacement { ffn: \"cp_moe\" top_k: 4 "
             "expansion: 8 cp_rank_fraction: 0.25 } }");
+  // Sparsity rules: the SAE names fix theirs; a penalty exactly where the rule
+  // has one; no K where it has none.
+  EXPECT_EQ(Reject("model { replacement { ffn: \"relu_sae\" expansion: 2 "
+                   "on_output: true sparsity_penalty: -1 } }"),
+            "field 'model.replacement.sparsity_penalty': RELU_L1 needs a "
+            "finite sparsity_penalty >= 0, got -1");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"jump_relu_sae\" top_k: 4 "
+                   "expansion: 2 on_output: true sparsity_penalty: 0.1 } }"),
+            "field 'model.replacement.top_k': JUMP_RELU sets no K (its penalty "
+            "sets the sparsity); leave top_k unset");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"topk_sae\" top_k: 4 "
+                   "expansion: 2 on_output: true sparsity: JUMP_RELU } }"),
+            "field 'model.replacement.sparsity': 'topk_sae' fixes its sparsity "
+            "by its name (topk_sae, batch_topk_sae, relu_sae, jump_relu_sae); "
+            "leave sparsity unset");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"batch_topk_sae\" top_k: 4 "
+                   "expansion: 2 on_output: true sparsity_penalty: 0.1 } }"),
+            "field 'model.replacement.sparsity_penalty': BATCH_TOPK has no "
+            "penalty; only RELU_L1 and JUMP_RELU take sparsity_penalty");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 "
+                   "expansion: 2 jump_relu_bandwidth: 0.01 } }"),
+            "field 'model.replacement.jump_relu_bandwidth': only JUMP_RELU has "
+            "a bandwidth, finite and >= 0 (0: 0.001)");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" expansion: 2 "
+                   "sparsity: RELU_L1 sparsity_penalty: 0.01 } }"),
+            "accepted: model { replacement { ffn: \"transcoder\" expansion: 2 "
+            "sparsity: RELU_L1 sparsity_penalty: 0.01 } }");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"batch_topk_sae\" top_k: 4 "
+                   "expansion: 2 on_output: true } }"),
+            "accepted: model { replacement { ffn: \"batch_topk_sae\" top_k: 4 "
+            "expansion: 2 on_output: true } }");
   EXPECT_THAT(Reject("model { replacement { ffn: \"tc\" top_k: 4 "
                      "expansion: 2 } }"),
               StartsWith("field 'model.replacement.ffn': unknown ffn 'tc'"));

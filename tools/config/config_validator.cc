@@ -90,9 +90,11 @@ absl::Status CheckMohd(const ModelConfig& model, absl::string_view user,
 
 // The FFN `name` at width `d_ffn` with `n_experts` and `top_k`, set in
 // model.replacement when `replacement`, else in model.
+// `top_k` is unchecked for a replacement whose sparsity rule has no K.
 absl::Status CheckFfn(const ModelConfig& model, const std::string& name,
                       int64_t d_ffn, int64_t n_experts, int64_t top_k,
-                      bool replacement, const FieldErrorFn& error) {
+                      bool replacement, const FieldErrorFn& error,
+                      bool needs_top_k = true) {
   auto at = [&](absl::string_view leaf, absl::string_view text) {
     return replacement ? error({"model", "replacement", leaf}, text)
                        : error({"model", leaf}, text);
@@ -148,12 +150,60 @@ absl::Status CheckFfn(const ModelConfig& model, const std::string& name,
       }
       [[fallthrough]];
     case FfnShape::kTopK:
+      if (!needs_top_k) return absl::OkStatus();
       if (top_k < 1 || top_k > d_ffn) {
         return at("top_k",
                   absl::StrFormat("%s needs top_k in [1, d_ffn %d], got %d",
                                   name, d_ffn, top_k));
       }
       return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+// The sparsity rule and its settings: one way to name it (an SAE name or the
+// field), a penalty exactly where the rule has one, no K where it has none.
+template <typename At>
+absl::Status CheckSparsity(const FfnReplacement& r, const At& at) {
+  if (!IsNamed(r.sparsity())) {
+    return at("sparsity", OneOfEnum<FfnReplacement::Sparsity>());
+  }
+  if (r.sparsity() != FfnReplacement::TOPK &&
+      (r.ffn() == "lorsa" || absl::EndsWith(r.ffn(), "_sae"))) {
+    return at("sparsity",
+              absl::StrCat("'", r.ffn(),
+                           "' fixes its sparsity by its name (topk_sae, "
+                           "batch_topk_sae, relu_sae, jump_relu_sae); leave "
+                           "sparsity unset"));
+  }
+  const FfnReplacement::Sparsity sparsity = EffectiveSparsity(r);
+  const bool penalised = sparsity == FfnReplacement::RELU_L1 ||
+                         sparsity == FfnReplacement::JUMP_RELU;
+  const std::string rule = FfnReplacement::Sparsity_Name(sparsity);
+  // 0 describes an imported SAE; training one refuses it (tools/train).
+  if (penalised &&
+      !(r.sparsity_penalty() >= 0 && std::isfinite(r.sparsity_penalty()))) {
+    return at("sparsity_penalty",
+              absl::StrCat(rule, " needs a finite sparsity_penalty >= 0, got ",
+                           r.sparsity_penalty()));
+  }
+  if (!penalised && r.sparsity_penalty() != 0) {
+    return at("sparsity_penalty",
+              absl::StrCat(rule,
+                           " has no penalty; only RELU_L1 and "
+                           "JUMP_RELU take sparsity_penalty"));
+  }
+  if (penalised && r.top_k() != 0) {
+    return at("top_k", absl::StrCat(rule,
+                                    " sets no K (its penalty sets the "
+                                    "sparsity); leave top_k unset"));
+  }
+  if (sparsity == FfnReplacement::JUMP_RELU
+          ? !(r.jump_relu_bandwidth() >= 0 &&
+              std::isfinite(r.jump_relu_bandwidth()))
+          : r.jump_relu_bandwidth() != 0) {
+    return at("jump_relu_bandwidth",
+              "only JUMP_RELU has a bandwidth, finite and >= 0 (0: 0.001)");
   }
   return absl::OkStatus();
 }
@@ -189,6 +239,7 @@ absl::Status CheckReplacement(const ModelConfig& model,
     return at("layer", absl::StrFormat("block %d is not in [0, n_layers %d)",
                                        r.layer(), model.n_layers()));
   }
+  if (absl::Status s = CheckSparsity(r, at); !s.ok()) return s;
   const ReplacementSizes sizes = EffectiveReplacementSizes(model);
   if (lorsa) {
     if (sizes.d_ffn <= 0) {
@@ -233,8 +284,11 @@ absl::Status CheckReplacement(const ModelConfig& model,
   if (r.ffn() != kCpMoe && rank_fraction != 0) {
     return at("cp_rank_fraction", "only cp_moe has a decoder rank");
   }
+  const FfnReplacement::Sparsity sparsity = EffectiveSparsity(r);
+  const bool needs_top_k = sparsity == FfnReplacement::TOPK ||
+                           sparsity == FfnReplacement::BATCH_TOPK;
   return CheckFfn(model, r.ffn(), sizes.d_ffn, sizes.n_experts, r.top_k(),
-                  /*replacement=*/true, error);
+                  /*replacement=*/true, error, needs_top_k);
 }
 
 absl::Status CheckLayerOptions(const ModelConfig& model,
@@ -470,6 +524,13 @@ int64_t EffectiveFfnWidth(const ModelConfig& model) {
   const double alpha = model.ffn_alpha() > 0 ? model.ffn_alpha() : 4.0;
   return model.d_ffn() > 0 ? model.d_ffn()
                            : static_cast<int64_t>(alpha * model.d_model());
+}
+
+FfnReplacement::Sparsity EffectiveSparsity(const FfnReplacement& replacement) {
+  if (replacement.ffn() == "relu_sae") return FfnReplacement::RELU_L1;
+  if (replacement.ffn() == "jump_relu_sae") return FfnReplacement::JUMP_RELU;
+  if (replacement.ffn() == "batch_topk_sae") return FfnReplacement::BATCH_TOPK;
+  return replacement.sparsity();
 }
 
 ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model) {

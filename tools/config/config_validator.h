@@ -47,6 +47,11 @@ struct ReplacementSizes {
 };
 ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model);
 
+// The replacement's sparsity rule: fixed by the SAE names ("relu_sae" RELU_L1,
+// "jump_relu_sae" JUMP_RELU, "batch_topk_sae" BATCH_TOPK, "topk_sae" TOPK),
+// else its sparsity field.
+FfnReplacement::Sparsity EffectiveSparsity(const FfnReplacement& replacement);
+
 }  // namespace sparse_layers::config
 
 #endif  // SPARSE_LAYERS_TOOLS_CONFIG_CONFIG_VALIDATOR_H_

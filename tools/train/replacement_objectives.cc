@@ -62,8 +62,11 @@ class CachedActivationObjective : public TrainingObjective {
     fitted_.train();
   }
   double Validate() override {
+    // Evaluation mode: BatchTopK codes by its threshold, no penalty kept.
+    fitted_.eval();
     last_validation_ =
         Evaluate(std::max(1, config_.eval().batches()) * units_per_step());
+    fitted_.train();
     return last_validation_.nmse;
   }
   absl::Status Summarize(TrainingSummary& summary) override {
@@ -119,8 +122,11 @@ class FfnReplacementObjective : public CachedActivationObjective {
     auto [x, y] = TrainBatch(step);
     layer_->PrepareStep();
     // An SAE (on_output) reconstructs the FFN output from itself.
-    return layers::NormalisedMse(
+    torch::Tensor loss = layers::NormalisedMse(
         layer_->Forward(on_output_ ? y : x, layers::HookPoint()), y);
+    // The L1 or L0 penalty of the ReLU and JumpReLU rules.
+    const torch::Tensor penalty = layer_->AuxiliaryLoss();
+    return penalty.defined() ? loss + penalty : loss;
   }
   void AdjustGradients() override { layer_->AdjustGradients(); }
 
@@ -220,6 +226,16 @@ absl::StatusOr<std::unique_ptr<TrainingObjective>> MakeReplacementObjective(
     return absl::InvalidArgumentError(
         absl::StrCat("model.replacement.ffn '", model_options.replacement.ffn,
                      "' is not a sparse replacement layer"));
+  }
+  const config::FfnReplacement::Sparsity sparsity =
+      model_options.replacement.sparsity;
+  if ((sparsity == config::FfnReplacement::RELU_L1 ||
+       sparsity == config::FfnReplacement::JUMP_RELU) &&
+      model_options.replacement.sparsity_penalty <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fitting a ", config::FfnReplacement::Sparsity_Name(sparsity),
+        " layer needs model.replacement.sparsity_penalty > 0 (its penalty is "
+        "what makes it sparse)"));
   }
   ASSIGN_OR_RETURN(auto train,
                    datasets::ActivationSet::Open(options.train_activations));

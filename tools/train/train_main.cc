@@ -123,16 +123,10 @@ std::vector<std::string> ResumeFiles() {
 }
 
 absl::Status Run() {
-  if (absl::Status s =
-          FirstError({RequiredFlag(FLAGS_out), RequiredFile(FLAGS_config),
-                      FlagFilesExist(FLAGS_train_data),
-                      FlagFilesExist(FLAGS_validation_data),
-                      FlagFilesExist(FLAGS_init_from),
-                      FlagFilesExist(FLAGS_train_activations),
-                      FlagFilesExist(FLAGS_validation_activations),
-                      FlagFilesExist(FLAGS_build_identity)});
-      !s.ok()) {
-    return s;
+  RETURN_IF_ERROR(
+      FirstError({RequiredFlag(FLAGS_out), RequiredFile(FLAGS_config)}));
+  for (const auto* flag : kInputFileFlags) {
+    RETURN_IF_ERROR(FlagFilesExist(*flag));
   }
   if (absl::GetFlag(FLAGS_resume) && !absl::GetFlag(FLAGS_resume_dir).empty()) {
     return absl::InvalidArgumentError(
