@@ -9,11 +9,13 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/replacement/ffn_ablation.h"
 #include "tools/common/status_macros.h"
 #include "tools/config/config_loader.h"
+#include "tools/config/config_validator.h"
 #include "tools/train/replacement_metrics.h"
 
 namespace sparse_layers::analysis {
@@ -31,6 +33,12 @@ torch::Tensor ExpertMatrix(const layers::SparseReplacementImpl& layer,
     return torch::matmul(cp->u2 * cp->u1[expert].unsqueeze(0), cp->u3);
   }
   return {};
+}
+
+// The fit's sparsity rule as the tables name it: "topk", "relu_l1", ...
+std::string SparsityName(const config::FfnReplacement& spec) {
+  return absl::AsciiStrToLower(
+      config::FfnReplacement::Sparsity_Name(config::EffectiveSparsity(spec)));
 }
 
 }  // namespace
@@ -126,7 +134,8 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
   std::string csv =
       "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
       "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
-      "mean_expert_rank,seed,training,shared_expert_rate,rank_fraction\n";
+      "mean_expert_rank,seed,training,shared_expert_rate,rank_fraction,"
+      "sparsity,sparsity_penalty\n";
   for (const std::string& path : replacement_paths) {
     ASSIGN_OR_RETURN(const layers::LoadedReplacement replacement,
                      layers::LoadReplacement(path));
@@ -146,6 +155,12 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
         MeanExpertRank(sparse, options.rank_experts);
     const std::string rank =
         mean_rank ? absl::StrFormat("%.4f", *mean_rank) : "";
+    // The penalty lambda of the ReLU + L1 and JumpReLU rules (the level of MxD
+    // Fig. 18); "" for the others.
+    const std::string penalty =
+        spec.sparsity_penalty() > 0
+            ? absl::StrFormat("%g", spec.sparsity_penalty())
+            : "";
     // The CP-MoE's design rank, the level of MxD Fig. 12; "" for the others.
     const std::string rank_fraction =
         spec.cp_rank_fraction() > 0
@@ -158,7 +173,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
     absl::StrAppendFormat(
         &csv,
         "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
-        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d,%s,%.6f,%s\n",
+        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d,%s,%.6f,%s,%s,%s\n",
         options.base_name, fitted.config.name(), spec.ffn(),
         sparse.options().top_k, spec.expansion(), sparse.units(), parameters,
         ce, ce_base, ce_zero, ce_zero - ce_base,
@@ -167,7 +182,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
         fitted.config.runtime().seed(),
         fitted.config.model().layer_options().random_k() ? "random_k"
                                                          : "default",
-        usage.shared_expert_rate, rank_fraction);
+        usage.shared_expert_rate, rank_fraction, SparsityName(spec), penalty);
     for (const auto& [bin, share] : FrequencyHistogram(usage.frequencies)) {
       absl::StrAppendFormat(&units_csv, "%s,%s,%s,%d,%d,%.2f,%.6f\n",
                             options.base_name, fitted.config.name(), spec.ffn(),

@@ -80,23 +80,32 @@ def pretrained_manifests():
 # The grid of Fig. 3 at our scale: active units K per token.
 K_GRID = [2, 4, 8, 16, 32]
 
-def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False, cp_rank_fraction = None):
+def _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, l1_penalty):
+    """The genrule command writing replacement_fit's overlay (l1_penalty: one scale's lambda, or None)."""
+    return "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s%s%s }%s }\\n' > $@" % (
+        name,
+        ffn,
+        top_k,
+        "true" if on_output else "false",
+        "" if layer == None else " layer: %d" % layer,
+        "" if cp_rank_fraction == None else " cp_rank_fraction: %s" % cp_rank_fraction,
+        "" if l1_penalty == None else " sparsity: RELU_L1 sparsity_penalty: %s" % l1_penalty,
+        " layer_options { random_k: true }" if random_k else "",
+    )
+
+def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False, cp_rank_fraction = None, l1_penalty = None):
     """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
     sets the layer's initialisation and the order of the cached rows; `layer`, when set, the replaced block
     (else fit_<scale>.textproto's); `random_k`, training with a random K' per step (MxD App. C.2);
-    `cp_rank_fraction`, the decoder rank of a "cp_moe" as a share of min(H, d) (MxD App. B.4.1)."""
+    `cp_rank_fraction`, the decoder rank of a "cp_moe" as a share of min(H, d) (MxD App. B.4.1);
+    `l1_penalty`, {scale: lambda}: ReLU + L1 codes with that penalty instead of TopK (MxD App. B.6.1; top_k 0)."""
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        cmd = "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s%s }%s }\\n' > $@" % (
-            name,
-            ffn,
-            top_k,
-            "true" if on_output else "false",
-            "" if layer == None else " layer: %d" % layer,
-            "" if cp_rank_fraction == None else " cp_rank_fraction: %s" % cp_rank_fraction,
-            " layer_options { random_k: true }" if random_k else "",
-        ),
+        cmd = _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, None) if l1_penalty == None else by_scale({
+            scale: _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, penalty)
+            for scale, penalty in l1_penalty.items()
+        }),
     )
     seeded_config(
         name = name,
@@ -273,6 +282,72 @@ def cp_rank_files():
     labels = []
     for base in cp_rank_bases():
         labels = labels + seeded_labels([base.name + "_cp_rank"], SEED_PLAN["mxd_frontier"], ".csv")
+    return labels
+
+# MxD App. B.6.1 (Fig. 18): the ReLU + L1 MxD's penalties lambda per scale, as <label>: {scale: lambda}. The
+# penalty's pull against the NMSE depends on the scale (N experts, the NMSE's size, the steps), so each scale's
+# grid comes from a pilot of L0 against lambda on seed 1 (2026-11-28), chosen to fall inside the TopK grid's L0
+# (2 to 32): smoke L0 7.6, 7.8, 10.4, 29 at 1e-3..1e-6; cpu 20.1 at 0.01, 16.5 at 0.03, 14.5 at 0.1 (0.001 gave
+# 36, 0.3 and 1 about 12 at twice the zero-ablated FFN's distance). Paper: around the released code's default
+# 1e-5, untested. Fits whose L0 falls outside the TopK grid's range are listed, not compared.
+L1_PENALTIES = {
+    "l1a": {"smoke": "0.001", "cpu": "0.1", "paper": "0.001"},
+    "l1b": {"smoke": "0.0001", "cpu": "0.03", "paper": "0.0001"},
+    "l1c": {"smoke": "0.00001", "cpu": "0.01", "paper": "0.00001"},
+    "l1d": {"smoke": "0.000001", "cpu": "0.003", "paper": "0.000001"},
+}
+
+def l1_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
+    """MxD App. B.6.1 (Fig. 18) on one base, per seed: <base>_mxd_<label>_s<seed>, the MxD trained with ReLU + L1
+    at each of L1_PENALTIES; <base>_relu_l1_s<seed>, their frontier evaluation beside the TopK grid's MxDs at
+    every K; and <base>_relu_l1_gap_s<seed>.csv, each L1 fit against that TopK frontier interpolated at its L0
+    (analysis/replacement:frontier_gap)."""
+    for seed in seeds:
+        fits = []
+        for label, penalty in L1_PENALTIES.items():
+            fit = seeded_name("%s_mxd_%s" % (base.name, label), seed)
+            replacement_fit(
+                fit,
+                base.checkpoint,
+                base.config,
+                ":%s_activations" % base.name,
+                "mxd_" + base.name,
+                0,
+                seed,
+                layer = base.layer,
+                l1_penalty = penalty,
+            )
+            fits.append(fit)
+        evaluation = seeded_name("%s_relu_l1" % base.name, seed)
+        frontier_evaluation(
+            evaluation,
+            base.name,
+            base.checkpoint,
+            ":%s_activations" % base.name,
+            fits + [seeded_name("%s_mxd_k%d" % (base.name, k), seed) for k in K_GRID],
+            base.tokens,
+            seed,
+        )
+        tool_run(
+            name = evaluation + "_gap",
+            tool = "//analysis/replacement:frontier_gap",
+            outs = [evaluation + "_gap.csv"],
+            out_flags = ["--out="],
+            file_args = {":%s.csv" % evaluation: "--frontier="},
+            cpu_slot = False,
+            message = "Placing the %s ReLU + L1 MxDs against the TopK frontier" % base.name,
+            tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
+        )
+
+def l1_bases():
+    """The bases with the ReLU + L1 comparison: the GELU-MLP family (the paper's GPT-2)."""
+    return [base for base in base_models() if base.name == "gelu"]
+
+def l1_files(suffix):
+    """select() of every l1_comparison table (suffix ".csv" or "_gap.csv") at the active scale's seeds."""
+    labels = []
+    for base in l1_bases():
+        labels = labels + seeded_labels([base.name + "_relu_l1"], SEED_PLAN["mxd_frontier"], suffix)
     return labels
 
 # MxD App. B.6.2 (Fig. 19): the encoders each base's MxD is compared against (its own, mxd_<base>, is the

@@ -1,0 +1,104 @@
+#include "analysis/replacement/frontier_gap.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/common/status_macros.h"
+
+namespace sparse_layers::analysis {
+namespace {
+
+// One TopK fit on the frontier: log L0 and the two metrics.
+struct FrontierPoint {
+  double log_l0, ce, nmse;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
+                                        std::vector<std::string>* outside) {
+  std::map<std::string, int> at;
+  for (const char* column :
+       {"base", "name", "method", "sparsity", "sparsity_penalty", "seed",
+        "training", "l0", "ce", "nmse"}) {
+    ASSIGN_OR_RETURN(at[column], frontier.Column(column));
+  }
+  using Key = std::tuple<std::string, std::string, std::string>;
+  const auto key_of = [&](const std::vector<std::string>& row) {
+    return Key{row[at["base"]], row[at["method"]], row[at["seed"]]};
+  };
+  const auto where = [&](const std::vector<std::string>& row,
+                         const char* column) {
+    return absl::StrCat(frontier.name(), ": ", row[at["name"]], " ", column);
+  };
+  std::map<Key, std::vector<FrontierPoint>> topk;
+  for (const auto& row : frontier.rows()) {
+    if (row[at["sparsity"]] != "topk" || row[at["training"]] != "default") {
+      continue;
+    }
+    ASSIGN_OR_RETURN(const double l0,
+                     claims::ParseNumber(row[at["l0"]], where(row, "l0")));
+    ASSIGN_OR_RETURN(const double ce,
+                     claims::ParseNumber(row[at["ce"]], where(row, "ce")));
+    ASSIGN_OR_RETURN(const double nmse,
+                     claims::ParseNumber(row[at["nmse"]], where(row, "nmse")));
+    if (!(l0 > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(row, "l0"), " is ", l0, "; a TopK fit fires"));
+    }
+    topk[key_of(row)].push_back({std::log(l0), ce, nmse});
+  }
+  for (auto& [key, points] : topk) {
+    std::sort(points.begin(), points.end(),
+              [](const FrontierPoint& a, const FrontierPoint& b) {
+                return a.log_l0 < b.log_l0;
+              });
+  }
+  std::string csv =
+      "base,name,method,sparsity,sparsity_penalty,seed,l0,ce,topk_ce_at_l0,"
+      "nmse,topk_nmse_at_l0\n";
+  for (const auto& row : frontier.rows()) {
+    if (row[at["sparsity"]] == "topk") continue;
+    const auto found = topk.find(key_of(row));
+    if (found == topk.end() || found->second.size() < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(row, "sparsity"), " is ", row[at["sparsity"]],
+                       ", but the table has fewer than two TopK ",
+                       row[at["method"]], " fits of base ", row[at["base"]],
+                       " and seed ", row[at["seed"]], " to place it against"));
+    }
+    const std::vector<FrontierPoint>& points = found->second;
+    ASSIGN_OR_RETURN(const double l0,
+                     claims::ParseNumber(row[at["l0"]], where(row, "l0")));
+    ASSIGN_OR_RETURN(const double ce,
+                     claims::ParseNumber(row[at["ce"]], where(row, "ce")));
+    ASSIGN_OR_RETURN(const double nmse,
+                     claims::ParseNumber(row[at["nmse"]], where(row, "nmse")));
+    const double x = std::log(l0);
+    if (!(l0 > 0) || x < points.front().log_l0 || x > points.back().log_l0) {
+      if (outside != nullptr) outside->push_back(row[at["name"]]);
+      continue;
+    }
+    // The first segment whose right end reaches x (ties: the left point).
+    size_t right = 1;
+    while (points[right].log_l0 < x) ++right;
+    const FrontierPoint& a = points[right - 1];
+    const FrontierPoint& b = points[right];
+    const double t =
+        b.log_l0 > a.log_l0 ? (x - a.log_l0) / (b.log_l0 - a.log_l0) : 0.0;
+    absl::StrAppendFormat(&csv, "%s,%s,%s,%s,%s,%s,%.6g,%.6f,%.6f,%.6f,%.6f\n",
+                          row[at["base"]], row[at["name"]], row[at["method"]],
+                          row[at["sparsity"]], row[at["sparsity_penalty"]],
+                          row[at["seed"]], l0, ce, a.ce + t * (b.ce - a.ce),
+                          nmse, a.nmse + t * (b.nmse - a.nmse));
+  }
+  return csv;
+}
+
+}  // namespace sparse_layers::analysis

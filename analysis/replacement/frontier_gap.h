@@ -1,0 +1,28 @@
+// How far a layer fitted under another sparsity rule sits from the TopK
+// frontier of the same layer, base and seed, at its own L0 (MxD,
+// arXiv:2505.21364 App. B.6.1, Fig. 18: TopK against ReLU + L1).
+#ifndef SPARSE_LAYERS_ANALYSIS_REPLACEMENT_FRONTIER_GAP_H_
+#define SPARSE_LAYERS_ANALYSIS_REPLACEMENT_FRONTIER_GAP_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "analysis/claims/tidy_table.h"
+
+namespace sparse_layers::analysis {
+
+// The gap table: for every row of `frontier` (evaluate_replacements' columns)
+// whose sparsity is not "topk", the TopK rows of the same base, method and
+// seed (default training) interpolated at its L0, linearly in log L0 between
+// the two whose L0 bracket it, for CE and NMSE:
+//   base,name,method,sparsity,sparsity_penalty,seed,l0,ce,topk_ce_at_l0,
+//   nmse,topk_nmse_at_l0
+// A fit whose L0 lies outside its TopK fits' range has no interpolation and
+// no row; `outside` (if given) receives their names. Errors when a fit has
+// fewer than two TopK fits to compare with.
+absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
+                                        std::vector<std::string>* outside);
+
+}  // namespace sparse_layers::analysis
+
+#endif  // SPARSE_LAYERS_ANALYSIS_REPLACEMENT_FRONTIER_GAP_H_
