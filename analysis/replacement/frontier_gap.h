@@ -17,9 +17,11 @@ namespace sparse_layers::analysis {
 // the two whose L0 bracket it, for CE and NMSE:
 //   base,name,method,sparsity,sparsity_penalty,seed,l0,ce,topk_ce_at_l0,
 //   nmse,topk_nmse_at_l0
-// A fit whose L0 lies outside its TopK fits' range has no interpolation and
-// no row; `outside` (if given) receives their names. Errors when a fit has
-// fewer than two TopK fits to compare with.
+// A fit whose L0 lies outside its TopK fits' range has no interpolation;
+// `outside` (if given) receives their names, and their level (base, method,
+// rule, penalty) has no rows at any seed, so no level is judged on the seeds
+// whose outcome let them in. Random-K rows are neither frontier nor compared.
+// Errors when a fit has fewer than two TopK fits to compare with.
 absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
                                         std::vector<std::string>* outside);
 

@@ -33,7 +33,9 @@ TEST(FrontierGapTest, InterpolatesTheTopKFrontierInLogL0) {
       "gelu,l1b,mxd_gelu,relu_l1,0.0001,1,default,64,2.0,0.05\n"
       "gelu,k2,mxd_gelu,topk,,2,default,2,1.2,0.5\n"
       "gelu,k8,mxd_gelu,topk,,2,default,8,1.0,0.3\n"
-      "gelu,l1a,mxd_gelu,relu_l1,0.001,2,default,8,1.5,0.4\n");
+      "gelu,l1a,mxd_gelu,relu_l1,0.001,2,default,8,1.5,0.4\n"
+      "gelu,l1b,mxd_gelu,relu_l1,0.0001,2,default,4,1.1,0.4\n"
+      "gelu,l1r,mxd_gelu,relu_l1,0.001,1,random_k,4,9.9,9.9\n");
   std::vector<std::string> outside;
   const auto csv = FrontierGap(frontier, &outside);
   ASSERT_TRUE(csv.ok()) << csv.status();
@@ -44,7 +46,8 @@ TEST(FrontierGapTest, InterpolatesTheTopKFrontierInLogL0) {
             "0.260000\n"
             "gelu,l1a,mxd_gelu,relu_l1,0.001,2,8,1.500000,1.000000,0.400000,"
             "0.300000\n");
-  // L0 64 is beyond the TopK fits' 32: no comparison, named.
+  // L0 64 is beyond seed 1's TopK fits' 32: no comparison, named, and its
+  // penalty's seed-2 fit (inside) is left out with it.
   EXPECT_EQ(outside, std::vector<std::string>{"l1b"});
 }
 

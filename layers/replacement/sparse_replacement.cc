@@ -226,7 +226,9 @@ torch::Tensor SparseReplacementImpl::DenseCodes(const torch::Tensor& x) {
     case config::FfnReplacement::RELU_L1: {
       const torch::Tensor codes = torch::relu(pre);
       if (is_training() && lambda > 0) {
-        // Decoder-norm-weighted L1 (a plain L1 for unit rows).
+        // Decoder-norm-weighted L1 (a plain L1 for unit rows). For the MxD,
+        // as in its released code, the weight is |c_n| alone: D can absorb a
+        // rescaling of the gates, so the penalty's strength may drift.
         const torch::Tensor rows = DecoderRows();
         const torch::Tensor weighted =
             rows.defined() ? codes * rows.norm(2, -1) : codes;

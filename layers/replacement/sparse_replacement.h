@@ -127,7 +127,8 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // undefined when the layer has none.
   virtual torch::Tensor DecoderRows() { return {}; }
   // Units the decoder reads per token: K under TOPK, all of them otherwise
-  // (DecodeDense), for ForwardFlopsPerToken.
+  // (DecodeDense reads every unit, also for BatchTopK at inference where
+  // about K are non-zero), for ForwardFlopsPerToken.
   int64_t DecodedUnits() const;
   ReplacementOptions options_;
 

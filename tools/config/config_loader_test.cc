@@ -384,6 +384,16 @@ TEST_F(ConstraintTest, ReplacementOptions) {
                    "sparsity: RELU_L1 sparsity_penalty: 0.01 } }"),
             "accepted: model { replacement { ffn: \"transcoder\" expansion: 2 "
             "sparsity: RELU_L1 sparsity_penalty: 0.01 } }");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"cp_moe\" expansion: 8 "
+                   "cp_rank_fraction: 0.25 sparsity: RELU_L1 "
+                   "sparsity_penalty: 0.1 } }"),
+            "field 'model.replacement.sparsity': cp_moe has no decoder rows "
+            "to weight an L1 by (its factors absorb the codes' scale); use "
+            "TOPK, BATCH_TOPK or JUMP_RELU");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"mxd_gelu\" top_k: 30 "
+                   "n_experts: 20 sparsity: BATCH_TOPK } }"),
+            "field 'model.replacement.top_k': mxd_gelu needs top_k in [1, "
+            "n_experts 20], got 30");
   EXPECT_EQ(Reject("model { replacement { ffn: \"batch_topk_sae\" top_k: 4 "
                    "expansion: 2 on_output: true } }"),
             "accepted: model { replacement { ffn: \"batch_topk_sae\" top_k: 4 "

@@ -285,8 +285,22 @@ absl::Status CheckReplacement(const ModelConfig& model,
     return at("cp_rank_fraction", "only cp_moe has a decoder rank");
   }
   const FfnReplacement::Sparsity sparsity = EffectiveSparsity(r);
+  // The CP-MoE's factors absorb any scale of its codes, so an L1 on them
+  // penalises nothing (it has no decoder rows to weight the codes by).
+  if (r.ffn() == kCpMoe && sparsity == FfnReplacement::RELU_L1) {
+    return at("sparsity",
+              "cp_moe has no decoder rows to weight an L1 by (its factors "
+              "absorb the codes' scale); use TOPK, BATCH_TOPK or JUMP_RELU");
+  }
   const bool needs_top_k = sparsity == FfnReplacement::TOPK ||
                            sparsity == FfnReplacement::BATCH_TOPK;
+  // An MxD's units are its N experts: K beyond them keeps every code.
+  if (needs_top_k && shape == FfnShape::kMxd && sizes.n_experts > 0 &&
+      r.top_k() > sizes.n_experts) {
+    return at("top_k",
+              absl::StrFormat("%s needs top_k in [1, n_experts %d], got %d",
+                              r.ffn(), sizes.n_experts, r.top_k()));
+  }
   return CheckFfn(model, r.ffn(), sizes.d_ffn, sizes.n_experts, r.top_k(),
                   /*replacement=*/true, error, needs_top_k);
 }
