@@ -114,10 +114,9 @@ absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
                                           const std::string& words_path) {
   std::vector<int64_t> pool;
   if (const std::string& path = words_path; !path.empty()) {
-    absl::StatusOr<std::string> text = ReadFileToString(path);
-    if (!text.ok()) return text.status();
+    ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
     for (absl::string_view word :
-         absl::StrSplit(*text, '\n', absl::SkipWhitespace())) {
+         absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
       const std::vector<int> ids = tokenizer.EncodeWord(std::string(word));
       if (ids.size() != 1) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -396,10 +395,9 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
   // The probe (BOS + the span twice) must fit in the context.
   const int64_t period =
       std::min<int64_t>(options.probe_period, (length - 1) / 2);
-  absl::StatusOr<torch::Tensor> probe_or =
-      ProbeTokens(tok, period, options.probe_sequences, options.probe_words);
-  if (!probe_or.ok()) return probe_or.status();
-  const torch::Tensor probe = *std::move(probe_or);
+  ASSIGN_OR_RETURN(
+      const torch::Tensor probe,
+      ProbeTokens(tok, period, options.probe_sequences, options.probe_words));
   std::string& heads_csv = tables.heads;
   heads_csv =
       "seed,model,kind,block,head,induction,previous_token,induction_positions,"
@@ -550,10 +548,10 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     }
     // Top activations of the 3 best heads of each kind on held-out windows.
     const int listing_windows = options.listing_windows;
-    auto listing_sampler =
-        datasets::BatchSampler::Create(&tokens, listing_windows, length, 7);
-    if (!listing_sampler.ok()) return listing_sampler.status();
-    const datasets::TokenBatch batch = listing_sampler->EvalBatch(0, 1);
+    ASSIGN_OR_RETURN(
+        const datasets::BatchSampler listing_sampler,
+        datasets::BatchSampler::Create(&tokens, listing_windows, length, 7));
+    const datasets::TokenBatch batch = listing_sampler.EvalBatch(0, 1);
     const torch::Tensor held_out =
         torch::tensor(batch.inputs).view({listing_windows, length});
     const torch::Tensor z = lorsa

@@ -37,24 +37,22 @@ absl::Status Run() {
       {RequiredFile(FLAGS_runs), RequiredFlag(FLAGS_runs_out),
        RequiredFlag(FLAGS_frontier_out), RequiredFile(FLAGS_train_tokens),
        RequiredFile(FLAGS_validation_tokens)}));
-  auto text = ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  auto runs = claims::TidyTable::Parse(*text, path);
-  if (!runs.ok()) return runs.status();
-  auto train = datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_train_tokens));
-  if (!train.ok()) return train.status();
-  auto validation =
-      datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_validation_tokens));
-  if (!validation.ok()) return validation.status();
-  auto unigram = UnigramCrossEntropy(**train, **validation);
-  if (!unigram.ok()) return unigram.status();
-  auto tables = IsoflopFrontier(*runs, *unigram);
-  if (!tables.ok()) return tables.status();
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  ASSIGN_OR_RETURN(const claims::TidyTable runs,
+                   claims::TidyTable::Parse(text, path));
+  ASSIGN_OR_RETURN(const auto train, datasets::TokenShardSet::Open(
+                                         absl::GetFlag(FLAGS_train_tokens)));
+  ASSIGN_OR_RETURN(
+      const auto validation,
+      datasets::TokenShardSet::Open(absl::GetFlag(FLAGS_validation_tokens)));
+  ASSIGN_OR_RETURN(const double unigram,
+                   UnigramCrossEntropy(*train, *validation));
+  ASSIGN_OR_RETURN(const auto tables, IsoflopFrontier(runs, unigram));
   StagedOutputs outputs;  // Both tables or neither.
   RETURN_IF_ERROR(
-      outputs.WriteFile(absl::GetFlag(FLAGS_runs_out), tables->runs));
+      outputs.WriteFile(absl::GetFlag(FLAGS_runs_out), tables.runs));
   RETURN_IF_ERROR(
-      outputs.WriteFile(absl::GetFlag(FLAGS_frontier_out), tables->frontier));
+      outputs.WriteFile(absl::GetFlag(FLAGS_frontier_out), tables.frontier));
   return outputs.Commit();
 }
 

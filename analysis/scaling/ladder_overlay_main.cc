@@ -26,15 +26,14 @@ absl::Status Run() {
   RETURN_IF_ERROR(
       FirstError({RequiredFlag(FLAGS_name), FlagAtLeast(FLAGS_scale, 0),
                   FlagInRange(FLAGS_max_flops, 0.0, 1e30)}));
-  absl::StatusOr<Ladder> ladder = ParseLadder(absl::GetFlag(FLAGS_ladder));
-  if (!ladder.ok()) return ladder.status();
+  ASSIGN_OR_RETURN(const Ladder ladder,
+                   ParseLadder(absl::GetFlag(FLAGS_ladder)));
   config::ExperimentConfig overlay;
   overlay.set_name(absl::GetFlag(FLAGS_name));
-  absl::StatusOr<config::ModelConfig> model = LadderModel(
-      *ladder, absl::GetFlag(FLAGS_type), absl::GetFlag(FLAGS_scale),
-      /*vocab_size=*/0, /*context_length=*/0);
-  if (!model.ok()) return model.status();
-  *overlay.mutable_model() = *model;
+  ASSIGN_OR_RETURN(
+      *overlay.mutable_model(),
+      LadderModel(ladder, absl::GetFlag(FLAGS_type), absl::GetFlag(FLAGS_scale),
+                  /*vocab_size=*/0, /*context_length=*/0));
   overlay.mutable_budget()->set_max_flops(absl::GetFlag(FLAGS_max_flops));
   std::string text;
   google::protobuf::TextFormat::PrintToString(overlay, &text);
