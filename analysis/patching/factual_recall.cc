@@ -168,10 +168,10 @@ absl::StatusOr<std::map<std::string, std::string>> BrownLexicon(
   for (const auto& entry : files) {
     const std::string name = entry.path().filename().string();
     if (name.size() != 4 || name[0] != 'c') continue;
-    absl::StatusOr<std::string> text = ReadFileToString(entry.path().string());
-    if (!text.ok()) return text.status();
+    ASSIGN_OR_RETURN(const std::string text,
+                     ReadFileToString(entry.path().string()));
     for (absl::string_view item :
-         absl::StrSplit(*text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
+         absl::StrSplit(text, absl::ByAnyChar(" \t\n"), absl::SkipEmpty())) {
       const size_t slash = item.rfind('/');
       if (slash == absl::string_view::npos || slash == 0) continue;
       ++counts[absl::AsciiStrToLower(item.substr(0, slash))]

@@ -61,10 +61,9 @@ absl::StatusOr<IsoflopCsv> IsoflopFrontier(const TidyTable& runs,
         {"validation_loss", &run.loss},
         {"validation_perplexity", &run.perplexity}};
     for (const auto& [column, value] : numbers) {
-      auto number =
-          ParseNumber(row[at[column]], absl::StrCat(where, " column ", column));
-      if (!number.ok()) return number.status();
-      *value = *number;
+      ASSIGN_OR_RETURN(*value,
+                       ParseNumber(row[at[column]],
+                                   absl::StrCat(where, " column ", column)));
     }
     if (run.forward_flops <= 0) {
       return absl::InvalidArgumentError(

@@ -63,10 +63,10 @@ absl::StatusOr<double> UnigramCrossEntropy(const TokenShardSet& train,
   };
   ASSIGN_OR_RETURN(auto train_counts,
                    TokenCounts(shards(train), train.manifest().vocab_size()));
-  auto validation_counts =
-      TokenCounts(shards(validation), validation.manifest().vocab_size());
-  if (!validation_counts.ok()) return validation_counts.status();
-  return UnigramCrossEntropy(train_counts, *validation_counts);
+  ASSIGN_OR_RETURN(
+      const auto validation_counts,
+      TokenCounts(shards(validation), validation.manifest().vocab_size()));
+  return UnigramCrossEntropy(train_counts, validation_counts);
 }
 
 }  // namespace sparse_layers::analysis

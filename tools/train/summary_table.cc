@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/descriptor.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 #include "tools/common/text_proto.h"
 #include "tools/config/experiment.pb.h"
 #include "tools/train/training.pb.h"
@@ -152,16 +153,15 @@ absl::StatusOr<std::string> ScalarAtPath(const Message& message,
 absl::StatusOr<std::string> SummaryTableCsv(
     const SummaryTableOptions& options,
     const std::vector<SummaryTableInput>& inputs) {
-  absl::StatusOr<std::vector<Column>> fields = ParseColumns(options.fields);
-  if (!fields.ok()) return fields.status();
-  absl::StatusOr<std::vector<Column>> config_fields =
-      ParseColumns(options.config_fields);
-  if (!config_fields.ok()) return config_fields.status();
+  ASSIGN_OR_RETURN(const std::vector<Column> fields,
+                   ParseColumns(options.fields));
+  ASSIGN_OR_RETURN(const std::vector<Column> config_fields,
+                   ParseColumns(options.config_fields));
 
   std::vector<std::string> header;
   if (!options.arm_column.empty()) header.push_back(options.arm_column);
-  for (const Column& c : *fields) header.push_back(c.name);
-  for (const Column& c : *config_fields) header.push_back(c.name);
+  for (const Column& c : fields) header.push_back(c.name);
+  for (const Column& c : config_fields) header.push_back(c.name);
   for (size_t i = 0; i < header.size(); ++i) {
     if (std::count(header.begin(), header.end(), header[i]) > 1) {
       return absl::InvalidArgumentError(
@@ -195,9 +195,7 @@ absl::StatusOr<std::string> SummaryTableCsv(
     }
     std::string name = is_summary ? summary.name() : config.name();
     if (options.name_from_path) {
-      absl::StatusOr<std::string> from_path = RunNameFromPath(input.path);
-      if (!from_path.ok()) return from_path.status();
-      name = *std::move(from_path);
+      ASSIGN_OR_RETURN(name, RunNameFromPath(input.path));
     }
     if (name.empty()) {
       return absl::InvalidArgumentError(
@@ -224,7 +222,7 @@ absl::StatusOr<std::string> SummaryTableCsv(
   if (summaries.empty()) {
     return absl::InvalidArgumentError("no training summary among the inputs");
   }
-  if (!config_fields->empty()) {
+  if (!config_fields.empty()) {
     for (const auto& [name, config] : configs) {
       if (summaries.count(name) == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -253,23 +251,21 @@ absl::StatusOr<std::string> SummaryTableCsv(
     if (!options.arm_column.empty()) {
       row.push_back(CsvField(arm));
     }
-    for (const Column& c : *fields) {
-      absl::StatusOr<std::string> value = ScalarAtPath(summary.second, c.path);
-      if (!value.ok()) return value.status();
-      row.push_back(*std::move(value));
+    for (const Column& c : fields) {
+      ASSIGN_OR_RETURN(std::string value, ScalarAtPath(summary.second, c.path));
+      row.push_back(std::move(value));
     }
-    if (!config_fields->empty()) {
+    if (!config_fields.empty()) {
       const auto config = configs.find(name);
       if (config == configs.end()) {
         return absl::InvalidArgumentError(
             absl::StrCat("summary '", name, "' (", summary.first,
                          ") has no config named '", name, "'"));
       }
-      for (const Column& c : *config_fields) {
-        absl::StatusOr<std::string> value =
-            ScalarAtPath(config->second.second, c.path);
-        if (!value.ok()) return value.status();
-        row.push_back(*std::move(value));
+      for (const Column& c : config_fields) {
+        ASSIGN_OR_RETURN(std::string value,
+                         ScalarAtPath(config->second.second, c.path));
+        row.push_back(std::move(value));
       }
     }
     absl::StrAppend(&csv, absl::StrJoin(row, ","), "\n");
@@ -294,9 +290,8 @@ absl::StatusOr<std::string> SummaryTableFromFiles(
     const SummaryTableOptions& options, const std::vector<std::string>& paths) {
   std::vector<SummaryTableInput> inputs;
   for (const std::string& path : paths) {
-    absl::StatusOr<std::string> contents = ReadFileToString(path);
-    if (!contents.ok()) return contents.status();
-    inputs.push_back({path, *std::move(contents)});
+    ASSIGN_OR_RETURN(std::string contents, ReadFileToString(path));
+    inputs.push_back({path, std::move(contents)});
   }
   return SummaryTableCsv(options, inputs);
 }

@@ -47,14 +47,14 @@ absl::Status Run(const std::vector<std::string>& paths) {
   options.config_fields = absl::GetFlag(FLAGS_config_fields);
   options.arm_column = absl::GetFlag(FLAGS_arm_column);
   options.name_from_path = absl::GetFlag(FLAGS_name_from_path);
-  absl::StatusOr<std::string> csv = SummaryTableFromFiles(options, paths);
-  if (!csv.ok()) return csv.status();
+  ASSIGN_OR_RETURN(const std::string csv,
+                   SummaryTableFromFiles(options, paths));
   const std::string out = absl::GetFlag(FLAGS_out);
   if (out.empty()) {
-    std::fputs(csv->c_str(), stdout);
+    std::fputs(csv.c_str(), stdout);
     return absl::OkStatus();
   }
-  return WriteFileAtomically(out, *csv);
+  return WriteFileAtomically(out, csv);
 }
 
 }  // namespace
