@@ -43,20 +43,18 @@ absl::Status Run() {
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::string> csv =
-      ReadFileToString(absl::GetFlag(FLAGS_facts));
-  if (!csv.ok()) return csv.status();
-  absl::StatusOr<std::vector<CapitalFact>> facts =
-      ParseCapitalFacts(*csv, absl::GetFlag(FLAGS_facts), 1);
-  if (!facts.ok()) return facts.status();
+  ASSIGN_OR_RETURN(const std::string csv,
+                   ReadFileToString(absl::GetFlag(FLAGS_facts)));
+  ASSIGN_OR_RETURN(std::vector<CapitalFact> facts,
+                   ParseCapitalFacts(csv, absl::GetFlag(FLAGS_facts), 1));
   std::mt19937_64 rng(absl::GetFlag(FLAGS_seed));
   std::bernoulli_distribution distractor(
       absl::GetFlag(FLAGS_distractor_fraction));
   std::string out;
   for (int d = 0; d < absl::GetFlag(FLAGS_documents); ++d) {
-    std::shuffle(facts->begin(), facts->end(), rng);
+    std::shuffle(facts.begin(), facts.end(), rng);
     std::string text;
-    for (const auto& [subject, answer] : *facts) {
+    for (const auto& [subject, answer] : facts) {
       absl::StrAppend(&text, "The capital of ", subject, " is ", answer, ". ");
       if (distractor(rng)) absl::StrAppend(&text, subject, " is a state. ");
     }
@@ -67,7 +65,7 @@ absl::Status Run() {
     absl::StrAppend(&out, datasets::DocumentToJson(document), "\n");
   }
   RETURN_IF_ERROR(WriteFileAtomically(absl::GetFlag(FLAGS_out), out));
-  std::printf("%zu facts x %d documents\n", facts->size(),
+  std::printf("%zu facts x %d documents\n", facts.size(),
               absl::GetFlag(FLAGS_documents));
   return absl::OkStatus();
 }

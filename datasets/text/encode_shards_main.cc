@@ -60,46 +60,42 @@ absl::Status Run() {
   // Documents begin as the model saw them in training (Llama 3's
   // <|begin_of_text|>); GPT-2's and Pythia's have no such piece.
   const int begin_of_text = tokenizer->bos_id();
-  absl::StatusOr<std::string> jsonl =
-      ReadFileToString(absl::GetFlag(FLAGS_input));
-  if (!jsonl.ok()) return jsonl.status();
+  ASSIGN_OR_RETURN(const std::string jsonl,
+                   ReadFileToString(absl::GetFlag(FLAGS_input)));
 
   TokenShardManifest manifest;
   manifest.set_split(split);
   manifest.set_vocab_size(vocab_size);
   manifest.set_end_of_text_id(end_of_text);
-  manifest.set_source_sha256(Sha256Hex(*jsonl));
-  absl::StatusOr<std::string> tokenizer_digest =
-      Sha256OfFile(TokenizerDigestPath(absl::GetFlag(FLAGS_tokenizer)));
-  if (!tokenizer_digest.ok()) return tokenizer_digest.status();
-  manifest.set_tokenizer_sha256(*tokenizer_digest);
+  manifest.set_source_sha256(Sha256Hex(jsonl));
+  ASSIGN_OR_RETURN(
+      const std::string tokenizer_digest,
+      Sha256OfFile(TokenizerDigestPath(absl::GetFlag(FLAGS_tokenizer))));
+  manifest.set_tokenizer_sha256(tokenizer_digest);
 
   // Shards and manifest appear together, or (on an error) not at all.
   StagedOutputs outputs;
-  absl::StatusOr<std::string> staged = outputs.StageDirectory(out_dir);
-  if (!staged.ok()) return staged.status();
-  TokenSplitWriter writer(*staged, manifest, absl::GetFlag(FLAGS_shard_tokens));
+  ASSIGN_OR_RETURN(const std::string staged, outputs.StageDirectory(out_dir));
+  TokenSplitWriter writer(staged, manifest, absl::GetFlag(FLAGS_shard_tokens));
   for (absl::string_view record :
-       absl::StrSplit(*jsonl, '\n', absl::SkipEmpty())) {
-    absl::StatusOr<Document> document = ParseJsonDocument(record);
-    if (!document.ok()) return document.status();
-    std::vector<int> ids = tokenizer->Encode(document->text());
+       absl::StrSplit(jsonl, '\n', absl::SkipEmpty())) {
+    ASSIGN_OR_RETURN(const Document document, ParseJsonDocument(record));
+    std::vector<int> ids = tokenizer->Encode(document.text());
     if (begin_of_text >= 0) ids.insert(ids.begin(), begin_of_text);
     RETURN_IF_ERROR(writer.AddDocument(ids, /*end_of_text=*/true));
   }
-  absl::StatusOr<TokenShardManifest> written = writer.Finish();
-  if (!written.ok()) return written.status();
+  ASSIGN_OR_RETURN(const TokenShardManifest written, writer.Finish());
   // An empty split would train and evaluate on nothing, silently.
-  if (written->documents() == 0) {
+  if (written.documents() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(absl::GetFlag(FLAGS_input),
                      ": no documents (a split needs at least 1)"));
   }
   RETURN_IF_ERROR(outputs.Commit());
-  std::fprintf(
-      stderr, "encode_shards: %s: %lld documents, %lld tokens, %d shards\n",
-      split.c_str(), static_cast<long long>(written->documents()),
-      static_cast<long long>(written->tokens()), written->shards_size());
+  std::fprintf(stderr,
+               "encode_shards: %s: %lld documents, %lld tokens, %d shards\n",
+               split.c_str(), static_cast<long long>(written.documents()),
+               static_cast<long long>(written.tokens()), written.shards_size());
   return absl::OkStatus();
 }
 

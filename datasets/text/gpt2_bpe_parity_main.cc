@@ -17,6 +17,7 @@
 #include "datasets/text/gpt2_bpe.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 namespace {
@@ -45,10 +46,9 @@ absl::Status Run(const std::vector<std::string>& arguments) {
     return absl::InvalidArgumentError(
         "usage: gpt2_bpe_parity <encoder.json> <reference cases>");
   }
-  absl::StatusOr<std::unique_ptr<Gpt2Bpe>> bpe = Gpt2Bpe::Load(arguments[0]);
-  if (!bpe.ok()) return bpe.status();
-  absl::StatusOr<std::string> reference = ReadFileToString(arguments[1]);
-  if (!reference.ok()) return reference.status();
+  ASSIGN_OR_RETURN(const std::unique_ptr<Gpt2Bpe> bpe,
+                   Gpt2Bpe::Load(arguments[0]));
+  ASSIGN_OR_RETURN(const std::string reference, ReadFileToString(arguments[1]));
 
   struct Counts {
     int64_t cases = 0, ids = 0, mismatches = 0;
@@ -56,7 +56,7 @@ absl::Status Run(const std::vector<std::string>& arguments) {
   std::vector<std::pair<std::string, Counts>> inputs;
   int64_t cases = 0, mismatches = 0, round_trip_failures = 0;
   for (absl::string_view line :
-       absl::StrSplit(*reference, '\n', absl::SkipEmpty())) {
+       absl::StrSplit(reference, '\n', absl::SkipEmpty())) {
     const std::vector<absl::string_view> fields = absl::StrSplit(line, '\t');
     if (fields.size() != 3 || fields[1].size() % 2 != 0 ||
         !std::all_of(fields[1].begin(), fields[1].end(),
@@ -69,7 +69,7 @@ absl::Status Run(const std::vector<std::string>& arguments) {
     }
     Counts& counts = inputs.back().second;
     const std::string text = absl::HexStringToBytes(fields[1]);
-    const std::vector<int> encoded = (*bpe)->Encode(text);
+    const std::vector<int> encoded = bpe->Encode(text);
     const std::string actual = absl::StrJoin(encoded, " ");
     ++cases;
     ++counts.cases;
@@ -83,7 +83,7 @@ absl::Status Run(const std::vector<std::string>& arguments) {
       }
     }
     // Invalid UTF-8 reads back as the text the encoder saw.
-    if ((*bpe)->Decode(encoded) != ReplaceInvalidUtf8(text)) {
+    if (bpe->Decode(encoded) != ReplaceInvalidUtf8(text)) {
       if (++round_trip_failures <= 5) {
         std::cout << "ROUND TRIP case " << cases << " ("
                   << absl::CHexEscape(text.substr(0, 60)) << ")\n";
