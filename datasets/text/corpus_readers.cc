@@ -96,16 +96,15 @@ absl::Status ReadBrown(const std::string& cats_path, const DocumentSink& sink) {
 // listings (file_list.json, contents.json) have none and are skipped.
 absl::Status ReadStdlibJson(CorpusFormat format, const std::string& dir,
                             const DocumentSink& sink) {
-  absl::StatusOr<std::vector<std::string>> files = ListFiles(dir, ".json");
-  if (!files.ok()) return files.status();
+  ASSIGN_OR_RETURN(const std::vector<std::string> files,
+                   ListFiles(dir, ".json"));
   int documents = 0;
-  for (const std::string& path : *files) {
-    absl::StatusOr<std::string> json = ReadFileToString(path);
-    if (!json.ok()) return json.status();
-    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(*json), "[")) {
+  for (const std::string& path : files) {
+    ASSIGN_OR_RETURN(const std::string json, ReadFileToString(path));
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(json), "[")) {
       continue;
     }
-    absl::StatusOr<Struct> object = ParseJsonObject(*json);
+    absl::StatusOr<Struct> object = ParseJsonObject(json);
     if (!object.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": ", object.status().message()));
@@ -148,24 +147,23 @@ absl::Status ReadStdlibJson(CorpusFormat format, const std::string& dir,
 }
 
 absl::Status ReadLocal(const std::string& dir, const DocumentSink& sink) {
-  absl::StatusOr<std::vector<std::string>> texts = ListFiles(dir, ".txt");
-  if (!texts.ok()) return texts.status();
-  absl::StatusOr<std::vector<std::string>> jsonls = ListFiles(dir, ".jsonl");
-  if (!jsonls.ok()) return jsonls.status();
-  if (texts->empty() && jsonls->empty()) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> texts,
+                   ListFiles(dir, ".txt"));
+  ASSIGN_OR_RETURN(const std::vector<std::string> jsonls,
+                   ListFiles(dir, ".jsonl"));
+  if (texts.empty() && jsonls.empty()) {
     return absl::NotFoundError(
         absl::StrCat("no .txt or .jsonl files under ", dir));
   }
-  for (const std::string& path : *texts) {
-    absl::StatusOr<std::string> text = ReadFileToString(path);
-    if (!text.ok()) return text.status();
+  for (const std::string& path : texts) {
+    ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
     Document document;
     document.set_id(fs::relative(path, dir).string());
     document.set_source("local");
-    document.set_text(*std::move(text));
+    document.set_text(std::move(text));
     RETURN_IF_ERROR(sink(std::move(document)));
   }
-  for (const std::string& path : *jsonls) {
+  for (const std::string& path : jsonls) {
     std::ifstream in(path);
     std::string line;
     for (int64_t number = 1; std::getline(in, line); ++number) {
@@ -219,10 +217,9 @@ absl::Status ReadCorpus(CorpusFormat format, const std::string& path,
 
 absl::Status ForEachBrownFile(const std::string& cats_path,
                               const BrownFileSink& sink) {
-  absl::StatusOr<std::string> cats = ReadFileToString(cats_path);
-  if (!cats.ok()) return cats.status();
+  ASSIGN_OR_RETURN(const std::string cats, ReadFileToString(cats_path));
   const fs::path dir = fs::path(cats_path).parent_path();
-  for (absl::string_view line : absl::StrSplit(*cats, '\n')) {
+  for (absl::string_view line : absl::StrSplit(cats, '\n')) {
     std::vector<absl::string_view> fields =
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
     if (fields.empty()) continue;
@@ -230,11 +227,10 @@ absl::Status ForEachBrownFile(const std::string& cats_path,
       return absl::InvalidArgumentError(absl::StrCat(
           cats_path, ": expected '<file> <genre>', got '", line, "'"));
     }
-    absl::StatusOr<std::string> tagged =
-        ReadFileToString((dir / std::string(fields[0])).string());
-    if (!tagged.ok()) return tagged.status();
+    ASSIGN_OR_RETURN(const std::string tagged,
+                     ReadFileToString((dir / std::string(fields[0])).string()));
     RETURN_IF_ERROR(
-        sink(std::string(fields[0]), std::string(fields[1]), *tagged));
+        sink(std::string(fields[0]), std::string(fields[1]), tagged));
   }
   return absl::OkStatus();
 }
@@ -283,15 +279,14 @@ std::string StripEmailHeaders(absl::string_view message) {
 }
 
 absl::StatusOr<Document> ParseJsonDocument(absl::string_view json) {
-  absl::StatusOr<Struct> object = ParseJsonObject(json);
-  if (!object.ok()) return object.status();
-  auto text = object->fields().find("text");
-  if (text == object->fields().end() ||
+  ASSIGN_OR_RETURN(const Struct object, ParseJsonObject(json));
+  auto text = object.fields().find("text");
+  if (text == object.fields().end() ||
       text->second.kind_case() != Value::kStringValue) {
     return absl::InvalidArgumentError("a record needs a string field 'text'");
   }
   Document document;
-  for (const auto& [key, value] : object->fields()) {
+  for (const auto& [key, value] : object.fields()) {
     if (key == "text") {
       document.set_text(value.string_value());
     } else if (key == "label") {
