@@ -178,9 +178,8 @@ absl::Status UciEngine::NewGame() {
   RETURN_IF_ERROR(Send("isready"));
   const absl::Time deadline = absl::Now() + timeout_;
   while (true) {
-    auto line = ReadLine(deadline);
-    if (!line.ok()) return line.status();
-    if (*line == "readyok") return absl::OkStatus();
+    ASSIGN_OR_RETURN(const std::string line, ReadLine(deadline));
+    if (line == "readyok") return absl::OkStatus();
   }
 }
 
@@ -197,10 +196,9 @@ absl::StatusOr<std::vector<std::string>> UciEngine::LegalMoves(
   const absl::Time deadline = absl::Now() + timeout_;
   std::vector<std::string> legal;
   while (true) {
-    auto line = ReadLine(deadline);
-    if (!line.ok()) return line.status();
-    if (absl::StartsWith(*line, "Nodes searched")) return legal;
-    const std::vector<std::string> parts = absl::StrSplit(*line, ": ");
+    ASSIGN_OR_RETURN(const std::string line, ReadLine(deadline));
+    if (absl::StartsWith(line, "Nodes searched")) return legal;
+    const std::vector<std::string> parts = absl::StrSplit(line, ": ");
     if (parts.size() == 2 && parts[1] == "1") legal.push_back(parts[0]);
   }
 }
@@ -216,12 +214,11 @@ absl::StatusOr<std::vector<ScoredMove>> UciEngine::Search(
   const absl::Time deadline = absl::Now() + timeout_;
   std::map<int, ScoredMove> by_rank;  // The deepest report of each line wins.
   while (true) {
-    auto line = ReadLine(deadline);
-    if (!line.ok()) return line.status();
-    if (absl::StartsWith(*line, "bestmove")) break;
-    if (!absl::StartsWith(*line, "info ")) continue;
+    ASSIGN_OR_RETURN(const std::string line, ReadLine(deadline));
+    if (absl::StartsWith(line, "bestmove")) break;
+    if (!absl::StartsWith(line, "info ")) continue;
     const std::vector<std::string> words =
-        absl::StrSplit(*line, ' ', absl::SkipEmpty());
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
     int rank = 1;
     ScoredMove scored;
     bool has_score = false;

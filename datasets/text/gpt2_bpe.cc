@@ -470,10 +470,10 @@ absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::FromFiles(
         absl::StrCat("GPT-2 pre-token pattern: ", bpe->pattern_error_));
   }
 
-  absl::StatusOr<std::string> encoder_json = ReadVocabularyFile(encoder_path);
-  if (!encoder_json.ok()) return encoder_json.status();
+  ASSIGN_OR_RETURN(const std::string encoder_json,
+                   ReadVocabularyFile(encoder_path));
   absl::StatusOr<google::protobuf::Struct> encoder =
-      ParseJsonObject(*encoder_json);
+      ParseJsonObject(encoder_json);
   if (!encoder.ok()) {
     return Corrupt(encoder_path,
                    absl::StrCat("not a JSON object of piece -> id: ",
@@ -483,10 +483,10 @@ absl::StatusOr<std::unique_ptr<Gpt2Bpe>> Gpt2Bpe::FromFiles(
                    bpe->SetVocabulary(encoder_path, *encoder, {},
                                       /*require_end_of_text=*/true));
 
-  absl::StatusOr<std::string> merges_text = ReadVocabularyFile(merges_path);
-  if (!merges_text.ok()) return merges_text.status();
+  ASSIGN_OR_RETURN(const std::string merges_text,
+                   ReadVocabularyFile(merges_path));
   std::vector<absl::string_view> lines =
-      absl::StrSplit(*merges_text, '\n', absl::SkipEmpty());
+      absl::StrSplit(merges_text, '\n', absl::SkipEmpty());
   if (lines.empty() || !absl::StartsWith(lines[0], "#version")) {
     return Corrupt(merges_path, "does not begin with a #version line");
   }
