@@ -38,17 +38,28 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
                          const char* column) {
     return absl::StrCat(frontier.name(), ": ", row[at["name"]], " ", column);
   };
+  // A fit's L0 and metrics, read the same way on both sides.
+  struct Fit {
+    double l0, ce, nmse;
+  };
+  const auto fit_of =
+      [&](const std::vector<std::string>& row) -> absl::StatusOr<Fit> {
+    Fit fit;
+    ASSIGN_OR_RETURN(fit.l0,
+                     claims::ParseNumber(row[at["l0"]], where(row, "l0")));
+    ASSIGN_OR_RETURN(fit.ce,
+                     claims::ParseNumber(row[at["ce"]], where(row, "ce")));
+    ASSIGN_OR_RETURN(fit.nmse,
+                     claims::ParseNumber(row[at["nmse"]], where(row, "nmse")));
+    return fit;
+  };
   std::map<Key, std::vector<FrontierPoint>> topk;
   for (const auto& row : frontier.rows()) {
     if (row[at["sparsity"]] != "topk" || row[at["training"]] != "default") {
       continue;
     }
-    ASSIGN_OR_RETURN(const double l0,
-                     claims::ParseNumber(row[at["l0"]], where(row, "l0")));
-    ASSIGN_OR_RETURN(const double ce,
-                     claims::ParseNumber(row[at["ce"]], where(row, "ce")));
-    ASSIGN_OR_RETURN(const double nmse,
-                     claims::ParseNumber(row[at["nmse"]], where(row, "nmse")));
+    ASSIGN_OR_RETURN(const Fit fit, fit_of(row));
+    const auto [l0, ce, nmse] = fit;
     if (!(l0 > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat(where(row, "l0"), " is ", l0, "; a TopK fit fires"));
@@ -86,12 +97,8 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
                        " and seed ", row[at["seed"]], " to place it against"));
     }
     const std::vector<FrontierPoint>& points = found->second;
-    ASSIGN_OR_RETURN(const double l0,
-                     claims::ParseNumber(row[at["l0"]], where(row, "l0")));
-    ASSIGN_OR_RETURN(const double ce,
-                     claims::ParseNumber(row[at["ce"]], where(row, "ce")));
-    ASSIGN_OR_RETURN(const double nmse,
-                     claims::ParseNumber(row[at["nmse"]], where(row, "nmse")));
+    ASSIGN_OR_RETURN(const Fit fit, fit_of(row));
+    const auto [l0, ce, nmse] = fit;
     const double x = std::log(l0);
     if (!(l0 > 0) || x < points.front().log_l0 || x > points.back().log_l0) {
       if (outside != nullptr) outside->push_back(row[at["name"]]);
