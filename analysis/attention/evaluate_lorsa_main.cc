@@ -1,8 +1,9 @@
 // evaluate_lorsa: the tables of analysis/attention/lorsa_evaluation.h
 // (fits.csv, attribution.csv, attribution_shares.csv, heads.csv,
 // probe_heads.csv, probe.csv, induction_heads.csv, errors.csv,
-// qk_spectra.csv, qk_rank.csv, qk_rank_summary.csv, top_activations.txt) for
-// fitted Lorsa layers and attention-output SAEs of one base model.
+// qk_spectra.csv, qk_rank.csv, qk_rank_summary.csv, top_activations.txt; with
+// --fits_only fits.csv alone) for fitted Lorsa layers and attention-output
+// SAEs of one base model.
 //
 //   evaluate_lorsa --base=lm.pt --tokens=.../test.tokens.textproto
 //       --tokenizer=bpe.model --caches=1=.../test.activations.textproto,...
@@ -48,6 +49,9 @@ ABSL_FLAG(std::string, probe_words, "",
 ABSL_FLAG(int, listing_windows, 64, "Held-out windows for top activations");
 ABSL_FLAG(int, sequence_length, 0,
           "Window length for CE and listings (0: the base model's context)");
+ABSL_FLAG(bool, fits_only, false,
+          "Write fits.csv alone (a sweep of one block's Lorsa shape, e.g. the "
+          "QK-head binding of Lorsa App. B, Fig. 9)");
 ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
 
 namespace sparse_layers::analysis {
@@ -105,6 +109,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   options.probe_words = absl::GetFlag(FLAGS_probe_words);
   options.listing_windows = absl::GetFlag(FLAGS_listing_windows);
   options.sequence_length = absl::GetFlag(FLAGS_sequence_length);
+  options.fits_only = absl::GetFlag(FLAGS_fits_only);
   ASSIGN_OR_RETURN(
       const analysis::LorsaTables tables,
       analysis::EvaluateLorsa(base, *tok, *tokens, caches, fits, options));
@@ -125,6 +130,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
            {"qk_rank.csv", &tables.qk_rank},
            {"qk_rank_summary.csv", &tables.qk_rank_summary},
            {"top_activations.txt", &tables.top_activations}}) {
+    if (options.fits_only && file != "fits.csv") continue;
     RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
   }
   return outputs.Commit();

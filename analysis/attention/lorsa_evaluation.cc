@@ -161,10 +161,13 @@ absl::StatusOr<std::vector<LorsaFit>> LoadLorsaFits(
     fit.loaded = std::move(replacement.loaded);
     fits.push_back(std::move(fit));
   }
-  // Rows by method, block and K, the order the section's tables show them.
+  // Rows by method, block, K and QK heads, the order the section's tables show
+  // them.
   std::sort(fits.begin(), fits.end(), [](const LorsaFit& a, const LorsaFit& b) {
-    return std::make_tuple(a.method, a.spec.layer(), a.spec.top_k()) <
-           std::make_tuple(b.method, b.spec.layer(), b.spec.top_k());
+    return std::make_tuple(a.method, a.spec.layer(), a.spec.top_k(),
+                           a.spec.qk_heads()) <
+           std::make_tuple(b.method, b.spec.layer(), b.spec.top_k(),
+                           b.spec.qk_heads());
   });
   return fits;
 }
@@ -226,8 +229,9 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
   std::map<int, double> ce_zero;
   std::string& fits_csv = tables.fits;
   fits_csv =
-      "seed,name,method,block,k,units,qk_heads,parameters,fvu,l0,dead_fraction,"
-      "ce_base,ce_zero_ablated,ce_spliced,ce_recovered,on_k_grid,at_layer_k\n";
+      "seed,name,method,block,k,units,qk_heads,qk_heads_per_mhsa_head,"
+      "parameters,fvu,l0,dead_fraction,ce_base,ce_zero_ablated,ce_spliced,"
+      "ce_recovered,on_k_grid,at_layer_k\n";
   for (LorsaFit& fit : fits) {
     const int block = fit.spec.layer();
     if (!caches.count(block)) {
@@ -268,15 +272,18 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     const double ce = train::MeanCrossEntropy(spliced, sampler, batches);
     absl::StrAppendFormat(
         &fits_csv,
-        "%d,%s,%s,%d,%d,%d,%d,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n",
+        "%d,%s,%s,%d,%d,%d,%d,%g,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n",
         fit.loaded.config.runtime().seed(), fit.name, fit.method, block,
-        fit.spec.top_k(), units, qk_heads, parameters, metrics.fvu, metrics.l0,
-        metrics.dead_fraction, ce_base, ce_zero[block], ce,
-        train::CeRecovered(ce_base, ce_zero[block], ce),
+        fit.spec.top_k(), units, qk_heads,
+        static_cast<double>(qk_heads) / model.options().n_heads, parameters,
+        metrics.fvu, metrics.l0, metrics.dead_fraction, ce_base, ce_zero[block],
+        ce, train::CeRecovered(ce_base, ce_zero[block], ce),
         block == grid_block ? 1 : 0, fit.spec.top_k() == layer_k ? 1 : 0);
     std::fprintf(stderr, "evaluate_lorsa: %s FVU %.4f, CE %.4f (base %.4f)\n",
                  fit.name.c_str(), metrics.fvu, ce, ce_base);
   }
+
+  if (options.fits_only) return tables;
 
   // errors.csv: how alike Lorsa's and the SAE's per-token errors are at each
   // block fitted by both at the per-layer K (App. G, Figs. 14-15).

@@ -96,6 +96,9 @@ struct LorsaEvaluationOptions {
   // Window length for CE and listings (0: the base model's context; a
   // pretrained model's is longer than the paper's n, Lorsa Sec. 3.2).
   int sequence_length = 0;
+  // fits.csv alone: a sweep of one block's Lorsa shape (the QK-head binding
+  // of Lorsa App. B, Fig. 9), whose fits the other tables do not compare.
+  bool fits_only = false;
 };
 
 struct LorsaTables {
@@ -106,8 +109,8 @@ struct LorsaTables {
   std::string errors;
 };
 
-// Every table, on `base` and its held-out `tokens`, with `caches` the
-// held-out attention caches by block.
+// Every table (fits.csv alone with options.fits_only), on `base` and its
+// held-out `tokens`, with `caches` the held-out attention caches by block.
 absl::StatusOr<LorsaTables> EvaluateLorsa(
     const layers::LoadedModel& base, const datasets::Tokenizer& tok,
     const datasets::TokenShardSet& tokens,

@@ -1,6 +1,7 @@
 """The Lorsa experiment's build graph, one seed at a time (lorsa_seed): the base LM lm_s<seed>, per-block
 attention caches of it, Lorsa / TopK SAE fits on them (<method>_b<slot>_k_s<seed>, <method>_b<slot>_grid<i>_s<seed>:
-overlay, config, replacement_checkpoint) and evaluation_s<seed> (evaluate_lorsa's tidy CSVs). The seed sets the
+overlay, config, replacement_checkpoint), evaluation_s<seed> (evaluate_lorsa's tidy CSVs), and the binding ablation's
+Lorsa fits lorsa_b<slot>_qk<H_QK>_s<seed> with their fits.csv in binding_s<seed>. The seed sets the
 base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20).
 
 With --repo_env=HF_MODEL=/path/to/model_dir the user's pretrained model (datasets/pretrained) is every seed's
@@ -70,6 +71,19 @@ LORSA_SHAPE = {scale: _pretrained_shape() for scale in SCALES} if PRETRAINED els
     "paper": struct(qk_heads = 96, qk_dim = 64, ov_heads = 6144, k = 64, other_ks = [16, 32, 128]),
 }
 
+# The binding ablation (Lorsa App. B, Fig. 9): H_QK besides the shape's own, OV heads H and K fixed, on GRID_SLOT,
+# from below the base's H_MHSA (2 at smoke, 8 at cpu, 12 at paper) to 8 H_MHSA (the paper's Pythia H_QK = 96 = 8 x
+# 12); fits.csv's qk_heads_per_mhsa_head (H_QK / H_MHSA) is the claims' arm, and each list holds 0.5, 1 and 8.
+def _pretrained_qk_head_sweep():
+    n = HF_MODEL_N_HEADS  # H = 8 n D_QK: every H_QK below divides it.
+    return ([n // 4] if n % 4 == 0 else []) + ([n // 2] if n % 2 == 0 else []) + [n, 2 * n, 4 * n]
+
+QK_HEAD_SWEEP = {scale: _pretrained_qk_head_sweep() for scale in SCALES} if PRETRAINED else {
+    "smoke": [1, 2, 8, 16],
+    "cpu": [1, 2, 4, 16, 32, 64],
+    "paper": [3, 6, 12, 24, 48],
+}
+
 # Window length of the caches and the evaluation: a pretrained model's is the paper's n (256 for Pythia,
 # 1,024 for Llama, Lorsa Sec. 4.1), not its whole context; our LMs' is their context (0).
 SEQUENCE_LENGTH = (1024 if HF_MODEL_TYPE == "llama" else 256) if PRETRAINED else 0
@@ -107,14 +121,14 @@ def attention_caches(checkpoint, seed):
         )
     return names
 
-def _overlay_text(name, method, slot, k, scale):
+def _overlay_text(name, method, slot, k, scale, qk_heads = None):
     shape = LORSA_SHAPE[scale]
     block = _block(slot, scale)
     if method == "lorsa":
         layer = 'ffn: \\"lorsa\\" site: ATTN layer: %d d_ffn: %d qk_heads: %d top_k: %d' % (
             block,
             shape.ov_heads,
-            shape.qk_heads,
+            qk_heads or shape.qk_heads,
             k,
         )
     else:
@@ -125,30 +139,56 @@ def _overlay_text(name, method, slot, k, scale):
         )
     return 'name: \\"%s\\" model { replacement { %s } }' % (name, layer)
 
-def attention_fit(name, method, slot, k_of_scale, base, base_config, seed):
+def attention_fit(name, method, slot, k_of_scale, base, base_config, seed, qk_heads = None, in_wildcard = True):
     """One Lorsa ("lorsa") or SAE ("sae") fit on slot's cache of `base` (trained with `seed`, which
-    base_config carries into the fit: its initialisation and row order); k_of_scale: {scale: K}."""
+    base_config carries into the fit: its initialisation and row order); k_of_scale: {scale: K}; qk_heads: the
+    Lorsa's H_QK at every scale (None: the shape's); in_wildcard as seed_tags'."""
+    tags = seed_tags(seed, SEED_PLAN["lorsa_attention"], in_wildcard)
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
         cmd = by_scale({
-            scale: 'echo "%s" > $@' % _overlay_text(name, method, slot, k_of_scale[scale], scale)
+            scale: 'echo "%s" > $@' % _overlay_text(name, method, slot, k_of_scale[scale], scale, qk_heads)
             for scale in SCALES
         }),
+        tags = tags,
     )
     experiment_config(
         name = name + "_config",
         base = base_config,
         scales = FIT_SCALES,
         overlays = ["//experiments/lorsa_attention:fit.textproto", ":%s_overlay" % name],
+        tags = tags,
     )
     replacement_checkpoint(
         name = name,
         config = ":%s_config" % name,
         base = base,
         activations = ":" + _cache_name(slot, seed),
-        tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
+        tags = tags,
     )
+
+def _binding_fit_name(qk_heads, seed):
+    return seeded_name("lorsa_b%d_qk%d" % (GRID_SLOT, qk_heads), seed)
+
+def binding_fits(base, base_config, seed):
+    """The binding ablation's Lorsa fits at every H_QK of any scale's QK_HEAD_SWEEP (lorsa_b<GRID_SLOT>_qk<H_QK>_s<seed>,
+    at the per-layer K; manual unless smoke sweeps that H_QK, so no scale builds an H_QK it does not divide H by);
+    returns {scale: its fits' labels}, the shape's own H_QK being the per-layer K fit."""
+    for qk_heads in sorted({h: None for scale in SCALES for h in QK_HEAD_SWEEP[scale]}.keys()):
+        attention_fit(
+            _binding_fit_name(qk_heads, seed),
+            "lorsa",
+            GRID_SLOT,
+            {s: LORSA_SHAPE[s].k for s in SCALES},
+            base,
+            base_config,
+            seed,
+            qk_heads = qk_heads,
+            in_wildcard = qk_heads in QK_HEAD_SWEEP["smoke"],
+        )
+    own = ":" + seeded_name("lorsa_b%d_k" % GRID_SLOT, seed)
+    return {scale: [own] + [":" + _binding_fit_name(h, seed) for h in QK_HEAD_SWEEP[scale]] for scale in SCALES}
 
 def attention_fits(base, base_config, seed):
     """Lorsa and SAE at the per-layer K on every slot (<method>_b<slot>_k_s<seed>), and at the scale's other
@@ -207,6 +247,26 @@ def _evaluation(name, base, caches, fits, seed):
         tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
     )
 
+def _binding_evaluation(name, base, fits_by_scale, seed):
+    """<name>/fits.csv: evaluate_lorsa --fits_only on the binding ablation's fits (Lorsa App. B, Fig. 9)."""
+    tool_run(
+        name = name,
+        tool = "//analysis/attention:evaluate_lorsa",
+        outs = [name + "/fits.csv"],
+        out_flags = [""],
+        out_dir_flag = "--out_dir=",
+        checkpoint_args = {base: "--base="},
+        tokens = ":shards",
+        token_args = {"--tokens=": "test"},
+        tokenizer = LORSA_TOKENIZER,
+        layered_activations = [":" + _cache_name(GRID_SLOT, seed)],
+        layered_activations_flag = "--caches=",
+        args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH, "--fits_only"],
+        checkpoints = by_scale(fits_by_scale),
+        message = "Evaluating the QK-head binding ablation of seed %d" % seed,
+        tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
+    )
+
 def lorsa_seeds(base_config, scale_configs):
     """lorsa_seed for every seed of SEED_PLAN["lorsa_attention"]; with a pretrained base, its caches first, once."""
     if PRETRAINED:
@@ -238,10 +298,16 @@ def lorsa_seed(seed, base_config, scale_configs):
         caches = attention_caches(base, seed)
     fits = attention_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
     _evaluation(seeded_name("evaluation", seed), base, caches, fits, seed)
+    binding = binding_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
+    _binding_evaluation(seeded_name("binding", seed), base, binding, seed)
 
 def evaluation_files(file):
     """select() of each seed's evaluation_s<seed>/<file> (one of EVALUATION_FILES) at the active scale."""
     return seeded_labels(["evaluation"], SEED_PLAN["lorsa_attention"], "/" + file)
+
+def binding_files():
+    """select() of each seed's binding_s<seed>/fits.csv at the active scale (the binding ablation)."""
+    return seeded_labels(["binding"], SEED_PLAN["lorsa_attention"], "/fits.csv")
 
 def lorsa_lm_table(name):
     """<name>.csv: one row per base LM (size, steps, loss, seed) from the trainer summaries; with a pretrained
