@@ -148,6 +148,42 @@ def activation_flow_run(seed):
         tags = seed_tags(seed, SEED_PLAN["mohd_hidden_dims"]),
     )
 
+# Sub-dimension routing by domain (MoHD Sec. 5.4, Fig. 11): tokens per corpus source (half in each of its two
+# halves; the paper averages 4,096 tokens per bar) and the split read. Smoke reads the train split: its test split
+# keeps one or two documents per source, too few for two halves.
+ROUTER_DOMAIN_FLAGS = {
+    "smoke": ["--split=train", "--tokens_per_domain=512"],
+    "cpu": ["--split=test", "--tokens_per_domain=8192"],
+    "paper": ["--split=test", "--tokens_per_domain=8192"],
+}
+
+def router_domains_run(seed):
+    """router_domains_s<seed>: the x2 model's and its random-routing control's routers on the held-out documents
+    of each corpus source (analysis/routing:router_domains): router_domains_s<seed>/router_domains.csv and
+    router_specialisation.csv, each row with the models' training seed."""
+    name = seeded_name("router_domains", seed)
+    tool_run(
+        name = name,
+        tool = "//analysis/routing:router_domains",
+        outs = [name + "/router_domains.csv", name + "/router_specialisation.csv"],
+        out_flags = ["", ""],
+        out_dir_flag = "--out_dir=",
+        named_checkpoints = {
+            ":" + seeded_name("mohd_x2", seed): "mohd_x2",
+            ":" + seeded_name("mohd_x2_random_routing", seed): "mohd_x2_random_routing",
+        },
+        directory_args = {"//datasets/text:mixed": "--corpus_dir="},
+        tokenizer = "//datasets/text:bpe_small",
+        args = ["--threads=2"] + by_scale(ROUTER_DOMAIN_FLAGS),
+        message = "Reading the MoHD x2 routers by domain, seed %d" % seed,
+        tags = seed_tags(seed, SEED_PLAN["mohd_hidden_dims"]),
+    )
+
+def router_domain_tables(table):
+    """select() of router_domains_s<seed>/<table>.csv (router_domains or router_specialisation) at the active
+    scale's seeds."""
+    return seeded_labels(["router_domains"], SEED_PLAN["mohd_hidden_dims"], "/%s.csv" % table)
+
 def mohd_run_files(variants):
     """select() of the active scale's trained runs, then their merged configs (the runs table's inputs)."""
     plan = SEED_PLAN["mohd_hidden_dims"]
