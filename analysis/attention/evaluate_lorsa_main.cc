@@ -1,7 +1,8 @@
 // evaluate_lorsa: the tables of analysis/attention/lorsa_evaluation.h
 // (fits.csv, attribution.csv, attribution_shares.csv, heads.csv,
 // probe_heads.csv, probe.csv, induction_heads.csv, errors.csv,
-// qk_spectra.csv, qk_rank.csv, qk_rank_summary.csv, top_activations.txt; with
+// qk_spectra.csv, qk_rank.csv, qk_rank_summary.csv, operand_heads.csv,
+// operand_summary.csv, operand_grid.csv, top_activations.txt; with
 // --fits_only fits.csv alone) for fitted Lorsa layers and attention-output
 // SAEs of one base model.
 //
@@ -129,6 +130,9 @@ absl::Status Run(const std::vector<std::string>& paths) {
            {"qk_spectra.csv", &tables.qk_spectra},
            {"qk_rank.csv", &tables.qk_rank},
            {"qk_rank_summary.csv", &tables.qk_rank_summary},
+           {"operand_heads.csv", &tables.operand_heads},
+           {"operand_summary.csv", &tables.operand_summary},
+           {"operand_grid.csv", &tables.operand_grid},
            {"top_activations.txt", &tables.top_activations}}) {
     if (options.fits_only && file != "fits.csv") continue;
     RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));

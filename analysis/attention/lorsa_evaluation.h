@@ -38,6 +38,14 @@
 //                between a group's QK effective rank and its induction score
 //                (App. C: induction circuits have the higher rank), and between
 //                its W_Q and W_K effective ranks (their spectra align).
+//   operand_heads: per Lorsa fit at the per-layer K and operand, its head
+//                most specific to that operand on the "a + b =" grid
+//                (operand_heads.h) and the same statistic on the shuffled
+//                grid; operand_summary: per operand the most specific head of
+//                any block, the shuffled maximum over the blocks, and the base
+//                model's loss of the true and a shifted sum's first piece;
+//                operand_grid: those two heads' z over the grid (Fig. 7's
+//                operand plots).
 #ifndef SPARSE_LAYERS_ANALYSIS_ATTENTION_LORSA_EVALUATION_H_
 #define SPARSE_LAYERS_ANALYSIS_ATTENTION_LORSA_EVALUATION_H_
 
@@ -103,7 +111,8 @@ struct LorsaEvaluationOptions {
 
 struct LorsaTables {
   std::string fits, attribution, attribution_shares, heads, probe_heads, probe,
-      induction_heads, top_activations, qk_spectra, qk_rank, qk_rank_summary;
+      induction_heads, top_activations, qk_spectra, qk_rank, qk_rank_summary,
+      operand_heads, operand_summary, operand_grid;
   // Per block fitted by both methods at the per-layer K: the agreement of
   // their per-token errors (CompareErrors).
   std::string errors;

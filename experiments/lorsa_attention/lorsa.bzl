@@ -224,6 +224,9 @@ EVALUATION_FILES = [
     "qk_spectra.csv",
     "qk_rank.csv",
     "qk_rank_summary.csv",
+    "operand_heads.csv",
+    "operand_summary.csv",
+    "operand_grid.csv",
     "top_activations.txt",
 ]
 

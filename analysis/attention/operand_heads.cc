@@ -1,0 +1,184 @@
+#include "analysis/attention/operand_heads.h"
+
+#include <limits>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "layers/hooks/hook_point.h"
+#include "layers/models/hook_lookup.h"
+#include "tools/common/status_macros.h"
+
+namespace sparse_layers::analysis {
+namespace {
+
+// Prompt indices grouped by token count, so each group runs as one batch.
+std::map<size_t, std::vector<int64_t>> ByLength(
+    const std::vector<std::vector<int>>& prompts) {
+  std::map<size_t, std::vector<int64_t>> groups;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    groups[prompts[i].size()].push_back(static_cast<int64_t>(i));
+  }
+  return groups;
+}
+
+torch::Tensor Batch(const std::vector<std::vector<int>>& prompts,
+                    const std::vector<int64_t>& indices) {
+  const int64_t length = static_cast<int64_t>(prompts[indices[0]].size());
+  torch::Tensor tokens = torch::empty(
+      {static_cast<int64_t>(indices.size()), length}, torch::kLong);
+  auto view = tokens.accessor<int64_t, 2>();
+  for (size_t r = 0; r < indices.size(); ++r) {
+    for (int64_t t = 0; t < length; ++t) view[r][t] = prompts[indices[r]][t];
+  }
+  return tokens;
+}
+
+// Per head (over H), share(own operand) - share(other), and the shares; heads
+// active on fewer than `min_active_share` of the cells get -inf.
+std::array<OperandHead, 2> Best(const torch::Tensor& z,
+                                double min_active_share) {
+  const torch::Tensor x = z.to(torch::kDouble);  // (A, B, H)
+  const torch::Tensor centred = x - x.mean(std::vector<int64_t>{0, 1}, true);
+  const torch::Tensor total =
+      centred.pow(2).mean(std::vector<int64_t>{0, 1});               // (H)
+  const torch::Tensor op1 = centred.mean(1).pow(2).mean(0) / total;  // (H)
+  const torch::Tensor op2 = centred.mean(0).pow(2).mean(0) / total;  // (H)
+  const torch::Tensor active =
+      (x > 0).to(torch::kDouble).mean(std::vector<int64_t>{0, 1});  // (H)
+  const torch::Tensor eligible = (active >= min_active_share) & (total > 0);
+  std::array<OperandHead, 2> best;
+  for (int operand = 0; operand < 2; ++operand) {
+    const torch::Tensor own = operand == 0 ? op1 : op2;
+    const torch::Tensor other = operand == 0 ? op2 : op1;
+    const torch::Tensor score = torch::where(
+        eligible, own - other,
+        torch::full_like(own, -std::numeric_limits<double>::infinity()));
+    const int64_t head = score.argmax().item<int64_t>();
+    if (!eligible[head].item<bool>()) continue;
+    best[operand] = {head, own[head].item<double>(),
+                     other[head].item<double>()};
+  }
+  return best;
+}
+
+}  // namespace
+
+OperandShares OperandVarianceShares(const torch::Tensor& z) {
+  const std::array<OperandHead, 2> best = Best(z.unsqueeze(-1), 0.0);
+  // One head: its own shares, whichever operand it favours.
+  if (best[0].head < 0) return {};
+  return {best[0].own, best[0].other};
+}
+
+std::array<OperandHead, 2> MostSpecificHeads(const torch::Tensor& z,
+                                             double min_active_share) {
+  return Best(z, min_active_share);
+}
+
+std::array<double, 2> ShuffledSpecificity(const torch::Tensor& z,
+                                          double min_active_share,
+                                          uint64_t seed) {
+  const int64_t a = z.size(0), b = z.size(1);
+  torch::Generator generator = at::detail::createCPUGenerator(seed);
+  const torch::Tensor order =
+      torch::randperm(a * b, generator, torch::TensorOptions(torch::kLong));
+  const torch::Tensor shuffled =
+      z.reshape({a * b, -1}).index_select(0, order).reshape(z.sizes());
+  const std::array<OperandHead, 2> best = Best(shuffled, min_active_share);
+  return {best[0].specificity(), best[1].specificity()};
+}
+
+std::vector<std::vector<int>> OperandPrompts(
+    const datasets::Tokenizer& tokenizer, int grid) {
+  std::vector<std::vector<int>> prompts;
+  for (int a = 0; a < grid; ++a) {
+    for (int b = 0; b < grid; ++b) {
+      // As planted (datasets/synthetic: "a + b = c."), after a document break.
+      std::vector<int> ids = {tokenizer.eos_id()};
+      const std::vector<int> text =
+          tokenizer.Encode(absl::StrCat(a, " + ", b, " ="));
+      ids.insert(ids.end(), text.begin(), text.end());
+      prompts.push_back(std::move(ids));
+    }
+  }
+  return prompts;
+}
+
+absl::StatusOr<torch::Tensor> OperandActivations(
+    layers::GptImpl& model, const layers::LorsaImpl& lorsa, int block,
+    const std::vector<std::vector<int>>& prompts, int grid) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> captured;
+  ASSIGN_OR_RETURN(layers::HookPoint * hook,
+                   layers::RequireHook(
+                       model, absl::StrCat("blocks.", block, ".attn.hook_in")));
+  hook->Add(layers::CaptureHook(&captured));
+  const absl::Cleanup clear_hooks = [&model] { model.ClearHooks(); };
+  const int64_t heads = lorsa.options().ov_heads;
+  torch::Tensor z = torch::empty({static_cast<int64_t>(prompts.size()), heads});
+  for (const auto& [length, indices] : ByLength(prompts)) {
+    captured.clear();
+    model.Hidden(Batch(prompts, indices));
+    const torch::Tensor x =
+        captured.at(0).reshape({static_cast<int64_t>(indices.size()),
+                                static_cast<int64_t>(length), -1});
+    // Every head's z (K = H: no head left out) at the last position.
+    const torch::Tensor last =
+        lorsa.Run(x, heads).activations.select(1, length - 1);
+    z.index_copy_(0, torch::tensor(indices, torch::kLong), last);
+  }
+  return z.view({grid, grid, heads});
+}
+
+absl::StatusOr<SumLoss> SumContinuationLoss(
+    layers::GptImpl& model, const datasets::Tokenizer& tokenizer,
+    const std::vector<std::vector<int>>& prompts, int grid) {
+  torch::NoGradGuard no_grad;
+  // Prompt + the pieces of c after a space, for the true and the shifted sum.
+  std::vector<std::vector<int>> sequences;
+  std::vector<size_t> prompt_lengths;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int sum = static_cast<int>(i) / grid + static_cast<int>(i) % grid;
+    const int shifted = sum + 10 < 2 * grid - 1 ? sum + 10 : sum - 10;
+    for (const int c : {sum, shifted}) {
+      std::vector<int> ids = prompts[i];
+      const std::vector<int> pieces = tokenizer.EncodeWord(absl::StrCat(c));
+      if (pieces.empty()) {
+        return absl::InternalError(
+            absl::StrCat("the tokenizer encodes ", c, " as nothing"));
+      }
+      ids.insert(ids.end(), pieces.begin(), pieces.end());
+      sequences.push_back(std::move(ids));
+      prompt_lengths.push_back(prompts[i].size());
+    }
+  }
+  std::vector<double> loss(sequences.size());
+  for (const auto& [length, indices] : ByLength(sequences)) {
+    if (static_cast<int64_t>(length) > model.options().context_length) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "an operand prompt and its sum of ", length,
+          " tokens exceed the context of ", model.options().context_length));
+    }
+    const torch::Tensor log_probs = torch::log_softmax(
+        model.forward(Batch(sequences, indices)).to(torch::kDouble), -1);
+    for (size_t r = 0; r < indices.size(); ++r) {
+      const size_t i = static_cast<size_t>(indices[r]);
+      for (size_t t = prompt_lengths[i]; t < length; ++t) {
+        loss[i] -= log_probs[r][t - 1][sequences[i][t]].item<double>();
+      }
+    }
+  }
+  SumLoss mean;
+  for (size_t i = 0; i < loss.size(); i += 2) {
+    mean.true_sum += loss[i];
+    mean.shifted_sum += loss[i + 1];
+  }
+  mean.true_sum /= static_cast<double>(prompts.size());
+  mean.shifted_sum /= static_cast<double>(prompts.size());
+  return mean;
+}
+
+}  // namespace sparse_layers::analysis
