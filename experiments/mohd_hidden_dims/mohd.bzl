@@ -39,6 +39,11 @@ VARIANTS = {
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_random_routing: true"),
     # Table 4's last ablation: the x2 model without its balance loss (beta = 0, Eq. 13).
     "mohd_x2_no_balance": struct(expand = 2, n = 8, k = 4, shared = 3, extra = "mohd_balance_weight: 0"),
+    # Fig. 12(a)'s shared allocation of the x2 model's K = 4 active sub-dims (Sec. 5.5): 1/4 and 2/4 shared, and 4/4
+    # (static: every active sub-dim shared, nothing routed); 0/4 is mohd_x2_no_shared and 3/4 mohd_x2.
+    "mohd_x2_shared_1": struct(expand = 2, n = 8, k = 4, shared = 1, extra = ""),
+    "mohd_x2_shared_2": struct(expand = 2, n = 8, k = 4, shared = 2, extra = ""),
+    "mohd_x2_static": struct(expand = 2, n = 8, k = 4, shared = 4, extra = ""),
     # Table 5's decoupled sparsity at 50%: MoHD in the FFN only (the attention dense) or the attention only.
     "mohd_ffn_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = "", only = "ffn"),
     "mohd_attention_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = "", only = "attention"),
