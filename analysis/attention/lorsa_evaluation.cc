@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -628,7 +629,17 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     // The same Lorsa untrained (its initialisation, drawn anew): how operand-
     // specific heads are by their attention to positions alone.
     torch::manual_seed(static_cast<uint64_t>(seed) * 1000 + block);
-    const layers::LorsaImpl untrained(lorsa->options());
+    layers::LorsaImpl untrained(lorsa->options());
+    {
+      // As the trainer starts it: on inputs scaled to mean norm sqrt(d),
+      // measured on the block's cache rows (replacement_objectives.cc).
+      const torch::Tensor x = std::get<0>(caches.at(block)->Range(
+          0, std::min<int64_t>(caches.at(block)->rows(), 16384)));
+      untrained.FoldInputOutputScales(
+          std::sqrt(static_cast<double>(x.size(1))) /
+              x.norm(2, 1).mean().clamp_min(1e-12).item<double>(),
+          1.0);
+    }
     ASSIGN_OR_RETURN(
         const torch::Tensor z_init,
         OperandActivations(model, untrained, block, prompts, kOperandGrid));
@@ -661,13 +672,16 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
       "specificity_init,sum_loss_true,sum_loss_shifted\n";
   tables.operand_grid = "seed,operand,block,head,op1,op2,z\n";
   for (int operand = 0; operand < 2; ++operand) {
-    const Best& b = best[operand];
-    if (b.head < 0) continue;
+    // Every operand's row (the sum losses do not depend on a head); no head
+    // active on the grid: head -1, specificities 0.
+    Best& b = best[operand];
+    if (b.head < 0) b.specificity = b.shuffled = b.init = 0;
     absl::StrAppendFormat(&tables.operand_summary,
                           "%d,lorsa,op%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f\n",
                           seed, operand + 1, b.block, b.head, b.specificity,
                           b.shuffled, b.init, sum_loss.true_sum,
                           sum_loss.shifted_sum);
+    if (b.head < 0) continue;
     const auto z = b.z.accessor<float, 2>();
     for (int a = 0; a < kOperandGrid; ++a) {
       for (int c = 0; c < kOperandGrid; ++c) {

@@ -40,10 +40,11 @@
 //                its W_Q and W_K effective ranks (their spectra align).
 //   operand_heads: per Lorsa fit at the per-layer K and operand, its head
 //                most specific to that operand on the "a + b =" grid
-//                (operand_heads.h) and the same statistic on the shuffled
-//                grid; operand_summary: per operand the most specific head of
-//                any block, the shuffled maximum over the blocks, and the base
-//                model's loss of the true and a shifted sum's first piece;
+//                (operand_heads.h), the same statistic on the shuffled grid
+//                and for the same Lorsa untrained; operand_summary: per
+//                operand the most specific head of any block, the shuffled and
+//                untrained maxima over the blocks, and the base model's loss of
+//                the true sum's pieces against a sum 10 away's;
 //                operand_grid: those two heads' z over the grid (Fig. 7's
 //                operand plots).
 #ifndef SPARSE_LAYERS_ANALYSIS_ATTENTION_LORSA_EVALUATION_H_

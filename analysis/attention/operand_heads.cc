@@ -1,5 +1,6 @@
 #include "analysis/attention/operand_heads.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <utility>
@@ -96,8 +97,10 @@ std::vector<std::vector<int>> OperandPrompts(
   std::vector<std::vector<int>> prompts;
   for (int a = 0; a < grid; ++a) {
     for (int b = 0; b < grid; ++b) {
-      // As planted (datasets/synthetic: "a + b = c."), after a document break.
-      std::vector<int> ids = {tokenizer.eos_id()};
+      // As planted (datasets/synthetic: "a + b = c."), after a document break
+      // (the tokenizer's begin-of-text piece where it has one, else eos).
+      std::vector<int> ids = {tokenizer.bos_id() >= 0 ? tokenizer.bos_id()
+                                                      : tokenizer.eos_id()};
       const std::vector<int> text =
           tokenizer.Encode(absl::StrCat(a, " + ", b, " ="));
       ids.insert(ids.end(), text.begin(), text.end());
@@ -156,18 +159,30 @@ absl::StatusOr<SumLoss> SumContinuationLoss(
     }
   }
   std::vector<double> loss(sequences.size());
-  for (const auto& [length, indices] : ByLength(sequences)) {
+  constexpr size_t kChunk = 64;  // Sequences per forward: logits stay small.
+  for (const auto& [length, group] : ByLength(sequences)) {
     if (static_cast<int64_t>(length) > model.options().context_length) {
       return absl::InvalidArgumentError(absl::StrCat(
           "an operand prompt and its sum of ", length,
           " tokens exceed the context of ", model.options().context_length));
     }
-    const torch::Tensor log_probs = torch::log_softmax(
-        model.forward(Batch(sequences, indices)).to(torch::kDouble), -1);
-    for (size_t r = 0; r < indices.size(); ++r) {
-      const size_t i = static_cast<size_t>(indices[r]);
-      for (size_t t = prompt_lengths[i]; t < length; ++t) {
-        loss[i] -= log_probs[r][t - 1][sequences[i][t]].item<double>();
+    for (size_t start = 0; start < group.size(); start += kChunk) {
+      const std::vector<int64_t> indices(
+          group.begin() + start,
+          group.begin() + std::min(group.size(), start + kChunk));
+      const torch::Tensor tokens = Batch(sequences, indices);
+      // log p(token t | < t) = logit - logsumexp, at the targets only.
+      const torch::Tensor logits =
+          model.forward(tokens).slice(1, 0, length - 1).to(torch::kDouble);
+      const torch::Tensor target = tokens.slice(1, 1).unsqueeze(-1);
+      const torch::Tensor log_probs =
+          (logits.gather(-1, target).squeeze(-1) - logits.logsumexp(-1));
+      const auto lp = log_probs.accessor<double, 2>();
+      for (size_t r = 0; r < indices.size(); ++r) {
+        const size_t i = static_cast<size_t>(indices[r]);
+        for (size_t t = prompt_lengths[i]; t < length; ++t) {
+          loss[i] -= lp[r][t - 1];
+        }
       }
     }
   }

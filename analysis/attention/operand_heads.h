@@ -47,7 +47,8 @@ std::array<double, 2> ShuffledSpecificity(const torch::Tensor& z,
                                           double min_active_share,
                                           uint64_t seed);
 
-// The prompts "<eos>a + b =" for a, b in [0, grid), row-major in (a, b).
+// The prompts "<bos>a + b =" for a, b in [0, grid), row-major in (a, b); eos
+// in place of bos for a tokenizer without one (our LMs' document break).
 std::vector<std::vector<int>> OperandPrompts(
     const datasets::Tokenizer& tokenizer, int grid);
 

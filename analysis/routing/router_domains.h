@@ -39,15 +39,17 @@ struct RouterDomainOptions {
   int64_t seed = 1;           // Draws of a random-routing model.
 };
 
-// One domain's held-out tokens: its documents dealt alternately (file order)
-// into two halves, each half's documents encoded and joined by eos.
+// One domain's held-out tokens: its documents, in a fixed pseudo-random order
+// (a hash of id and text), dealt alternately into two halves, each half's
+// documents encoded (at most 1/8 of a half each) and joined by eos.
 struct DomainTokens {
   std::string domain;
   std::array<std::vector<int>, 2> halves;
 };
 
 // The documents of `jsonl` (corpus split JSONL) by "source", domains in name
-// order, each half capped at tokens_per_domain / 2 tokens.
+// order, each half capped at tokens_per_domain / 2 tokens; a document without
+// a source is an error.
 absl::StatusOr<std::vector<DomainTokens>> DomainHalves(
     absl::string_view jsonl, const datasets::Tokenizer& tokenizer,
     const RouterDomainOptions& options);
@@ -73,6 +75,7 @@ class RouterDomainTables {
   RouterDomainTables();
   // Every MoHD router of `model` (name: the model's column, seed its
   // training seed) on `domains`; a model without MoHD routers is an error.
+  // Fewer than 2 domains (a corpus of one source) add no rows.
   absl::Status AddModel(const std::string& name, int64_t seed,
                         layers::GptImpl& model,
                         const std::vector<DomainTokens>& domains,

@@ -6,6 +6,7 @@
 //   router_domains --models=mohd_x2=a.pt,mohd_x2_random_routing=b.pt
 //       --corpus_dir=.../mixed --split=test --tokenizer=bpe_small.model
 //       --out_dir=DIR
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,12 @@ absl::Status Run() {
   options.sequence_length = absl::GetFlag(FLAGS_sequence_length);
   ASSIGN_OR_RETURN(const std::vector<DomainTokens> domains,
                    DomainHalves(jsonl, *tokenizer, options));
+  if (domains.size() < 2) {
+    std::fprintf(stderr,
+                 "router_domains: documents from %zu source(s), no two domains "
+                 "to compare: the tables stay empty\n",
+                 domains.size());
+  }
   RouterDomainTables tables;
   for (const std::string& entry : absl::GetFlag(FLAGS_models)) {
     const std::vector<std::string> parts = absl::StrSplit(entry, '=');

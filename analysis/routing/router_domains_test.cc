@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -56,37 +57,50 @@ std::unique_ptr<datasets::Tokenizer> CharTokenizer() {
   return tokenizer;
 }
 
+int Count(const std::vector<int>& ids, int id) {
+  return static_cast<int>(std::count(ids.begin(), ids.end(), id));
+}
+
 TEST(DomainHalvesTest, DocumentsAlternateBetweenHalvesJoinedByEosAndCapped) {
   const auto tokenizer = CharTokenizer();
   const std::string jsonl =
-      "{\"source\":\"y\",\"text\":\"bbb\"}\n"
-      "{\"source\":\"x\",\"text\":\"aa\"}\n"
-      "{\"source\":\"x\",\"text\":\"ab\"}\n"
-      "{\"source\":\"x\",\"text\":\"b\"}\n";
+      "{\"id\":\"1\",\"source\":\"y\",\"text\":\"bbb\"}\n"
+      "{\"id\":\"2\",\"source\":\"x\",\"text\":\"a\"}\n"
+      "{\"id\":\"3\",\"source\":\"x\",\"text\":\"aa\"}\n"
+      "{\"id\":\"4\",\"source\":\"x\",\"text\":\"aaa\"}\n"
+      "{\"id\":\"5\",\"source\":\"x\",\"text\":\"aaaa\"}\n";
   RouterDomainOptions options;
-  options.tokens_per_domain = 100;
+  options.tokens_per_domain = 160;  // 80 a half, at most 10 a document.
   absl::StatusOr<std::vector<DomainTokens>> domains =
       DomainHalves(jsonl, *tokenizer, options);
   ASSERT_TRUE(domains.ok()) << domains.status();
   ASSERT_EQ(domains->size(), 2u);
-  EXPECT_EQ((*domains)[0].domain, "x");  // Name order.
-  EXPECT_EQ((*domains)[0].halves[0], (std::vector<int>{0, 0, 2, 1, 2}));
-  EXPECT_EQ((*domains)[0].halves[1], (std::vector<int>{0, 1, 2}));
+  const DomainTokens& x = (*domains)[0];
+  EXPECT_EQ(x.domain, "x");  // Name order.
+  // Two whole documents in each half, every document once.
+  EXPECT_EQ(Count(x.halves[0], 2), 2);
+  EXPECT_EQ(Count(x.halves[1], 2), 2);
+  EXPECT_EQ(Count(x.halves[0], 0) + Count(x.halves[1], 0), 1 + 2 + 3 + 4);
   EXPECT_EQ((*domains)[1].halves[0], (std::vector<int>{1, 1, 1, 2}));
   EXPECT_TRUE((*domains)[1].halves[1].empty());
+  // The same input, the same halves.
+  EXPECT_EQ(DomainHalves(jsonl, *tokenizer, options)->at(0).halves[0],
+            x.halves[0]);
 
-  options.tokens_per_domain = 4;  // Two tokens per half.
+  options.tokens_per_domain = 16;  // 8 a half, at most 1 token a document.
   domains = DomainHalves(jsonl, *tokenizer, options);
   ASSERT_TRUE(domains.ok());
-  EXPECT_EQ((*domains)[0].halves[0], (std::vector<int>{0, 0}));
+  EXPECT_EQ((*domains)[0].halves[0], (std::vector<int>{0, 2, 0, 2}));
+  EXPECT_EQ((*domains)[1].halves[0], (std::vector<int>{1, 2}));
 
   EXPECT_FALSE(
       DomainHalves("{\"text\":\"ab\"}\n{\"source\":\"x\",\"text\":\"a\"}",
                    *tokenizer, options)
           .ok());  // No source.
-  EXPECT_FALSE(
+  EXPECT_EQ(
       DomainHalves("{\"source\":\"x\",\"text\":\"a\"}", *tokenizer, options)
-          .ok());  // One domain.
+          ->size(),
+      1u);  // One domain: nothing to compare, but no error.
 }
 
 std::shared_ptr<layers::GptImpl> TinyMohd() {
@@ -193,6 +207,16 @@ TEST(RouterDomainTablesTest, AModelWithoutRoutersIsAnError) {
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("dense has no routed MoHD"),
             std::string::npos);
+}
+
+TEST(RouterDomainTablesTest, OneDomainAddsNoRows) {
+  auto model = TinyMohd();
+  RouterDomainTables tables;
+  std::vector<DomainTokens> one = TwoDomains();
+  one.pop_back();
+  ASSERT_TRUE(tables.AddModel("mohd", 1, *model, one, {}).ok());
+  EXPECT_EQ(Rows(tables.domains_csv()).size(), 1u);  // The header.
+  EXPECT_EQ(Rows(tables.specialisation_csv()).size(), 1u);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ runs made from them (issue 20: seeds as a build dimension)."""
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
 load("@saelens_sae//:settings.bzl", "SAELENS_BASE", "SAELENS_SAE")
 load("//datasets/pretrained:pretrained.bzl", "saelens_fit")
-load("//tools/scale:scale.bzl", "by_scale")
+load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_labels", "seeded_name")
 load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
 load("//tools/train:tool_run.bzl", "tool_run")
@@ -93,19 +93,34 @@ def _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k,
         " layer_options { random_k: true }" if random_k else "",
     )
 
+def _at_scale(value, scale):
+    """`value` at `scale`: its entry when it is a {scale: value} dict, else itself."""
+    return value[scale] if type(value) == "dict" else value
+
 def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False, cp_rank_fraction = None, l1_penalty = None):
     """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
     sets the layer's initialisation and the order of the cached rows; `layer`, when set, the replaced block
-    (else fit_<scale>.textproto's); `random_k`, training with a random K' per step (MxD App. C.2);
+    ({scale: block} or one for all; else fit_<scale>.textproto's); `random_k`, training with a random K' per
+    step (MxD App. C.2);
     `cp_rank_fraction`, the decoder rank of a "cp_moe" as a share of min(H, d) (MxD App. B.4.1);
     `l1_penalty`, {scale: lambda}: ReLU + L1 codes with that penalty instead of TopK (MxD App. B.6.1; top_k 0)."""
+    per_scale = l1_penalty != None or type(layer) == "dict"
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
-        cmd = _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, None) if l1_penalty == None else by_scale({
-            scale: _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, penalty)
-            for scale, penalty in l1_penalty.items()
-        }),
+        cmd = by_scale({
+            scale: _overlay_cmd(
+                name,
+                ffn,
+                top_k,
+                on_output,
+                _at_scale(layer, scale),
+                cp_rank_fraction,
+                random_k,
+                _at_scale(l1_penalty, scale),
+            )
+            for scale in SCALES
+        }) if per_scale else _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, None),
     )
     seeded_config(
         name = name,
@@ -348,6 +363,49 @@ def l1_files(suffix):
     labels = []
     for base in l1_bases():
         labels = labels + seeded_labels([base.name + "_relu_l1"], SEED_PLAN["mxd_frontier"], suffix)
+    return labels
+
+# MxD App. B.3 (Fig. 11): the frontier at another block, at 4 of the grid's K as the paper's other layers. The
+# last block at smoke and cpu (at cpu its FFN costs 0.03-0.06 nats to zero-ablate against block 0's 4.6,
+# ffn_ablation.csv: the CE claims then read NOT TESTABLE by control ffn_matters_other_block), block 4 of 12 at
+# paper scale (the frontier's is 8).
+OTHER_BLOCK = {"smoke": 1, "cpu": 3, "paper": 4}
+OTHER_BLOCK_KS = [2, 4, 8, 32]
+
+def other_block_frontier(base, activations, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
+    """MxD App. B.3 (Fig. 11) on one base, per seed: <base>_other_block_<method>_k<K>_s<seed>, the Transcoder,
+    Skip Transcoder and MxD at OTHER_BLOCK_KS fitted on `activations` (the OTHER_BLOCK cache), and
+    <base>_other_block_s<seed>, their frontier evaluation (CE with that block's FFN replaced or zero-ablated)."""
+    fits = replacement_grid(
+        prefix = base.name + "_other_block",
+        base = base.checkpoint,
+        base_config = base.config,
+        activations = activations,
+        methods = {"tc": "transcoder", "stc": "skip_transcoder", "mxd": "mxd_" + base.name},
+        ks = OTHER_BLOCK_KS,
+        seeds = seeds,
+        layer = OTHER_BLOCK,
+    )
+    for seed, names in fits.items():
+        frontier_evaluation(
+            seeded_name(base.name + "_other_block", seed),
+            base.name,
+            base.checkpoint,
+            activations,
+            names,
+            base.tokens,
+            seed,
+        )
+
+def other_block_bases():
+    """The bases with the other block's frontier: the GELU-MLP family (ours, or a pretrained GPT-2-like model)."""
+    return [base for base in base_models() if base.name == "gelu" and base.layer == None]
+
+def other_block_files():
+    """select() of every other_block_frontier table at the active scale's seeds."""
+    labels = []
+    for base in other_block_bases():
+        labels = labels + seeded_labels([base.name + "_other_block"], SEED_PLAN["mxd_frontier"], ".csv")
     return labels
 
 # MxD App. B.6.2 (Fig. 19): the encoders each base's MxD is compared against (its own, mxd_<base>, is the

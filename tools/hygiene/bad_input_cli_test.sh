@@ -136,6 +136,14 @@ expect summary_table "$out" "summary or config: $work/missing is not a readable 
   --out="$out" --fields=steps "$work/missing"
 expect activation_flow "$out" "--windows must be >= 1, got 0" \
   --models=a="$work/lm.pt" --tokens="$tokens" --out_dir="$out" --windows=0
+mkdir -p "$work/corpus"
+printf '{"source":"x","text":"a b"}\n{"source":"y","text":"c d"}\n' >"$work/corpus/test.jsonl"
+expect router_domains "$out" "--tokens_per_domain must be >= 4, got 2" \
+  --models=a="$work/lm.pt" --corpus_dir="$work/corpus" --tokenizer="$tokenizer" --out_dir="$out" \
+  --tokens_per_domain=2
+expect router_domains "$out" "$work/corpus/validation.jsonl" \
+  --models=a="$work/lm.pt" --corpus_dir="$work/corpus" --split=validation --tokenizer="$tokenizer" \
+  --out_dir="$out"
 expect ffn_ablation "$out" "--batch_size must be >= 1, got -3" \
   --base="$work/lm.pt" --tokens="$tokens" --out="$out" --batch_size=-3
 expect judge_claims "$out" "--min_n takes a whole number >= 0" --min_n=-1 --verify "$out"
