@@ -173,10 +173,11 @@ absl::StatusOr<SumLoss> SumContinuationLoss(
       const torch::Tensor tokens = Batch(sequences, indices);
       // log p(token t | < t) = logit - logsumexp, at the targets only.
       const torch::Tensor logits =
-          model.forward(tokens).slice(1, 0, length - 1).to(torch::kDouble);
+          model.forward(tokens).slice(1, 0, length - 1);
       const torch::Tensor target = tokens.slice(1, 1).unsqueeze(-1);
       const torch::Tensor log_probs =
-          (logits.gather(-1, target).squeeze(-1) - logits.logsumexp(-1));
+          (logits.gather(-1, target).squeeze(-1) - logits.logsumexp(-1))
+              .to(torch::kDouble);
       const auto lp = log_probs.accessor<double, 2>();
       for (size_t r = 0; r < indices.size(); ++r) {
         const size_t i = static_cast<size_t>(indices[r]);
