@@ -100,11 +100,13 @@ void AppendQkRank(const layers::LorsaImpl& lorsa, const ZPatternScores& scores,
 }
 
 // Attention input of `block` on `tokens` (the cached quantity).
-torch::Tensor AttentionInput(layers::GptImpl& model, int block,
-                             const torch::Tensor& tokens) {
+absl::StatusOr<torch::Tensor> AttentionInput(layers::GptImpl& model, int block,
+                                             const torch::Tensor& tokens) {
   std::vector<torch::Tensor> captured;
-  model.FindHook(absl::StrCat("blocks.", block, ".attn.hook_in"))
-      ->Add(layers::CaptureHook(&captured));
+  ASSIGN_OR_RETURN(layers::HookPoint * hook,
+                   layers::RequireHook(
+                       model, absl::StrCat("blocks.", block, ".attn.hook_in")));
+  hook->Add(layers::CaptureHook(&captured));
   model.Hidden(tokens);
   model.ClearHooks();
   return captured.at(0);
@@ -519,8 +521,10 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
     if (!lorsa) continue;
     const int block = fit.spec.layer();
+    ASSIGN_OR_RETURN(const torch::Tensor probe_input,
+                     AttentionInput(model, block, probe));
     const layers::LorsaOutput out =
-        lorsa->Run(AttentionInput(model, block, probe), lorsa->options().top_k);
+        lorsa->Run(probe_input, lorsa->options().top_k);
     const ZPatternScores scores = LorsaZPatternScores(
         out.pattern, out.values, out.activations, 1, period);
     std::vector<std::pair<double, int64_t>> best_induction, best_previous;
@@ -564,9 +568,9 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     const datasets::TokenBatch batch = listing_sampler.EvalBatch(0, 1);
     const torch::Tensor held_out =
         torch::tensor(batch.inputs).view({listing_windows, length});
-    const torch::Tensor z = lorsa
-                                ->Run(AttentionInput(model, block, held_out),
-                                      lorsa->options().top_k)
+    ASSIGN_OR_RETURN(const torch::Tensor held_out_input,
+                     AttentionInput(model, block, held_out));
+    const torch::Tensor z = lorsa->Run(held_out_input, lorsa->options().top_k)
                                 .activations;  // (W, T, H)
     using Ranked = std::vector<std::pair<double, int64_t>>;
     for (const auto& [kind, ranked] :

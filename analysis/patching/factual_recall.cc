@@ -205,12 +205,12 @@ FactRecallTables::FactRecallTables()
           "word_class_agreement,shuffled_word_class_agreement,"
           "word_class_agreement_any,same_token_share\n") {}
 
-void AppendPatching(const std::string& model_name, int64_t seed,
-                    layers::GptImpl& model, PatchKind kind,
-                    const std::vector<Fact>& facts,
-                    const datasets::Tokenizer& tok,
-                    const std::vector<int64_t>& prefix,
-                    FactRecallTables& tables) {
+absl::Status AppendPatching(const std::string& model_name, int64_t seed,
+                            layers::GptImpl& model, PatchKind kind,
+                            const std::vector<Fact>& facts,
+                            const datasets::Tokenizer& tok,
+                            const std::vector<int64_t>& prefix,
+                            FactRecallTables& tables) {
   std::string* recall_csv = &tables.recall;
   std::string* patching_csv = &tables.patching;
   std::string* contrasts_csv = &tables.block_contrasts;
@@ -303,8 +303,9 @@ void AppendPatching(const std::string& model_name, int64_t seed,
         torch::tensor(counterfactual).view({pairs, -1});
     const torch::Tensor ya = torch::tensor(clean_answer);
     const torch::Tensor yb = torch::tensor(cf_answer);
-    const RecordedRun clean_run = RunAndRecord(model, clean_tokens);
-    const RecordedRun cf_run = RunAndRecord(model, cf_tokens);
+    ASSIGN_OR_RETURN(const RecordedRun clean_run,
+                     RunAndRecord(model, clean_tokens));
+    ASSIGN_OR_RETURN(const RecordedRun cf_run, RunAndRecord(model, cf_tokens));
     const torch::Tensor m_clean =
         LogitDifference(clean_run.last_logits, ya, yb);
     const torch::Tensor m_cf = LogitDifference(cf_run.last_logits, ya, yb);
@@ -314,8 +315,11 @@ void AppendPatching(const std::string& model_name, int64_t seed,
     RecordedRun third_fact_run;
     torch::Tensor clean_sub, ya_sub, yb_sub, m_clean_sub, m_cf_sub;
     if (third_fact_pairs > 0) {
-      third_fact_run = RunAndRecord(
-          model, torch::tensor(third_fact_tokens).view({third_fact_pairs, -1}));
+      ASSIGN_OR_RETURN(
+          third_fact_run,
+          RunAndRecord(
+              model,
+              torch::tensor(third_fact_tokens).view({third_fact_pairs, -1})));
       clean_sub = clean_tokens.index_select(0, rows);
       ya_sub = ya.index_select(0, rows);
       yb_sub = yb.index_select(0, rows);
@@ -331,15 +335,17 @@ void AppendPatching(const std::string& model_name, int64_t seed,
     for (size_t s = 0; s < block_sets.size(); ++s) {
       for (size_t l = 0; l < labels.size(); ++l) {
         if (position[l] < 0) continue;
-        const torch::Tensor patched = RunPatched(
-            model, clean_tokens, cf_run, kind, block_sets[s], position[l]);
+        ASSIGN_OR_RETURN(const torch::Tensor patched,
+                         RunPatched(model, clean_tokens, cf_run, kind,
+                                    block_sets[s], position[l]));
         PooledEffect& cell = pooled[{static_cast<int>(s), static_cast<int>(l)}];
         cell.Add(
             SummariseEffect(m_clean, m_cf, LogitDifference(patched, ya, yb)),
             m_clean, m_cf);
         if (third_fact_pairs == 0) continue;
-        const torch::Tensor patched_by_third_fact = RunPatched(
-            model, clean_sub, third_fact_run, kind, block_sets[s], position[l]);
+        ASSIGN_OR_RETURN(const torch::Tensor patched_by_third_fact,
+                         RunPatched(model, clean_sub, third_fact_run, kind,
+                                    block_sets[s], position[l]));
         cell.AddThirdFact(
             SummariseEffect(
                 m_clean_sub, m_cf_sub,
@@ -402,6 +408,7 @@ void AppendPatching(const std::string& model_name, int64_t seed,
           "\n");
     }
   }
+  return absl::OkStatus();
 }
 
 absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
@@ -418,8 +425,8 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
                    datasets::ReadHeldOutWindows(*shards, options.windows, 128));
   const int windows = held_out.count;
   const torch::Tensor tokens = torch::tensor(held_out.ids).view({windows, 128});
-  const RecordedRun sparse_run = RunAndRecord(sparse, tokens);
-  const RecordedRun dense_run = RunAndRecord(dense, tokens);
+  ASSIGN_OR_RETURN(const RecordedRun sparse_run, RunAndRecord(sparse, tokens));
+  ASSIGN_OR_RETURN(const RecordedRun dense_run, RunAndRecord(dense, tokens));
   // Word class per token: punctuation pieces and "▁word" pieces in the
   // lexicon; every other token is left out.
   std::map<std::string, int> class_ids;

@@ -65,13 +65,14 @@ struct FactRecallTables {
 // position of Sec. 4.3) and the final token; effects pooled over the length
 // groups by pair count. Beside each effect, the disruption null: each pair's
 // clean prompt patched with a third fact's state (an answer neither the clean
-// nor the counterfactual one), on the pairs whose group has such a fact.
-void AppendPatching(const std::string& model_name, int64_t seed,
-                    layers::GptImpl& model, PatchKind kind,
-                    const std::vector<Fact>& facts,
-                    const datasets::Tokenizer& tok,
-                    const std::vector<int64_t>& prefix,
-                    FactRecallTables& tables);
+// nor the counterfactual one), on the pairs whose group has such a fact. A
+// model without the patched hooks is an error.
+absl::Status AppendPatching(const std::string& model_name, int64_t seed,
+                            layers::GptImpl& model, PatchKind kind,
+                            const std::vector<Fact>& facts,
+                            const datasets::Tokenizer& tok,
+                            const std::vector<int64_t>& prefix,
+                            FactRecallTables& tables);
 
 struct NeighbourOptions {
   std::string tokens_manifest;  // Held-out token split.

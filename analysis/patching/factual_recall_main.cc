@@ -60,12 +60,12 @@ absl::Status Run() {
 
   analysis::FactRecallTables tables;
   const std::vector<int64_t> prefix = analysis::PromptPrefix(*tok);
-  analysis::AppendPatching("sgatlin", sparse.config.runtime().seed(),
-                           *sparse.model, analysis::PatchKind::kRouting, facts,
-                           *tok, prefix, tables);
-  analysis::AppendPatching("dense", dense.config.runtime().seed(), *dense.model,
-                           analysis::PatchKind::kFfnHidden, facts, *tok, prefix,
-                           tables);
+  RETURN_IF_ERROR(analysis::AppendPatching(
+      "sgatlin", sparse.config.runtime().seed(), *sparse.model,
+      analysis::PatchKind::kRouting, facts, *tok, prefix, tables));
+  RETURN_IF_ERROR(analysis::AppendPatching(
+      "dense", dense.config.runtime().seed(), *dense.model,
+      analysis::PatchKind::kFfnHidden, facts, *tok, prefix, tables));
   ASSIGN_OR_RETURN(const auto lexicon,
                    analysis::BrownLexicon(absl::GetFlag(FLAGS_brown_dir)));
   analysis::NeighbourOptions neighbours;

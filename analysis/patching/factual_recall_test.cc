@@ -136,8 +136,9 @@ TEST(AppendPatchingTest, PrefixPositionsHaveNoEffect) {
       *ParseFacts(absl::StrCat(kStates, kMoreStates), *tok, "f.csv");
   const std::vector<int64_t> prefix = PromptPrefix(*tok);
   FactRecallTables tables;
-  AppendPatching("sgatlin", 5, **model, PatchKind::kRouting, facts, *tok,
-                 prefix, tables);
+  ASSERT_TRUE(AppendPatching("sgatlin", 5, **model, PatchKind::kRouting, facts,
+                             *tok, prefix, tables)
+                  .ok());
   const std::vector<std::string> recall =
       absl::StrSplit(tables.recall, '\n', absl::SkipEmpty());
   EXPECT_EQ(recall.size(), facts.size() + 1);
@@ -225,8 +226,9 @@ TEST(AppendPatchingTest, NoThirdFactNoNullRow) {
                    "\nSalem,New Hampshire North Carolina\n"),
       *tok, "f.csv");
   FactRecallTables tables;
-  AppendPatching("dense", 5, **model, PatchKind::kFfnHidden, facts, *tok,
-                 prefix, tables);
+  ASSERT_TRUE(AppendPatching("dense", 5, **model, PatchKind::kFfnHidden, facts,
+                             *tok, prefix, tables)
+                  .ok());
   const std::vector<std::string> patching =
       absl::StrSplit(tables.patching, '\n', absl::SkipEmpty());
   EXPECT_GT(patching.size(), 1u);

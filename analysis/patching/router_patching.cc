@@ -7,6 +7,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "layers/models/hook_lookup.h"
+#include "tools/common/status_macros.h"
+
 namespace sparse_layers::analysis {
 namespace {
 
@@ -48,7 +53,8 @@ std::vector<std::shared_ptr<layers::ProductKeyFfnImpl>> ProductKeyLayers(
   return out;
 }
 
-RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens) {
+absl::StatusOr<RecordedRun> RunAndRecord(layers::GptImpl& model,
+                                         const torch::Tensor& tokens) {
   torch::NoGradGuard no_grad;
   const auto product_key = ProductKeyLayers(model);
   const int blocks = static_cast<int>(product_key.size());
@@ -56,15 +62,21 @@ RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens) {
   run.routing.resize(blocks);
   std::vector<std::vector<torch::Tensor>> hidden(blocks), scores(blocks),
       indices(blocks);
+  const absl::Cleanup clear_hooks = [&model] { model.ClearHooks(); };
   for (int b = 0; b < blocks; ++b) {
     if (product_key[b]) {
-      model.FindHook(FfnHookName(b, "hook_router_scores"))
-          ->Add(layers::CaptureHook(&scores[b]));
-      model.FindHook(FfnHookName(b, "hook_router_indices"))
-          ->Add(layers::CaptureHook(&indices[b]));
+      ASSIGN_OR_RETURN(
+          layers::HookPoint * router_scores,
+          layers::RequireHook(model, FfnHookName(b, "hook_router_scores")));
+      router_scores->Add(layers::CaptureHook(&scores[b]));
+      ASSIGN_OR_RETURN(
+          layers::HookPoint * router_indices,
+          layers::RequireHook(model, FfnHookName(b, "hook_router_indices")));
+      router_indices->Add(layers::CaptureHook(&indices[b]));
     }
-    model.FindHook(FfnHookName(b, "hook_hidden"))
-        ->Add(layers::CaptureHook(&hidden[b]));
+    ASSIGN_OR_RETURN(layers::HookPoint * ffn_hidden,
+                     layers::RequireHook(model, FfnHookName(b, "hook_hidden")));
+    ffn_hidden->Add(layers::CaptureHook(&hidden[b]));
   }
   run.last_logits = LastLogitsThenUnhook(model, tokens);
   for (int b = 0; b < blocks; ++b) {
@@ -74,31 +86,45 @@ RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens) {
   return run;
 }
 
-torch::Tensor RunPatched(layers::GptImpl& model, const torch::Tensor& tokens,
-                         const RecordedRun& source, PatchKind kind,
-                         const std::vector<int>& blocks, int position) {
+absl::StatusOr<torch::Tensor> RunPatched(layers::GptImpl& model,
+                                         const torch::Tensor& tokens,
+                                         const RecordedRun& source,
+                                         PatchKind kind,
+                                         const std::vector<int>& blocks,
+                                         int position) {
   torch::NoGradGuard no_grad;
   const auto product_key = ProductKeyLayers(model);
+  const absl::Cleanup clear_hooks = [&model] { model.ClearHooks(); };
   for (int b : blocks) {
+    if (b < 0 || b >= static_cast<int>(product_key.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "block ", b, " of a model of ", product_key.size(), " blocks"));
+    }
     if (kind == PatchKind::kRouting) {
-      TORCH_CHECK(product_key.at(b), "block ", b, " has no product-key FFN");
+      if (!product_key[b]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("block ", b, " has no product-key FFN"));
+      }
       const layers::ProductTopK& from = source.routing.at(b);
       for (const auto& [hook, patched] :
            {std::pair{"hook_router_scores", &from.scores},
             std::pair{"hook_router_indices", &from.indices}}) {
-        model.FindHook(FfnHookName(b, hook))
-            ->Add(layers::ReplaceHook(
-                [patched, &tokens, position](const torch::Tensor& routing) {
-                  return CopyPosition(routing, *patched, tokens, position);
-                }));
+        ASSIGN_OR_RETURN(layers::HookPoint * point,
+                         layers::RequireHook(model, FfnHookName(b, hook)));
+        point->Add(layers::ReplaceHook(
+            [patched, &tokens, position](const torch::Tensor& routing) {
+              return CopyPosition(routing, *patched, tokens, position);
+            }));
       }
     } else {
       const torch::Tensor& from = source.ffn_hidden.at(b);
-      model.FindHook(FfnHookName(b, "hook_hidden"))
-          ->Add(layers::ReplaceHook(
-              [&from, &tokens, position](const torch::Tensor& hidden) {
-                return CopyPosition(hidden, from, tokens, position);
-              }));
+      ASSIGN_OR_RETURN(
+          layers::HookPoint * point,
+          layers::RequireHook(model, FfnHookName(b, "hook_hidden")));
+      point->Add(layers::ReplaceHook(
+          [&from, &tokens, position](const torch::Tensor& hidden) {
+            return CopyPosition(hidden, from, tokens, position);
+          }));
     }
   }
   return LastLogitsThenUnhook(model, tokens);

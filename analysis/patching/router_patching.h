@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "layers/ffn/sgatlin.h"
 #include "layers/models/gpt.h"
 
@@ -32,7 +33,9 @@ struct RecordedRun {
   std::vector<layers::ProductTopK> routing;  // Empty entries: dense blocks.
   std::vector<torch::Tensor> ffn_hidden;     // Per block, (B, T, ...).
 };
-RecordedRun RunAndRecord(layers::GptImpl& model, const torch::Tensor& tokens);
+// A model without a block's FFN hooks is an error naming the hook.
+absl::StatusOr<RecordedRun> RunAndRecord(layers::GptImpl& model,
+                                         const torch::Tensor& tokens);
 
 enum class PatchKind {
   kRouting,    // Scores and indices of all channels (the paper's intervention).
@@ -40,10 +43,15 @@ enum class PatchKind {
 };
 
 // Last-position logits of `tokens` with `kind` of every block in `blocks`
-// at `position` taken from `source` (recorded on a batch of the same shape).
-torch::Tensor RunPatched(layers::GptImpl& model, const torch::Tensor& tokens,
-                         const RecordedRun& source, PatchKind kind,
-                         const std::vector<int>& blocks, int position);
+// at `position` taken from `source` (recorded on a batch of the same shape);
+// a block out of range, or routing patched into a block without a
+// product-key FFN, is an error.
+absl::StatusOr<torch::Tensor> RunPatched(layers::GptImpl& model,
+                                         const torch::Tensor& tokens,
+                                         const RecordedRun& source,
+                                         PatchKind kind,
+                                         const std::vector<int>& blocks,
+                                         int position);
 
 // m = logit(clean answer) - logit(counterfactual answer) per pair.
 torch::Tensor LogitDifference(const torch::Tensor& last_logits,

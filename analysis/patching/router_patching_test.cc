@@ -39,8 +39,8 @@ TEST(RouterPatchingTest, OwnStateChangesNothingAnotherPromptsDoes) {
         ffn == "sgatlin" ? PatchKind::kRouting : PatchKind::kFfnHidden;
     const torch::Tensor clean = torch::randint(0, 50, {3, 6}, torch::kLong);
     const torch::Tensor other = torch::randint(0, 50, {3, 6}, torch::kLong);
-    const RecordedRun own = RunAndRecord(*model, clean);
-    const RecordedRun counterfactual = RunAndRecord(*model, other);
+    const RecordedRun own = RunAndRecord(*model, clean).value();
+    const RecordedRun counterfactual = RunAndRecord(*model, other).value();
     if (ffn == "sgatlin") {
       ASSERT_TRUE(own.routing[1].scores.defined());
       EXPECT_EQ(own.routing[1].scores.size(0), 18);
@@ -48,21 +48,38 @@ TEST(RouterPatchingTest, OwnStateChangesNothingAnotherPromptsDoes) {
     for (int position : {0, 3, 5}) {
       for (const std::vector<int>& blocks :
            {std::vector<int>{0}, std::vector<int>{1}, std::vector<int>{0, 1}}) {
-        EXPECT_TRUE(
-            torch::equal(RunPatched(*model, clean, own, kind, blocks, position),
-                         own.last_logits))
+        EXPECT_TRUE(torch::equal(
+            RunPatched(*model, clean, own, kind, blocks, position).value(),
+            own.last_logits))
             << ffn << " position " << position;
       }
     }
     const torch::Tensor patched =
-        RunPatched(*model, clean, counterfactual, kind, {0, 1}, 5);
+        RunPatched(*model, clean, counterfactual, kind, {0, 1}, 5).value();
     EXPECT_FALSE(torch::allclose(patched, own.last_logits)) << ffn;
     // At the last position, the final logits of a patched block 1 differ.
-    EXPECT_FALSE(
-        torch::allclose(RunPatched(*model, clean, counterfactual, kind, {1}, 5),
-                        own.last_logits))
+    EXPECT_FALSE(torch::allclose(
+        RunPatched(*model, clean, counterfactual, kind, {1}, 5).value(),
+        own.last_logits))
         << ffn;
   }
+}
+
+// A block the model lacks, or routing patched into a dense FFN, is an error.
+TEST(RouterPatchingTest, BadBlocksAreErrorsNotCrashes) {
+  auto dense = TinyModel("gelu_mlp");
+  const torch::Tensor tokens = torch::randint(0, 50, {2, 6}, torch::kLong);
+  const RecordedRun run = RunAndRecord(*dense, tokens).value();
+  const absl::StatusOr<torch::Tensor> routing =
+      RunPatched(*dense, tokens, run, PatchKind::kRouting, {0}, 2);
+  ASSERT_FALSE(routing.ok());
+  EXPECT_NE(routing.status().message().find("block 0 has no product-key FFN"),
+            std::string::npos);
+  EXPECT_FALSE(
+      RunPatched(*dense, tokens, run, PatchKind::kFfnHidden, {7}, 2).ok());
+  // The failed patch left no hook behind: an unpatched run is unchanged.
+  EXPECT_TRUE(torch::equal(RunAndRecord(*dense, tokens).value().last_logits,
+                           run.last_logits));
 }
 
 TEST(RouterPatchingTest, EffectSummaryByHand) {
