@@ -613,6 +613,7 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
       "specificity_shuffled,specificity_init\n";
   struct Best {
     double specificity = -1, shuffled = -1, init = -1;
+    bool init_seen = false;  // An untrained head qualified at some block.
     int block = -1;
     int64_t head = -1;
     torch::Tensor z;
@@ -667,7 +668,10 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
       }
       b.shuffled = std::max(b.shuffled, shuffled[operand]);
       if (init_heads[operand].head >= 0) {
-        b.init = std::max(b.init, init_heads[operand].specificity());
+        b.init = b.init_seen
+                     ? std::max(b.init, init_heads[operand].specificity())
+                     : init_heads[operand].specificity();
+        b.init_seen = true;
       }
     }
   }
@@ -679,7 +683,8 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     // Every operand's row (the sum losses do not depend on a head); no head
     // active on the grid: head -1, specificities 0.
     Best& b = best[operand];
-    if (b.head < 0) b.specificity = b.shuffled = b.init = 0;
+    if (b.head < 0) b.specificity = b.shuffled = 0;
+    if (!b.init_seen) b.init = 0;  // No untrained head is specific at all.
     absl::StrAppendFormat(&tables.operand_summary,
                           "%d,lorsa,op%d,%d,%d,%.6f,%.6f,%.6f,%.6f,%.6f\n",
                           seed, operand + 1, b.block, b.head, b.specificity,

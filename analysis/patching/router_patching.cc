@@ -105,7 +105,12 @@ absl::StatusOr<torch::Tensor> RunPatched(layers::GptImpl& model,
         return absl::InvalidArgumentError(
             absl::StrCat("block ", b, " has no product-key FFN"));
       }
-      const layers::ProductTopK& from = source.routing.at(b);
+      if (b >= static_cast<int>(source.routing.size()) ||
+          !source.routing[b].scores.defined()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the recorded run has no routing at block ", b));
+      }
+      const layers::ProductTopK& from = source.routing[b];
       for (const auto& [hook, patched] :
            {std::pair{"hook_router_scores", &from.scores},
             std::pair{"hook_router_indices", &from.indices}}) {
@@ -117,7 +122,11 @@ absl::StatusOr<torch::Tensor> RunPatched(layers::GptImpl& model,
             }));
       }
     } else {
-      const torch::Tensor& from = source.ffn_hidden.at(b);
+      if (b >= static_cast<int>(source.ffn_hidden.size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the recorded run has no FFN activations at block ", b));
+      }
+      const torch::Tensor& from = source.ffn_hidden[b];
       ASSIGN_OR_RETURN(
           layers::HookPoint * point,
           layers::RequireHook(model, FfnHookName(b, "hook_hidden")));

@@ -75,9 +75,14 @@ TEST(RouterPatchingTest, BadBlocksAreErrorsNotCrashes) {
   ASSERT_FALSE(routing.ok());
   EXPECT_NE(routing.status().message().find("block 0 has no product-key FFN"),
             std::string::npos);
+  // Block 0's hook is in place when block 7 fails: the error removes it.
   EXPECT_FALSE(
-      RunPatched(*dense, tokens, run, PatchKind::kFfnHidden, {7}, 2).ok());
-  // The failed patch left no hook behind: an unpatched run is unchanged.
+      RunPatched(*dense, tokens, run, PatchKind::kFfnHidden, {0, 7}, 2).ok());
+  RecordedRun other = run;
+  other.ffn_hidden.clear();  // A run recorded on another model.
+  EXPECT_FALSE(
+      RunPatched(*dense, tokens, other, PatchKind::kFfnHidden, {0}, 2).ok());
+  // The failed patches left no hook behind: an unpatched run is unchanged.
   EXPECT_TRUE(torch::equal(RunAndRecord(*dense, tokens).value().last_logits,
                            run.last_logits));
 }

@@ -108,7 +108,8 @@ absl::StatusOr<std::vector<DomainTokens>> DomainHalves(
     absl::string_view jsonl, const datasets::Tokenizer& tokenizer,
     const RouterDomainOptions& options) {
   const size_t per_half = static_cast<size_t>(options.tokens_per_domain / 2);
-  // At most this many tokens of one document, so a half spans at least 8.
+  // At most this many tokens of one document (and its eos), so a half spans
+  // about 8 documents or more.
   const size_t per_document = std::max<size_t>(1, per_half / 8);
   // Each source's documents in a fixed pseudo-random order (FNV-1a of id and
   // text), not file order: neighbouring files (one press genre, one era of
