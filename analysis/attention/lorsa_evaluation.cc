@@ -624,15 +624,16 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     layers::Lorsa lorsa = fit.loaded.model->LorsaReplacement();
     if (!lorsa) continue;
     const int block = fit.spec.layer();
-    ASSIGN_OR_RETURN(
-        const torch::Tensor z,
-        OperandActivations(model, *lorsa, block, prompts, kOperandGrid));
+    // The base model's inputs at the block, read once for both Lorsas.
+    ASSIGN_OR_RETURN(const OperandInputs inputs,
+                     OperandAttentionInputs(model, block, prompts));
+    const torch::Tensor z = OperandActivations(*lorsa, inputs, kOperandGrid);
     const std::array<OperandHead, 2> heads =
         MostSpecificHeads(z, kMinActiveShare);
     const std::array<double, 2> shuffled =
         ShuffledSpecificity(z, kMinActiveShare, static_cast<uint64_t>(seed));
-    // The same Lorsa untrained (its initialisation, drawn anew): how operand-
-    // specific heads are by their attention to positions alone.
+    // The same Lorsa untrained (its initialisation, drawn anew): what training
+    // adds is the difference.
     torch::manual_seed(static_cast<uint64_t>(seed) * 1000 + block);
     layers::LorsaImpl untrained(lorsa->options());
     {
@@ -645,9 +646,8 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
               x.norm(2, 1).mean().clamp_min(1e-12).item<double>(),
           1.0);
     }
-    ASSIGN_OR_RETURN(
-        const torch::Tensor z_init,
-        OperandActivations(model, untrained, block, prompts, kOperandGrid));
+    const torch::Tensor z_init =
+        OperandActivations(untrained, inputs, kOperandGrid);
     const std::array<OperandHead, 2> init_heads =
         MostSpecificHeads(z_init, kMinActiveShare);
     for (int operand = 0; operand < 2; ++operand) {

@@ -37,10 +37,10 @@ torch::Tensor Batch(const std::vector<std::vector<int>>& prompts,
   return tokens;
 }
 
-// Per head (over H), share(own operand) - share(other), and the shares; heads
-// active on fewer than `min_active_share` of the cells get -inf.
-std::array<OperandHead, 2> Best(const torch::Tensor& z,
-                                double min_active_share) {
+}  // namespace
+
+std::array<OperandHead, 2> MostSpecificHeads(const torch::Tensor& z,
+                                             double min_active_share) {
   const torch::Tensor x = z.to(torch::kDouble);  // (A, B, H)
   const torch::Tensor centred = x - x.mean(std::vector<int64_t>{0, 1}, true);
   const torch::Tensor total =
@@ -49,6 +49,7 @@ std::array<OperandHead, 2> Best(const torch::Tensor& z,
   const torch::Tensor op2 = centred.mean(0).pow(2).mean(0) / total;  // (H)
   const torch::Tensor active =
       (x > 0).to(torch::kDouble).mean(std::vector<int64_t>{0, 1});  // (H)
+  // Heads active on fewer than `min_active_share` of the cells score -inf.
   const torch::Tensor eligible = (active >= min_active_share) & (total > 0);
   std::array<OperandHead, 2> best;
   for (int operand = 0; operand < 2; ++operand) {
@@ -65,18 +66,12 @@ std::array<OperandHead, 2> Best(const torch::Tensor& z,
   return best;
 }
 
-}  // namespace
-
 OperandShares OperandVarianceShares(const torch::Tensor& z) {
-  const std::array<OperandHead, 2> best = Best(z.unsqueeze(-1), 0.0);
+  const std::array<OperandHead, 2> best =
+      MostSpecificHeads(z.unsqueeze(-1), 0.0);
   // One head: its own shares, whichever operand it favours.
   if (best[0].head < 0) return {};
   return {best[0].own, best[0].other};
-}
-
-std::array<OperandHead, 2> MostSpecificHeads(const torch::Tensor& z,
-                                             double min_active_share) {
-  return Best(z, min_active_share);
 }
 
 std::array<double, 2> ShuffledSpecificity(const torch::Tensor& z,
@@ -88,7 +83,8 @@ std::array<double, 2> ShuffledSpecificity(const torch::Tensor& z,
       torch::randperm(a * b, generator, torch::TensorOptions(torch::kLong));
   const torch::Tensor shuffled =
       z.reshape({a * b, -1}).index_select(0, order).reshape(z.sizes());
-  const std::array<OperandHead, 2> best = Best(shuffled, min_active_share);
+  const std::array<OperandHead, 2> best =
+      MostSpecificHeads(shuffled, min_active_share);
   return {best[0].specificity(), best[1].specificity()};
 }
 
@@ -110,9 +106,9 @@ std::vector<std::vector<int>> OperandPrompts(
   return prompts;
 }
 
-absl::StatusOr<torch::Tensor> OperandActivations(
-    layers::GptImpl& model, const layers::LorsaImpl& lorsa, int block,
-    const std::vector<std::vector<int>>& prompts, int grid) {
+absl::StatusOr<OperandInputs> OperandAttentionInputs(
+    layers::GptImpl& model, int block,
+    const std::vector<std::vector<int>>& prompts) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> captured;
   ASSIGN_OR_RETURN(layers::HookPoint * hook,
@@ -120,18 +116,29 @@ absl::StatusOr<torch::Tensor> OperandActivations(
                        model, absl::StrCat("blocks.", block, ".attn.hook_in")));
   hook->Add(layers::CaptureHook(&captured));
   const absl::Cleanup clear_hooks = [&model] { model.ClearHooks(); };
-  const int64_t heads = lorsa.options().ov_heads;
-  torch::Tensor z = torch::empty({static_cast<int64_t>(prompts.size()), heads});
+  OperandInputs inputs;
+  inputs.prompts = static_cast<int64_t>(prompts.size());
   for (const auto& [length, indices] : ByLength(prompts)) {
     captured.clear();
     model.Hidden(Batch(prompts, indices));
-    const torch::Tensor x =
+    inputs.groups.emplace_back(
+        torch::tensor(indices, torch::kLong),
         captured.at(0).reshape({static_cast<int64_t>(indices.size()),
-                                static_cast<int64_t>(length), -1});
+                                static_cast<int64_t>(length), -1}));
+  }
+  return inputs;
+}
+
+torch::Tensor OperandActivations(const layers::LorsaImpl& lorsa,
+                                 const OperandInputs& inputs, int grid) {
+  torch::NoGradGuard no_grad;
+  const int64_t heads = lorsa.options().ov_heads;
+  torch::Tensor z = torch::empty({inputs.prompts, heads});
+  for (const auto& [indices, x] : inputs.groups) {
     // Every head's z (K = H: no head left out) at the last position.
     const torch::Tensor last =
-        lorsa.Run(x, heads).activations.select(1, length - 1);
-    z.index_copy_(0, torch::tensor(indices, torch::kLong), last);
+        lorsa.Run(x, heads).activations.select(1, x.size(1) - 1);
+    z.index_copy_(0, indices, last);
   }
   return z.view({grid, grid, heads});
 }

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,11 +53,20 @@ std::array<double, 2> ShuffledSpecificity(const torch::Tensor& z,
 std::vector<std::vector<int>> OperandPrompts(
     const datasets::Tokenizer& tokenizer, int grid);
 
+// The base model's attention inputs at `block` for every prompt, batched by
+// prompt length: each group's prompt indices and inputs (n, length, d).
+struct OperandInputs {
+  int64_t prompts = 0;
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> groups;
+};
+absl::StatusOr<OperandInputs> OperandAttentionInputs(
+    layers::GptImpl& model, int block,
+    const std::vector<std::vector<int>>& prompts);
+
 // z of every head of `lorsa` (no top-K) at the last position of every prompt,
 // as (grid, grid, H).
-absl::StatusOr<torch::Tensor> OperandActivations(
-    layers::GptImpl& model, const layers::LorsaImpl& lorsa, int block,
-    const std::vector<std::vector<int>>& prompts, int grid);
+torch::Tensor OperandActivations(const layers::LorsaImpl& lorsa,
+                                 const OperandInputs& inputs, int grid);
 
 // The base model's mean loss, over the grid, of the pieces of the true sum
 // after "a + b =" and of a sum 10 away (its tens digit changed), teacher
