@@ -10,7 +10,6 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "analysis/activation_flow/activation_flow.h"
 #include "datasets/text/shard_pairing.h"
 #include "datasets/text/token_shards.h"
@@ -18,6 +17,7 @@
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
+#include "tools/common/keyed_paths.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/common/status_macros.h"
 
@@ -45,18 +45,14 @@ absl::Status Run() {
   options.windows = absl::GetFlag(FLAGS_windows);
   options.sequence_length = absl::GetFlag(FLAGS_sequence_length);
   options.shuffled_windows = absl::GetFlag(FLAGS_shuffled_windows);
+  ASSIGN_OR_RETURN(const std::vector<KeyedPath> models,
+                   KeyedPaths("models", "name", absl::GetFlag(FLAGS_models)));
   ActivationFlowTables tables;
-  for (const std::string& entry : absl::GetFlag(FLAGS_models)) {
-    const std::vector<std::string> parts = absl::StrSplit(entry, '=');
-    if (parts.size() != 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--models entry '", entry, "': expected name=path"));
-    }
-    ASSIGN_OR_RETURN(const layers::LoadedModel loaded,
-                     layers::LoadModel(parts[1]));
+  for (const auto& [name, path] : models) {
+    ASSIGN_OR_RETURN(const layers::LoadedModel loaded, layers::LoadModel(path));
     RETURN_IF_ERROR(datasets::CheckFitsModelVocabulary(
-        *shards, loaded.model->options().vocab_size, parts[1]));
-    RETURN_IF_ERROR(tables.AddModel(parts[0], *loaded.model, *shards, options));
+        *shards, loaded.model->options().vocab_size, path));
+    RETURN_IF_ERROR(tables.AddModel(name, *loaded.model, *shards, options));
   }
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
   StagedOutputs outputs;  // Both tables or neither.

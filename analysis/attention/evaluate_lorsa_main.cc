@@ -18,7 +18,6 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "analysis/attention/lorsa_evaluation.h"
 #include "datasets/activations/activation_shards.h"
 #include "datasets/text/shard_pairing.h"
@@ -28,6 +27,7 @@
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
+#include "tools/common/keyed_paths.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/common/status_macros.h"
 
@@ -61,15 +61,16 @@ namespace {
 // --caches entries "block=manifest".
 absl::StatusOr<std::map<int, std::unique_ptr<datasets::ActivationSet>>>
 OpenCaches(const std::vector<std::string>& entries) {
+  ASSIGN_OR_RETURN(const std::vector<KeyedPath> paths,
+                   KeyedPaths("caches", "block", entries));
   std::map<int, std::unique_ptr<datasets::ActivationSet>> caches;
-  for (const std::string& entry : entries) {
-    const std::vector<std::string> parts = absl::StrSplit(entry, '=');
+  for (const auto& [key, path] : paths) {
     int block = -1;
-    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &block)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--caches entry '", entry, "': expected block=path"));
+    if (!absl::SimpleAtoi(key, &block)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--caches entry '", key, "=", path, "': expected block=path"));
     }
-    ASSIGN_OR_RETURN(caches[block], datasets::ActivationSet::Open(parts[1]));
+    ASSIGN_OR_RETURN(caches[block], datasets::ActivationSet::Open(path));
   }
   return caches;
 }

@@ -14,13 +14,13 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "analysis/routing/router_domains.h"
 #include "datasets/text/tokenizer.h"
 #include "layers/backend/torch_init.h"
 #include "layers/models/model_loader.h"
 #include "tools/common/cpu_slots.h"
 #include "tools/common/file_io.h"
+#include "tools/common/keyed_paths.h"
 #include "tools/common/staged_outputs.h"
 #include "tools/common/status_macros.h"
 
@@ -46,6 +46,8 @@ absl::Status Run() {
                   RequiredFlag(FLAGS_out_dir),
                   FlagAtLeast(FLAGS_tokens_per_domain, int64_t{4}),
                   FlagAtLeast(FLAGS_sequence_length, 2)}));
+  ASSIGN_OR_RETURN(const std::vector<KeyedPath> models,
+                   KeyedPaths("models", "name", absl::GetFlag(FLAGS_models)));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   std::string error;
   const std::unique_ptr<datasets::Tokenizer> tokenizer =
@@ -67,22 +69,16 @@ absl::Status Run() {
                  domains.size());
   }
   RouterDomainTables tables;
-  for (const std::string& entry : absl::GetFlag(FLAGS_models)) {
-    const std::vector<std::string> parts = absl::StrSplit(entry, '=');
-    if (parts.size() != 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--models entry '", entry, "': expected name=path"));
-    }
-    ASSIGN_OR_RETURN(const layers::LoadedModel loaded,
-                     layers::LoadModel(parts[1]));
+  for (const auto& [name, path] : models) {
+    ASSIGN_OR_RETURN(const layers::LoadedModel loaded, layers::LoadModel(path));
     if (tokenizer->vocab_size() > loaded.model->options().vocab_size) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--tokenizer has ", tokenizer->vocab_size(), " pieces, ", parts[1],
+          "--tokenizer has ", tokenizer->vocab_size(), " pieces, ", path,
           " a vocabulary of ", loaded.model->options().vocab_size));
     }
     options.seed = loaded.config.runtime().seed();
-    RETURN_IF_ERROR(tables.AddModel(parts[0], options.seed, *loaded.model,
-                                    domains, options));
+    RETURN_IF_ERROR(
+        tables.AddModel(name, options.seed, *loaded.model, domains, options));
   }
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
   StagedOutputs outputs;  // Both tables or neither.
