@@ -243,8 +243,10 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
   std::vector<std::string> levels = {""};
   if (!claim.over().empty()) {
     ASSIGN_OR_RETURN(auto found, Levels(table, claim.where(), claim.over()));
+    // NotFound: NOT TESTABLE when a control or precondition says why (e.g.
+    // MIN_SEEDS where every level was left out), else an error.
     if (found.empty())
-      return absl::InvalidArgumentError(
+      return absl::NotFoundError(
           absl::StrCat("claim ", claim.id(), ": no rows"));
     levels = std::move(found);
   }

@@ -776,6 +776,27 @@ TEST(MinSeeds, CountsEveryComparedArm) {
       << r.reason;
 }
 
+TEST(MinSeeds, AClaimWhoseLevelsWereAllLeftOutIsNotTestable) {
+  // A gap table whose every level fell outside the frontier has no rows: with
+  // MIN_SEEDS saying why it reads NOT TESTABLE, without it is an error.
+  const std::string over = kBetter + " over: 'k' quantifier: EVERY";
+  const std::string empty = "arm,seed,k,loss\nother,1,2,1.0\n";
+  const ClaimResult r =
+      Judge(over +
+                " preconditions { kind: MIN_SEEDS min_seeds: 1 why: 'every "
+                "fit outside the range' }",
+            empty);
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  EXPECT_NE(r.reason.find("n = 0 seeds, fewer than 1 (every fit outside the "
+                          "range)"),
+            std::string::npos)
+      << r.reason;
+  Claim claim = ParseClaim(over);
+  const auto error = JudgeClaim(claim, false, OneTable(empty), {});
+  ASSERT_FALSE(error.ok());
+  EXPECT_NE(error.status().message().find("no rows"), std::string::npos);
+}
+
 TEST(SeedPlan, FewerSeedsThanPlannedAreUnderpowered) {
   const ClaimResult r =
       Judge(kBetter + " seeds_needed: 4",

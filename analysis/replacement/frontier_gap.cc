@@ -20,19 +20,30 @@ struct FrontierPoint {
   double log_l0, ce, nmse;
 };
 
+// The layer whose TopK fits are `method`'s frontier: the SAE registry names
+// fix their rule (batch_topk_sae, relu_sae, jump_relu_sae), so theirs is
+// topk_sae's; any other layer takes its rule from the config, its own.
+std::string FrontierMethod(const std::string& method) {
+  for (const char* sae : {"batch_topk_sae", "relu_sae", "jump_relu_sae"}) {
+    if (method == sae) return "topk_sae";
+  }
+  return method;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
                                         std::vector<std::string>* outside) {
   std::map<std::string, int> at;
   for (const char* column :
-       {"base", "name", "method", "sparsity", "sparsity_penalty", "seed",
+       {"base", "name", "method", "k", "sparsity", "sparsity_penalty", "seed",
         "training", "l0", "ce", "nmse"}) {
     ASSIGN_OR_RETURN(at[column], frontier.Column(column));
   }
   using Key = std::tuple<std::string, std::string, std::string>;
   const auto key_of = [&](const std::vector<std::string>& row) {
-    return Key{row[at["base"]], row[at["method"]], row[at["seed"]]};
+    return Key{row[at["base"]], FrontierMethod(row[at["method"]]),
+               row[at["seed"]]};
   };
   const auto where = [&](const std::vector<std::string>& row,
                          const char* column) {
@@ -72,16 +83,18 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
                 return a.log_l0 < b.log_l0;
               });
   }
-  // A level (base, method, rule, penalty) with any fit outside its TopK range
-  // is left out whole, so no level is judged on seeds picked by the outcome.
-  using Level = std::tuple<std::string, std::string, std::string, std::string>;
+  // A level (base, method, rule, K, penalty) with any fit outside its TopK
+  // range is left out whole, so no level is judged on seeds picked by the
+  // outcome (K: BatchTopK's target, whose measured L0 only nears it).
+  using Level = std::tuple<std::string, std::string, std::string, std::string,
+                           std::string>;
   const auto level_of = [&](const std::vector<std::string>& row) {
     return Level{row[at["base"]], row[at["method"]], row[at["sparsity"]],
-                 row[at["sparsity_penalty"]]};
+                 row[at["k"]], row[at["sparsity_penalty"]]};
   };
   std::set<Level> left_out;
   std::string csv =
-      "base,name,method,sparsity,sparsity_penalty,seed,l0,ce,topk_ce_at_l0,"
+      "base,name,method,k,sparsity,sparsity_penalty,seed,l0,ce,topk_ce_at_l0,"
       "nmse,topk_nmse_at_l0\n";
   std::vector<std::pair<Level, std::string>> compared;
   for (const auto& row : frontier.rows()) {
@@ -90,11 +103,11 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
     }
     const auto found = topk.find(key_of(row));
     if (found == topk.end() || found->second.size() < 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where(row, "sparsity"), " is ", row[at["sparsity"]],
-                       ", but the table has fewer than two TopK ",
-                       row[at["method"]], " fits of base ", row[at["base"]],
-                       " and seed ", row[at["seed"]], " to place it against"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(row, "sparsity"), " is ", row[at["sparsity"]],
+          ", but the table has fewer than two TopK ",
+          FrontierMethod(row[at["method"]]), " fits of base ", row[at["base"]],
+          " and seed ", row[at["seed"]], " to place it against"));
     }
     const std::vector<FrontierPoint>& points = found->second;
     ASSIGN_OR_RETURN(const Fit fit, fit_of(row));
@@ -114,10 +127,11 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
         b.log_l0 > a.log_l0 ? (x - a.log_l0) / (b.log_l0 - a.log_l0) : 0.0;
     compared.emplace_back(
         level_of(row),
-        absl::StrFormat("%s,%s,%s,%s,%s,%s,%.6g,%.6f,%.6f,%.6f,%.6f\n",
+        absl::StrFormat("%s,%s,%s,%s,%s,%s,%s,%.6g,%.6f,%.6f,%.6f,%.6f\n",
                         row[at["base"]], row[at["name"]], row[at["method"]],
-                        row[at["sparsity"]], row[at["sparsity_penalty"]],
-                        row[at["seed"]], l0, ce, a.ce + t * (b.ce - a.ce), nmse,
+                        row[at["k"]], row[at["sparsity"]],
+                        row[at["sparsity_penalty"]], row[at["seed"]], l0, ce,
+                        a.ce + t * (b.ce - a.ce), nmse,
                         a.nmse + t * (b.nmse - a.nmse)));
   }
   for (const auto& [level, line] : compared) {

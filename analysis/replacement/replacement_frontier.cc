@@ -80,6 +80,11 @@ UnitUsage UsageOfUnits(layers::SparseReplacementImpl& layer,
           rows > 0 ? top.max().item<double>() / rows : 0.0};
 }
 
+double DenseFraction(const torch::Tensor& frequencies, double threshold) {
+  if (frequencies.numel() == 0) return 0.0;
+  return (frequencies > threshold).to(torch::kDouble).mean().item<double>();
+}
+
 std::vector<std::pair<double, double>> FrequencyHistogram(
     const torch::Tensor& frequencies) {
   constexpr int kBins = 20;
@@ -135,7 +140,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
       "base,name,method,k,expansion,units,parameters,ce,ce_base,ce_zero,"
       "ablation_cost,ce_recovered,nmse,relative_mse,l0,dead_fraction,"
       "mean_expert_rank,seed,training,shared_expert_rate,rank_fraction,"
-      "sparsity,sparsity_penalty\n";
+      "sparsity,sparsity_penalty,dense_fraction\n";
   for (const std::string& path : replacement_paths) {
     ASSIGN_OR_RETURN(const layers::LoadedReplacement replacement,
                      layers::LoadReplacement(path));
@@ -173,7 +178,7 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
     absl::StrAppendFormat(
         &csv,
         "%s,%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.6f,"
-        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d,%s,%.6f,%s,%s,%s\n",
+        "%.6f,%.6g,%.6g,%.3f,%.6f,%s,%d,%s,%.6f,%s,%s,%s,%.6f\n",
         options.base_name, fitted.config.name(), spec.ffn(),
         sparse.options().top_k, spec.expansion(), sparse.units(), parameters,
         ce, ce_base, ce_zero, ce_zero - ce_base,
@@ -182,7 +187,8 @@ absl::StatusOr<ReplacementFrontierTables> EvaluateReplacements(
         fitted.config.runtime().seed(),
         fitted.config.model().layer_options().random_k() ? "random_k"
                                                          : "default",
-        usage.shared_expert_rate, rank_fraction, SparsityName(spec), penalty);
+        usage.shared_expert_rate, rank_fraction, SparsityName(spec), penalty,
+        DenseFraction(usage.frequencies, 0.1));
     for (const auto& [bin, share] : FrequencyHistogram(usage.frequencies)) {
       absl::StrAppendFormat(&units_csv, "%s,%s,%s,%d,%d,%.2f,%.6f\n",
                             options.base_name, fitted.config.name(), spec.ffn(),

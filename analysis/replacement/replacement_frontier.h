@@ -55,6 +55,10 @@ UnitUsage UsageOfUnits(layers::SparseReplacementImpl& layer,
                        const datasets::ActivationSet& data, bool on_output,
                        int64_t rows);
 
+// The share of units firing on more than `threshold` of the rows (dense
+// latents: SAEBench's "dense" count, arXiv:2503.09532, at 10%).
+double DenseFraction(const torch::Tensor& frequencies, double threshold);
+
 // MxD Fig. 20's histogram of log10(frequency + 1e-10): the share of units in
 // each of 20 bins of width 0.5 over [-10, 0], as (bin centre, share) pairs;
 // a unit that never fired lands in the first bin, centre -9.75.

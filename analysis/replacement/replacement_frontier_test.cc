@@ -108,6 +108,9 @@ TEST(UsageOfUnitsTest, FrequenciesAndSharedExpertRateByHand) {
       usage.frequencies, torch::tensor({0.5, 1.0 / 6, 0.0}, torch::kDouble)))
       << usage.frequencies;
   EXPECT_DOUBLE_EQ(usage.shared_expert_rate, 0.5);
+  // Dense: firing on more than 10% of rows (units 0 and 1), strictly.
+  EXPECT_DOUBLE_EQ(DenseFraction(usage.frequencies, 0.1), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(DenseFraction(usage.frequencies, 0.5), 0.0);
 }
 
 }  // namespace

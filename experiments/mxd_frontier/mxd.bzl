@@ -80,8 +80,9 @@ def pretrained_manifests():
 # The grid of Fig. 3 at our scale: active units K per token.
 K_GRID = [2, 4, 8, 16, 32]
 
-def _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, l1_penalty):
-    """The genrule command writing replacement_fit's overlay (l1_penalty: one scale's lambda, or None)."""
+def _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, sparsity, penalty):
+    """The genrule command writing replacement_fit's overlay (sparsity: a rule the ffn does not fix by its name,
+    or None; penalty: one scale's lambda, or None)."""
     return "printf 'name: \"%s\"\\nmodel { replacement { ffn: \"%s\" top_k: %d on_output: %s%s%s%s }%s }\\n' > $@" % (
         name,
         ffn,
@@ -89,7 +90,8 @@ def _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k,
         "true" if on_output else "false",
         "" if layer == None else " layer: %d" % layer,
         "" if cp_rank_fraction == None else " cp_rank_fraction: %s" % cp_rank_fraction,
-        "" if l1_penalty == None else " sparsity: RELU_L1 sparsity_penalty: %s" % l1_penalty,
+        ("" if sparsity == None else " sparsity: %s" % sparsity) +
+        ("" if penalty == None else " sparsity_penalty: %s" % penalty),
         " layer_options { random_k: true }" if random_k else "",
     )
 
@@ -97,14 +99,18 @@ def _at_scale(value, scale):
     """`value` at `scale`: its entry when it is a {scale: value} dict, else itself."""
     return value[scale] if type(value) == "dict" else value
 
-def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False, cp_rank_fraction = None, l1_penalty = None):
+def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_output = False, layer = None, random_k = False, cp_rank_fraction = None, l1_penalty = None, sae_penalty = None):
     """`ffn` (a registry name) with K = top_k fitted to `activations` of the lm_checkpoint `base`; `seed`
     sets the layer's initialisation and the order of the cached rows; `layer`, when set, the replaced block
     ({scale: block} or one for all; else fit_<scale>.textproto's); `random_k`, training with a random K' per
     step (MxD App. C.2);
     `cp_rank_fraction`, the decoder rank of a "cp_moe" as a share of min(H, d) (MxD App. B.4.1);
-    `l1_penalty`, {scale: lambda}: ReLU + L1 codes with that penalty instead of TopK (MxD App. B.6.1; top_k 0)."""
-    per_scale = l1_penalty != None or type(layer) == "dict"
+    `l1_penalty`, {scale: lambda}: ReLU + L1 codes with that penalty instead of TopK (MxD App. B.6.1; top_k 0);
+    `sae_penalty`, {scale: lambda}: the penalty of an SAE whose name fixes a penalised rule (relu_sae, jump_relu_sae)."""
+    if l1_penalty != None and sae_penalty != None:
+        fail("%s: l1_penalty sets the rule, sae_penalty is for an SAE whose name fixes it; give one" % name)
+    penalty = l1_penalty if l1_penalty != None else sae_penalty
+    per_scale = penalty != None or type(layer) == "dict"
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
@@ -117,10 +123,11 @@ def replacement_fit(name, base, base_config, activations, ffn, top_k, seed, on_o
                 _at_scale(layer, scale),
                 cp_rank_fraction,
                 random_k,
-                _at_scale(l1_penalty, scale),
+                None if l1_penalty == None else "RELU_L1",
+                _at_scale(penalty, scale),
             )
             for scale in SCALES
-        }) if per_scale else _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, None),
+        }) if per_scale else _overlay_cmd(name, ffn, top_k, on_output, layer, cp_rank_fraction, random_k, None, None),
     )
     seeded_config(
         name = name,
@@ -150,10 +157,14 @@ def replacement_grid(prefix, base, base_config, activations, methods, ks = K_GRI
                 names[seed].append(name)
     return names
 
+def _label(target):
+    """A fit's label: `target` when it is one, else the package's target of that name."""
+    return target if target.startswith("//") or target.startswith(":") else ":" + target
+
 def frontier_evaluation(name, base_name, base, activations, fits, tokens, seed):
-    """<name>.csv: CE (base, zero-ablated, each fit), CE recovered, NMSE, l0, dead units and MxD expert
-    rank of every fit, on the held-out test split (analysis/replacement:evaluate_replacements), and each
-    fit's seed; <name>_units.csv: each fit's unit firing-frequency histogram (MxD Fig. 20). Every fit is
+    """<name>.csv: CE (base, zero-ablated, each fit), CE recovered, NMSE, l0, dead and dense units and MxD
+    expert rank of every fit (`fits`: target names here, or labels), on the held-out test split
+    (analysis/replacement:evaluate_replacements), and each fit's seed; <name>_units.csv: each fit's unit firing-frequency histogram (MxD Fig. 20). Every fit is
     evaluated on the same test batches, so arms are paired within a seed."""
     tool_run(
         name = name,
@@ -165,7 +176,7 @@ def frontier_evaluation(name, base_name, base, activations, fits, tokens, seed):
         token_args = {"--tokens=": "test"},
         activation_args = {activations: "--activations="},
         args = ["--base_name=" + base_name],
-        checkpoints = [":" + f for f in fits],
+        checkpoints = [_label(f) for f in fits],
         message = "Evaluating the %s replacement frontier" % base_name,
         tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
     )
@@ -315,8 +326,8 @@ L1_PENALTIES = {
 def l1_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
     """MxD App. B.6.1 (Fig. 18) on one base, per seed: <base>_mxd_<label>_s<seed>, the MxD trained with ReLU + L1
     at each of L1_PENALTIES; <base>_relu_l1_s<seed>, their frontier evaluation beside the TopK grid's MxDs at
-    every K; and <base>_relu_l1_gap_s<seed>.csv, each L1 fit against that TopK frontier interpolated at its L0
-    (analysis/replacement:frontier_gap)."""
+    every K; and <base>_relu_l1_gap.csv, each seed's L1 fits against that seed's TopK frontier interpolated at
+    their L0 (frontier_gap)."""
     for seed in seeds:
         fits = []
         for label, penalty in L1_PENALTIES.items():
@@ -343,23 +354,35 @@ def l1_comparison(base, seeds = all_seeds(SEED_PLAN["mxd_frontier"])):
             base.tokens,
             seed,
         )
-        tool_run(
-            name = evaluation + "_gap",
-            tool = "//analysis/replacement:frontier_gap",
-            outs = [evaluation + "_gap.csv"],
-            out_flags = ["--out="],
-            file_args = {":%s.csv" % evaluation: "--frontier="},
-            cpu_slot = False,
-            message = "Placing the %s ReLU + L1 MxDs against the TopK frontier" % base.name,
-            tags = seed_tags(seed, SEED_PLAN["mxd_frontier"]),
-        )
+    frontier_gap(
+        name = base.name + "_relu_l1_gap",
+        tables = seeded_labels([base.name + "_relu_l1"], SEED_PLAN["mxd_frontier"], ".csv"),
+        message = "Placing the %s ReLU + L1 MxDs against the TopK frontier" % base.name,
+    )
+
+def frontier_gap(name, tables, message):
+    """<name>.csv: analysis/replacement:frontier_gap over `tables` (every seed's frontier evaluation, a select()
+    of seeded_labels), so a level with any seed's fit outside its TopK range is left out at every seed."""
+    native.filegroup(name = name + "_tables", srcs = tables)
+    tool_run(
+        name = name,
+        tool = "//analysis/replacement:frontier_gap",
+        outs = [name + ".csv"],
+        out_flags = ["--out="],
+        file_list_args = {":%s_tables" % name: "--frontier="},
+        cpu_slot = False,
+        message = message,
+    )
 
 def l1_bases():
     """The bases with the ReLU + L1 comparison: the GELU-MLP family (the paper's GPT-2)."""
     return [base for base in base_models() if base.name == "gelu"]
 
 def l1_files(suffix):
-    """select() of every l1_comparison table (suffix ".csv" or "_gap.csv") at the active scale's seeds."""
+    """select() of every l1_comparison table (suffix ".csv", each seed's evaluation, or "_gap.csv", the base's one
+    gap table) at the active scale's seeds."""
+    if suffix == "_gap.csv":
+        return [":%s_relu_l1_gap.csv" % base.name for base in l1_bases()]
     labels = []
     for base in l1_bases():
         labels = labels + seeded_labels([base.name + "_relu_l1"], SEED_PLAN["mxd_frontier"], suffix)
@@ -492,13 +515,15 @@ def feature_analysis(
         examples = False,
         more_tables = {},
         seeds = all_seeds(SEED_PLAN["mxd_frontier"]),
-        tokenizer = "//datasets/text:bpe"):
+        tokenizer = "//datasets/text:bpe",
+        layers = feature_layers):
     """Per seed, <name>_s<seed>.csv from `tool` (sparse_probe or steer) over the base model and that seed's
-    feature_layers with --seed=<seed> (random control and splits, or samples), and <name>_s<seed>.txt: the
-    tool's --examples when `examples`, else its log. `more_tables`: {suffix: flag} of the tool's other CSVs,
-    <name>_s<seed><suffix>. `extra`: more tool_run attributes (token_args, ...)."""
+    `layers(base_name, seed)` (default feature_layers) with --seed=<seed> (random control and splits, or
+    samples), and <name>_s<seed>.txt: the tool's --examples when `examples`, else its log. `more_tables`:
+    {suffix: flag} of the tool's other CSVs, <name>_s<seed><suffix>. `extra`: more tool_run attributes
+    (token_args, ...)."""
     for seed in seeds:
-        fits = feature_layers(base_name, seed)
+        fits = layers(base_name, seed)
         run = seeded_name(name, seed)
         tool_run(
             name = run,

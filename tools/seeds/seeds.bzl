@@ -38,6 +38,8 @@ SEED_PLAN = {
     "mxd_frontier": SEEDS,
     "sparse_probing": SEEDS,
     "steering": SEEDS,
+    # The atlas measures the frontier's fits seed by seed beside its own SAEs, so its seeds are the frontier's.
+    "sparse_layer_atlas": SEEDS,
     "slimpajama_isoflop": COSTLY_SEEDS,
     # The study's seeds at cpu: 5, from the seed plan (claims.textproto seed_plan: C5 needs 5 for 80% power at
     # its smallest effect of interest; a seed's 9 runs cost about 13 min, so 5 seeds stay inside the 90-minute
