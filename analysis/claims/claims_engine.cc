@@ -243,10 +243,10 @@ absl::StatusOr<ClaimResult> JudgeComparison(const Claim& claim,
   std::vector<std::string> levels = {""};
   if (!claim.over().empty()) {
     ASSIGN_OR_RETURN(auto found, Levels(table, claim.where(), claim.over()));
-    // NotFound: NOT TESTABLE when a control or precondition says why (e.g.
-    // MIN_SEEDS where every level was left out), else an error.
+    // FailedPrecondition: NOT TESTABLE when one of the claim's preconditions
+    // says why (e.g. MIN_SEEDS where every level was left out), else an error.
     if (found.empty())
-      return absl::NotFoundError(
+      return absl::FailedPreconditionError(
           absl::StrCat("claim ", claim.id(), ": no rows"));
     levels = std::move(found);
   }
@@ -883,14 +883,23 @@ absl::StatusOr<ClaimResult> JudgeClaim(
           absl::StrCat("control ", control, " is ", VerdictName(verdict)));
     }
   }
+  bool precondition_failed = false;
   for (const Precondition& precondition : claim.preconditions()) {
     ASSIGN_OR_RETURN(auto why, CheckPrecondition(precondition, claim, tables));
-    if (!why.empty()) reasons.push_back(why);
+    if (!why.empty()) {
+      reasons.push_back(why);
+      precondition_failed = true;
+    }
   }
   if (!judged.ok()) {
     // A claim gated by a failed control may have no rows to compare (e.g. no
-    // recalled fact to patch): it is NOT TESTABLE, not an error.
-    if (!reasons.empty() && absl::IsNotFound(judged.status())) {
+    // recalled fact to patch): it is NOT TESTABLE, not an error. A claim
+    // whose levels are all missing is, only when one of its preconditions
+    // says why (MIN_SEEDS: every level left out); else a wiring error.
+    const bool no_rows =
+        absl::IsNotFound(judged.status()) ||
+        (precondition_failed && absl::IsFailedPrecondition(judged.status()));
+    if (!reasons.empty() && no_rows) {
       result.verdict = Verdict::kNotTestable;
       result.reason = absl::StrCat(absl::StrJoin(reasons, "; "), "; no rows (",
                                    judged.status().message(), ")");

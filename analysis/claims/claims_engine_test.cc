@@ -779,7 +779,9 @@ TEST(MinSeeds, CountsEveryComparedArm) {
 TEST(MinSeeds, AClaimWhoseLevelsWereAllLeftOutIsNotTestable) {
   // A gap table whose every level fell outside the frontier has no rows: with
   // MIN_SEEDS saying why it reads NOT TESTABLE, without it is an error.
-  const std::string over = kBetter + " over: 'k' quantifier: EVERY";
+  const std::string over = kBetter +
+                           " over: 'k' quantifier: EVERY where { column: 'arm' "
+                           "values: ['new', 'old'] }";
   const std::string empty = "arm,seed,k,loss\nother,1,2,1.0\n";
   const ClaimResult r =
       Judge(over +
@@ -795,6 +797,12 @@ TEST(MinSeeds, AClaimWhoseLevelsWereAllLeftOutIsNotTestable) {
   const auto error = JudgeClaim(claim, false, OneTable(empty), {});
   ASSERT_FALSE(error.ok());
   EXPECT_NE(error.status().message().find("no rows"), std::string::npos);
+  // A failed control is no reason: an empty claim behind it is still an error
+  // (a mistyped filter must not read NOT TESTABLE).
+  Claim gated = ParseClaim(over + " controls: 'ctrl'");
+  const auto still = JudgeClaim(gated, false, OneTable(empty),
+                                {{"ctrl", Verdict::kDoesNotHold}});
+  EXPECT_FALSE(still.ok());
 }
 
 TEST(SeedPlan, FewerSeedsThanPlannedAreUnderpowered) {

@@ -94,9 +94,15 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
   };
   std::set<Level> left_out;
   std::string csv =
-      "base,name,method,k,sparsity,sparsity_penalty,seed,l0,ce,topk_ce_at_l0,"
-      "nmse,topk_nmse_at_l0\n";
-  std::vector<std::pair<Level, std::string>> compared;
+      "base,name,method,k,sparsity,sparsity_penalty,seed,l0,compared,ce,"
+      "topk_ce_at_l0,nmse,topk_nmse_at_l0\n";
+  // Each row's level, its leading cells and its interpolated cells ("," and
+  // empty for a fit outside the frontier).
+  struct Line {
+    Level level;
+    std::string head, tail;
+  };
+  std::vector<Line> lines;
   for (const auto& row : frontier.rows()) {
     if (row[at["sparsity"]] == "topk" || row[at["training"]] != "default") {
       continue;
@@ -112,10 +118,17 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
     const std::vector<FrontierPoint>& points = found->second;
     ASSIGN_OR_RETURN(const Fit fit, fit_of(row));
     const auto [l0, ce, nmse] = fit;
+    Line line{level_of(row),
+              absl::StrFormat("%s,%s,%s,%s,%s,%s,%s,%.6g", row[at["base"]],
+                              row[at["name"]], row[at["method"]], row[at["k"]],
+                              row[at["sparsity"]], row[at["sparsity_penalty"]],
+                              row[at["seed"]], l0),
+              absl::StrFormat("%.6f,,%.6f,", ce, nmse)};
     const double x = std::log(l0);
     if (!(l0 > 0) || x < points.front().log_l0 || x > points.back().log_l0) {
       if (outside != nullptr) outside->push_back(row[at["name"]]);
-      left_out.insert(level_of(row));
+      left_out.insert(line.level);
+      lines.push_back(std::move(line));
       continue;
     }
     // The first segment whose right end reaches x (ties: the left point).
@@ -125,17 +138,15 @@ absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
     const FrontierPoint& b = points[right];
     const double t =
         b.log_l0 > a.log_l0 ? (x - a.log_l0) / (b.log_l0 - a.log_l0) : 0.0;
-    compared.emplace_back(
-        level_of(row),
-        absl::StrFormat("%s,%s,%s,%s,%s,%s,%s,%.6g,%.6f,%.6f,%.6f,%.6f\n",
-                        row[at["base"]], row[at["name"]], row[at["method"]],
-                        row[at["k"]], row[at["sparsity"]],
-                        row[at["sparsity_penalty"]], row[at["seed"]], l0, ce,
-                        a.ce + t * (b.ce - a.ce), nmse,
-                        a.nmse + t * (b.nmse - a.nmse)));
+    line.tail =
+        absl::StrFormat("%.6f,%.6f,%.6f,%.6f", ce, a.ce + t * (b.ce - a.ce),
+                        nmse, a.nmse + t * (b.nmse - a.nmse));
+    lines.push_back(std::move(line));
   }
-  for (const auto& [level, line] : compared) {
-    if (!left_out.count(level)) absl::StrAppend(&csv, line);
+  // compared: 1 where every seed's fit of the level lies inside its frontier.
+  for (const Line& line : lines) {
+    absl::StrAppend(&csv, line.head, ",", left_out.count(line.level) ? 0 : 1,
+                    ",", line.tail, "\n");
   }
   return csv;
 }

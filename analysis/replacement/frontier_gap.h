@@ -16,13 +16,15 @@ namespace sparse_layers::analysis {
 // layer (default training; the SAE names batch_topk_sae, relu_sae and
 // jump_relu_sae fix their rule, so theirs is topk_sae) interpolated at its
 // L0, linearly in log L0 between the two whose L0 bracket it, for CE and NMSE:
-//   base,name,method,k,sparsity,sparsity_penalty,seed,l0,ce,topk_ce_at_l0,
-//   nmse,topk_nmse_at_l0
-// A fit whose L0 lies outside its TopK fits' range has no interpolation;
-// `outside` (if given) receives their names, and their level (base, method,
-// rule, K, penalty) has no rows at any seed, so no level is judged on the
-// seeds whose outcome let them in. Random-K rows are neither frontier nor
-// compared. Errors when a fit has fewer than two TopK fits to compare with.
+//   base,name,method,k,sparsity,sparsity_penalty,seed,l0,compared,ce,
+//   topk_ce_at_l0,nmse,topk_nmse_at_l0
+// A fit whose L0 lies outside its TopK fits' range has empty topk_* cells;
+// `outside` (if given) receives their names, and every row of their level
+// (base, method, rule, K, penalty) has compared = 0 at every seed, so no level
+// is judged on the seeds whose outcome let them in (claims filter on
+// compared = 1; every fit keeps its row, so a check can see each level).
+// Random-K rows are neither frontier nor compared. Errors when a fit has
+// fewer than two TopK fits to compare with.
 absl::StatusOr<std::string> FrontierGap(const claims::TidyTable& frontier,
                                         std::vector<std::string>* outside);
 

@@ -41,14 +41,17 @@ TEST(FrontierGapTest, InterpolatesTheTopKFrontierInLogL0) {
   const auto csv = FrontierGap(frontier, &outside);
   ASSERT_TRUE(csv.ok()) << csv.status();
   EXPECT_EQ(*csv,
-            "base,name,method,k,sparsity,sparsity_penalty,seed,l0,ce,"
+            "base,name,method,k,sparsity,sparsity_penalty,seed,l0,compared,ce,"
             "topk_ce_at_l0,nmse,topk_nmse_at_l0\n"
-            "gelu,l1a,mxd_gelu,0,relu_l1,0.001,1,4,2.900000,2.800000,0.270000,"
-            "0.260000\n"
-            "gelu,l1a,mxd_gelu,0,relu_l1,0.001,2,8,1.500000,1.000000,0.400000,"
-            "0.300000\n");
+            "gelu,l1a,mxd_gelu,0,relu_l1,0.001,1,4,1,2.900000,2.800000,"
+            "0.270000,0.260000\n"
+            "gelu,l1b,mxd_gelu,0,relu_l1,0.0001,1,64,0,2.000000,,0.050000,\n"
+            "gelu,l1a,mxd_gelu,0,relu_l1,0.001,2,8,1,1.500000,1.000000,"
+            "0.400000,0.300000\n"
+            "gelu,l1b,mxd_gelu,0,relu_l1,0.0001,2,4,0,1.100000,1.100000,"
+            "0.400000,0.400000\n");
   // L0 64 is beyond seed 1's TopK fits' 32: no comparison, named, and its
-  // penalty's seed-2 fit (inside) is left out with it.
+  // penalty's seed-2 fit (inside) is not compared either.
   EXPECT_EQ(outside, std::vector<std::string>{"l1b"});
 }
 
@@ -66,11 +69,13 @@ TEST(FrontierGapTest, SaeRulesArePlacedAgainstTheTopKSae) {
   const auto csv = FrontierGap(frontier, &outside);
   ASSERT_TRUE(csv.ok()) << csv.status();
   EXPECT_EQ(*csv,
-            "base,name,method,k,sparsity,sparsity_penalty,seed,l0,ce,"
+            "base,name,method,k,sparsity,sparsity_penalty,seed,l0,compared,ce,"
             "topk_ce_at_l0,nmse,topk_nmse_at_l0\n"
-            "gelu,b4,batch_topk_sae,4,batch_topk,,1,8,2.400000,2.500000,"
+            "gelu,b4,batch_topk_sae,4,batch_topk,,1,8,1,2.400000,2.500000,"
             "0.200000,0.200000\n"
-            "gelu,j,jump_relu_sae,0,jump_relu,0.01,1,4,2.600000,2.750000,"
+            "gelu,b32,batch_topk_sae,32,batch_topk,,1,40,0,1.900000,,0.100000,"
+            "\n"
+            "gelu,j,jump_relu_sae,0,jump_relu,0.01,1,4,1,2.600000,2.750000,"
             "0.250000,0.250000\n");
   EXPECT_EQ(outside, std::vector<std::string>{"b32"});
 }

@@ -103,7 +103,7 @@ def probed_layers(base_name, seed):
 def atlas(base):
     """Per seed of SEEDS on `base`: the fits (atlas_fits); <base>_atlas_s<seed>.csv and _units.csv, every layer's
     frontier evaluation on the same held-out batches (CE, CE recovered, NMSE, L0, dead and dense fractions,
-    parameters); <base>_atlas_cost_s<seed>.csv, each fit's parameters, forward FLOPs per
+    parameters); <base>_atlas_s<seed>_cost.csv, each fit's parameters, forward FLOPs per
     token and fitting throughput from its trainer summary. Then <base>_atlas_gap.csv: every non-TopK SAE of every
 seed against the TopK SAE's frontier of its seed at its own L0 (frontier_gap, over all seeds at once)."""
     for seed in all_seeds(SEEDS):
@@ -122,6 +122,7 @@ seed against the TopK SAE's frontier of its seed at its own L0 (frontier_gap, ov
             name = evaluation + "_cost",
             runs = layers + [label + "_config" for label in layers],
             fields = ["parameters", "forward_flops_per_token", "tokens", "wall_seconds", "rows_per_second=tokens_per_second"],
+            constant_columns = ["base=" + base.name],
             config_fields = ["method=model.replacement.ffn", "k=model.replacement.top_k", "sparsity_penalty=model.replacement.sparsity_penalty", "seed=runtime.seed"],
             tags = seed_tags(seed, SEEDS),
         )

@@ -24,6 +24,8 @@ def _summary_table_impl(ctx):
         args.add("--fields=" + ",".join(ctx.attr.fields))
     if ctx.attr.config_fields:
         args.add("--config_fields=" + ",".join(ctx.attr.config_fields))
+    if ctx.attr.constant_columns:
+        args.add("--constant_columns=" + ",".join(ctx.attr.constant_columns))
     if ctx.attr.name_from_path:
         args.add("--name_from_path")
     args.add_all(files)
@@ -42,19 +44,21 @@ _summary_table = rule(
         "runs": attr.label_list(mandatory = True, allow_files = True, doc = "Checkpoints and merged configs, in row order."),
         "fields": attr.string_list(doc = "TrainingSummary fields, each field or column=field."),
         "config_fields": attr.string_list(doc = "ExperimentConfig dotted paths, each path or column=path."),
+        "constant_columns": attr.string_list(doc = "Columns of one value for every row, each column=value."),
         "name_from_path": attr.bool(doc = "Name each run by its file instead of the name inside it."),
         "out": attr.output(mandatory = True),
         "_summary_table": attr.label(default = "//tools/train:summary_table", executable = True, cfg = "exec"),
     },
 )
 
-def summary_table(name, runs, fields = [], config_fields = [], name_from_path = False, **kwargs):
+def summary_table(name, runs, fields = [], config_fields = [], constant_columns = [], name_from_path = False, **kwargs):
     """<name>.csv: one row per run."""
     _summary_table(
         name = name,
         runs = runs,
         fields = fields,
         config_fields = config_fields,
+        constant_columns = constant_columns,
         name_from_path = name_from_path,
         out = name + ".csv",
         **kwargs

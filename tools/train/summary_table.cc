@@ -158,8 +158,18 @@ absl::StatusOr<std::string> SummaryTableCsv(
   ASSIGN_OR_RETURN(const std::vector<Column> config_fields,
                    ParseColumns(options.config_fields));
 
+  std::vector<std::pair<std::string, std::string>> constants;
+  for (const std::string& spec : options.constant_columns) {
+    const size_t equals = spec.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("constant column '", spec, "' is not column=value"));
+    }
+    constants.emplace_back(spec.substr(0, equals), spec.substr(equals + 1));
+  }
   std::vector<std::string> header;
   if (!options.arm_column.empty()) header.push_back(options.arm_column);
+  for (const auto& [column, value] : constants) header.push_back(column);
   for (const Column& c : fields) header.push_back(c.name);
   for (const Column& c : config_fields) header.push_back(c.name);
   for (size_t i = 0; i < header.size(); ++i) {
@@ -251,6 +261,8 @@ absl::StatusOr<std::string> SummaryTableCsv(
     if (!options.arm_column.empty()) {
       row.push_back(CsvField(arm));
     }
+    for (const auto& [column, value] : constants)
+      row.push_back(CsvField(value));
     for (const Column& c : fields) {
       ASSIGN_OR_RETURN(std::string value, ScalarAtPath(summary.second, c.path));
       row.push_back(std::move(value));

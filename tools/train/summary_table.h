@@ -26,6 +26,9 @@ struct SummaryTableOptions {
   // ExperimentConfig dotted paths, each "path" or "column=path" (the column is
   // the path unless given, e.g. "seed=runtime.seed").
   std::vector<std::string> config_fields;
+  // Columns of one value for every row, each "column=value" (e.g. "base=gelu":
+  // the base a set of fits was made on, which neither file names).
+  std::vector<std::string> constant_columns;
   // Column holding the summary's name without a trailing "_s<N>" (the arm a
   // seeded run belongs to, tools/seeds/seeds.bzl); empty: no such column.
   std::string arm_column = "arm";

@@ -25,6 +25,8 @@ ABSL_FLAG(std::vector<std::string>, fields, {},
 ABSL_FLAG(std::vector<std::string>, config_fields, {},
           "ExperimentConfig dotted paths, each path or column=path (every "
           "summary then needs the config of its name)");
+ABSL_FLAG(std::vector<std::string>, constant_columns, {},
+          "Columns of one value for every row, each column=value");
 ABSL_FLAG(std::string, arm_column, "arm",
           "Column of the run's name without its _s<N> seed suffix; empty: "
           "none");
@@ -45,6 +47,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   SummaryTableOptions options;
   options.fields = absl::GetFlag(FLAGS_fields);
   options.config_fields = absl::GetFlag(FLAGS_config_fields);
+  options.constant_columns = absl::GetFlag(FLAGS_constant_columns);
   options.arm_column = absl::GetFlag(FLAGS_arm_column);
   options.name_from_path = absl::GetFlag(FLAGS_name_from_path);
   ASSIGN_OR_RETURN(const std::string csv,

@@ -74,6 +74,20 @@ TEST(SummaryTableTest, OneRowPerSummaryWithItsConfig) {
             "mohd,mohd_s2,11.5,20,2,64,8,3,COSINE,false\n");
 }
 
+TEST(SummaryTableTest, ConstantColumnsFollowTheArm) {
+  SummaryTableOptions options = Options({"steps"}, {});
+  options.constant_columns = {"base=gelu", "site=ffn out"};
+  absl::StatusOr<std::string> csv =
+      SummaryTableCsv(options, {Summary("sae_s1", 1.0, 20)});
+  ASSERT_TRUE(csv.ok()) << csv.status();
+  EXPECT_EQ(*csv, "arm,base,site,steps\nsae,gelu,ffn out,20\n");
+  options.constant_columns = {"base"};
+  csv = SummaryTableCsv(options, {Summary("sae_s1", 1.0, 20)});
+  ASSERT_FALSE(csv.ok());
+  EXPECT_NE(csv.status().message().find("is not column=value"),
+            std::string::npos);
+}
+
 TEST(SummaryTableTest, ConfigsAreOptionalWithoutConfigFields) {
   SummaryTableOptions options = Options({"validation_perplexity"}, {});
   options.arm_column = "";
