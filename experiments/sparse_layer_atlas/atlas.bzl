@@ -8,6 +8,7 @@ al., arXiv:2412.06410), ReLU + L1 (Bricken et al. 2023 with the decoder-norm-wei
 load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "feature_layers", "frontier_evaluation", "frontier_gap", "replacement_fit")
 load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_labels", "seeded_name")
 load("//tools/train:summary_table.bzl", "summary_table")
+load("//tools/train:tool_run.bzl", "tool_run")
 
 MXD_FRONTIER = "//experiments/mxd_frontier:"
 
@@ -105,7 +106,9 @@ def atlas(base):
     frontier evaluation on the same held-out batches (CE, CE recovered, NMSE, L0, dead and dense fractions,
     parameters); <base>_atlas_s<seed>_cost.csv, each fit's parameters, forward FLOPs per
     token and fitting throughput from its trainer summary. Then <base>_atlas_gap.csv: every non-TopK SAE of every
-seed against the TopK SAE's frontier of its seed at its own L0 (frontier_gap, over all seeds at once)."""
+seed against the TopK SAE's frontier of its seed at its own L0 (frontier_gap, over all seeds at once), and
+<base>_atlas_usefulness.csv: each probed fit's mean probing F1 beside its CE recovered, NMSE and L0
+(analysis/replacement:probing_vs_fidelity; the probing runs are the BUILD file's <base>_atlas_probe)."""
     for seed in all_seeds(SEEDS):
         layers = atlas_fits(base, seed)
         evaluation = seeded_name("%s_atlas" % base.name, seed)
@@ -131,14 +134,30 @@ seed against the TopK SAE's frontier of its seed at its own L0 (frontier_gap, ov
         tables = seeded_labels([base.name + "_atlas"], SEEDS, ".csv"),
         message = "Placing the %s SAE variants against the TopK SAE frontier" % base.name,
     )
+    native.filegroup(
+        name = base.name + "_atlas_probes",
+        srcs = seeded_labels([base.name + "_atlas_probe"], SEEDS, ".csv"),
+    )
+    tool_run(
+        name = base.name + "_atlas_usefulness",
+        tool = "//analysis/replacement:probing_vs_fidelity",
+        outs = [base.name + "_atlas_usefulness.csv"],
+        out_flags = ["--out="],
+        file_list_args = {
+            ":%s_atlas_gap_tables" % base.name: "--frontier=",
+            ":%s_atlas_probes" % base.name: "--probing=",
+        },
+        cpu_slot = False,
+        message = "Setting the %s fits' probing F1 beside their fidelity" % base.name,
+    )
 
 def atlas_files(base_names, suffix):
     """select() of every base's <base>_atlas_s<seed><suffix> (or, for suffix "_probe.csv", the probing run
-    <base>_atlas_probe_s<seed>.csv; for "_gap.csv", the base's one gap table) at the active scale's seeds."""
+    <base>_atlas_probe_s<seed>.csv; for "_gap.csv" and "_usefulness.csv", the base's one table) at the active scale's seeds."""
     labels = []
     for name in base_names:
-        if suffix == "_gap.csv":
-            labels.append(":%s_atlas_gap.csv" % name)
+        if suffix in ["_gap.csv", "_usefulness.csv"]:
+            labels.append(":%s_atlas%s" % (name, suffix))
         elif suffix == "_probe.csv":
             labels = labels + seeded_labels([name + "_atlas_probe"], SEEDS, ".csv")
         else:
