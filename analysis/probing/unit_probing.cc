@@ -146,8 +146,10 @@ absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
       } else {
         units = x.matmul(probed.random_directions);
       }
-      // Mean over the text's tokens, or its last token (token-level tasks).
-      pooled[m].push_back(at_last_token ? units[units.size(0) - 1]
+      // Mean over the text's tokens, or its last token (token-level tasks),
+      // copied: a view would keep the text's whole (T, units) alive until the
+      // stack, every text's at once (23 GB for the atlas's seven fits at cpu).
+      pooled[m].push_back(at_last_token ? units[units.size(0) - 1].clone()
                                         : units.mean(0));
     }
   }

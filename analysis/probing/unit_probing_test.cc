@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
+#include "layers/backend/allocation_counter.h"
 #include "layers/hooks/hook_point.h"
 #include "layers/models/tiny_gpt.h"
 #include "tools/common/file_io.h"
@@ -174,6 +175,47 @@ TEST(PoolUnitsTest, DocumentsMeanPoolAndTokenExamplesReadTheLastToken) {
   }
   EXPECT_EQ(pooled->features[0].sizes(), torch::IntArrayRef({2, 64}));
   EXPECT_EQ(pooled->features[3].sizes(), torch::IntArrayRef({2, 100}));
+}
+
+// Pooling keeps one row per text and method, not the text's (T, units): the
+// memory it adds for more token-level texts is about their rows' bytes.
+TEST(PoolUnitsTest, KeepsOnlyThePooledRows) {
+  auto tok = datasets::LoadTestBpe();
+  auto model = TinyModel(tok->vocab_size());
+  UnitProbingOptions options;
+  options.max_tokens = 32;
+  auto probed = ProbedBlockOf(*model, TinyFits(1), options);
+  ASSERT_TRUE(probed.ok()) << probed.status();
+  const std::string text =
+      "the old man walked along the river to the town before the rain came "
+      "and the ship would leave the harbour at dawn with the letters";
+  ASSERT_GE(tok->Encode(text).size(), 32u);
+  const auto texts = [&](int n) {
+    std::string jsonl;
+    for (int i = 0; i < n; ++i) {
+      jsonl += Json(text, i % 2 ? "a" : "b",
+                    absl::StrCat(R"(, "pool": "last", "group": "g)", i, "\""));
+    }
+    return jsonl;
+  };
+  // Once uncounted, so that the model's caches are made before the count.
+  ASSERT_TRUE(PoolUnits(*model, *tok, *probed, texts(2), options).ok());
+  backend::ScopedAllocationCounter counter;
+  // The peak bytes PoolUnits adds, and its features' bytes, over n texts.
+  const auto measure = [&](int n) {
+    const std::string jsonl = texts(n);
+    counter.ResetPeak();
+    auto pooled = PoolUnits(*model, *tok, *probed, jsonl, options);
+    EXPECT_TRUE(pooled.ok()) << pooled.status();
+    int64_t feature_bytes = 0;
+    for (const torch::Tensor& f : pooled->features) feature_bytes += f.nbytes();
+    return std::make_pair(counter.PeakExtraBytes(), feature_bytes);
+  };
+  const auto [peak_small, features_small] = measure(50);
+  const auto [peak_large, features_large] = measure(150);
+  // Views would add 32 rows per text and method (about 32x the features).
+  EXPECT_LT(peak_large - peak_small, 4 * (features_large - features_small))
+      << peak_small << " -> " << peak_large << " bytes";
 }
 
 // One row per class and method (a task of one class has none), every text of

@@ -1,6 +1,8 @@
 #include "layers/backend/allocation_counter.h"
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 #include "c10/core/Allocator.h"
 #include "c10/core/CPUAllocator.h"
@@ -13,16 +15,46 @@ std::atomic<int64_t> live_bytes{0};
 std::atomic<int64_t> peak_bytes{0};
 std::atomic<bool> counting{false};
 
-// The wrapped allocation and its size, so the deleter can uncount it.
+// Each counted allocation's size and its wrapped allocator's deleter, by data
+// pointer: the counted DataPtr keeps context == data, as raw_allocate (used by
+// some ATen kernels) requires.
 struct Counted {
-  c10::DataPtr inner;
   int64_t bytes;
+  c10::DeleterFnPtr deleter;
 };
+std::mutex counted_mutex;
+std::unordered_map<void*, Counted>& CountedAllocations() {
+  static auto* counted = new std::unordered_map<void*, Counted>();
+  return *counted;
+}
 
-void DeleteCounted(void* context) {
-  auto* counted = static_cast<Counted*>(context);
-  live_bytes.fetch_sub(counted->bytes);
-  delete counted;  // Frees through the wrapped allocator's own deleter.
+void DeleteCounted(void* data) {
+  Counted counted;
+  {
+    std::lock_guard<std::mutex> lock(counted_mutex);
+    auto it = CountedAllocations().find(data);
+    TORCH_CHECK(it != CountedAllocations().end(),
+                "freeing an allocation the counter did not make");
+    counted = it->second;
+    CountedAllocations().erase(it);
+  }
+  live_bytes.fetch_sub(counted.bytes);
+  counted.deleter(data);
+}
+
+c10::DeleterFnPtr base_raw_deleter = nullptr;
+
+void RawDelete(void* data) {
+  bool counted;
+  {
+    std::lock_guard<std::mutex> lock(counted_mutex);
+    counted = CountedAllocations().count(data) > 0;
+  }
+  if (counted) {
+    DeleteCounted(data);
+  } else {
+    base_raw_deleter(data);
+  }
 }
 
 // Forwards to the allocator it replaced; lives for the whole process, since
@@ -33,17 +65,30 @@ class CountingAllocator : public c10::Allocator {
 
   c10::DataPtr allocate(size_t n) const override {
     c10::DataPtr inner = base_->allocate(n);
-    if (!counting.load()) return inner;
-    void* data = inner.get();
+    if (!counting.load() || inner.get() == nullptr) return inner;
+    // The default CPU allocator's DataPtr is its own context.
+    TORCH_CHECK(
+        inner.get() == inner.get_context(),
+        "the wrapped CPU allocator keeps a context apart from its data");
+    const c10::DeleterFnPtr deleter = inner.get_deleter();
     const c10::Device device = inner.device();
+    void* data = inner.release_context();
     const int64_t bytes = static_cast<int64_t>(n);
+    {
+      std::lock_guard<std::mutex> lock(counted_mutex);
+      CountedAllocations()[data] = {bytes, deleter};
+    }
     const int64_t now = live_bytes.fetch_add(bytes) + bytes;
     // Lock-free max: retry while another thread has not already gone higher.
     int64_t peak = peak_bytes.load();
     while (now > peak && !peak_bytes.compare_exchange_weak(peak, now)) {
     }
-    return {data, new Counted{std::move(inner), bytes}, &DeleteCounted, device};
+    return {data, data, &DeleteCounted, device};
   }
+
+  // raw_allocate's allocations, counted or not, are freed through this; an
+  // uncounted one goes to the wrapped allocator's own deleter.
+  c10::DeleterFnPtr raw_deleter() const override { return &RawDelete; }
 
   c10::Allocator* base() const { return base_; }
 
@@ -54,6 +99,9 @@ class CountingAllocator : public c10::Allocator {
 // Installed once at the highest priority, then switched on and off.
 CountingAllocator* Installed() {
   static CountingAllocator* allocator = [] {
+    base_raw_deleter = c10::GetCPUAllocator()->raw_deleter();
+    TORCH_CHECK(base_raw_deleter != nullptr,
+                "the CPU allocator has no raw deleter to wrap");
     auto* counting_allocator = new CountingAllocator(c10::GetCPUAllocator());
     c10::SetCPUAllocator(counting_allocator, /*priority=*/255);
     return counting_allocator;
