@@ -1,7 +1,6 @@
-// A model built from an experiment config: randomly initialised from its
-// runtime.seed, or trained and back from its checkpoint (the config stored
-// inside it builds the model, replacement layers included, then the parameters
-// are restored).
+// Models and fitted replacement layers back from their checkpoints:
+// lm_loader.h with the replacement layers (layers/replacement) linked, so a
+// checkpoint with a replacement layer spliced in loads too, and the fits.
 #ifndef SPARSE_LAYERS_LAYERS_MODELS_MODEL_LOADER_H_
 #define SPARSE_LAYERS_LAYERS_MODELS_MODEL_LOADER_H_
 
@@ -11,25 +10,13 @@
 
 #include "absl/status/statusor.h"
 #include "layers/models/gpt.h"
+#include "layers/models/lm_loader.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/config/experiment.pb.h"
 
 namespace sparse_layers::layers {
 
-// The model of `config`, its parameters drawn after torch::manual_seed of
-// config.runtime().seed(): a training run's start, and the untrained control
-// of the same config (the same draws). In training mode.
-absl::StatusOr<std::shared_ptr<GptImpl>> InitializeModel(
-    const config::ExperimentConfig& config);
-
-struct LoadedModel {
-  config::ExperimentConfig config;
-  std::shared_ptr<layers::GptImpl> model;  // In eval mode.
-};
-
-absl::StatusOr<LoadedModel> LoadModel(const std::string& checkpoint_path);
-
-// A fitted replacement checkpoint (the trainer's fitting mode): its path
+// A fitted replacement checkpoint (what //tools/train:fit writes): its path
 // (named in errors), the model, its config's model.replacement and the sparse
 // layer spliced in.
 struct LoadedReplacement {

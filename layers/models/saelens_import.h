@@ -46,7 +46,7 @@ absl::StatusOr<std::shared_ptr<GptImpl>> WithReplacement(
     const std::string& name, config::ExperimentConfig& config);
 
 // The SAELens SAE at `dir` on the base model at `base_checkpoint`, saved as a
-// fit checkpoint at `out` (what the trainer's fitting mode writes).
+// fit checkpoint at `out` (what //tools/train:fit writes).
 absl::Status ImportSaeLens(const std::string& dir,
                            const std::string& base_checkpoint,
                            const std::string& out);

@@ -132,6 +132,14 @@ expect train - "--out $work/parent.pt is also an input ($work/parent.pt); write 
   --validation_data="$shards/validation/validation.tokens.textproto" --out="$work/parent.pt" \
   --init_from="$work/parent.pt"
 cmp "$work/lm.pt" "$work/parent.pt" || fail "train replaced its --init_from"
+# Each trainer binary runs its own objective: an activation cache belongs to fit, tokens to train.
+expect train "$out" "--train_activations fits a replacement layer: run //tools/train:fit" \
+  --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
+  --validation_data="$shards/validation/validation.tokens.textproto" --out="$out" \
+  --train_activations="$config"
+expect fit "$out" "fitting needs --train_activations (an activation cache)" \
+  --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
+  --validation_data="$shards/validation/validation.tokens.textproto" --out="$out"
 expect summary_table "$out" "summary or config: $work/missing is not a readable file" \
   --out="$out" --fields=steps "$work/missing"
 expect activation_flow "$out" "--windows must be >= 1, got 0" \

@@ -23,7 +23,8 @@ RESUME_FLAGS = [
 ]
 
 def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_message, snapshots = {}):
-    """One trainer action: <name>.pt, <name>.csv and <name>.summary.textproto, the output flags between
+    """One trainer action (`_trainer`: train for an LM, fit for a replacement layer): <name>.pt, <name>.csv
+    and <name>.summary.textproto, the output flags between
     the mode's leading and trailing arguments; `snapshots`, percent of the steps -> File, the models kept along
     the way."""
     checkpoint = ctx.actions.declare_file(ctx.label.name + ".pt")
@@ -36,7 +37,7 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
             for percent, f in sorted(snapshots.items())
         ])]
     ctx.actions.run(
-        executable = ctx.executable._train,
+        executable = ctx.executable._trainer,
         arguments = leading_args + [
             "--out=" + checkpoint.path,
             "--log_csv=" + log.path,
@@ -139,7 +140,7 @@ lm_checkpoint = rule(
             doc = "Also keep the model after this percent of the budget's steps, as <name>.at<percent>pct.pt " +
                   "(output group `snapshots`; checkpoint_snapshot names one): metrics over training.",
         ),
-        "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
+        "_trainer": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
         "_decode_sample": attr.label(default = "//tools/train:decode_sample", executable = True, cfg = "exec"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
@@ -167,7 +168,7 @@ def _replacement_checkpoint_impl(ctx):
 
 replacement_checkpoint = rule(
     implementation = _replacement_checkpoint_impl,
-    doc = "The trainer's fitting mode: model.replacement fitted to an activation_cache of `base`; the " +
+    doc = "The fit binary: model.replacement fitted to an activation_cache of `base`; the " +
           "checkpoint is `base` with the layer spliced in. <name>.pt, <name>.csv, <name>.summary.textproto.",
     attrs = {
         "config": attr.label(mandatory = True, allow_single_file = [".textproto"]),
@@ -182,7 +183,7 @@ replacement_checkpoint = rule(
             doc = "An activation_cache with train and validation splits.",
         ),
         "threads": attr.int(default = 2),
-        "_train": attr.label(default = "//tools/train:train", executable = True, cfg = "exec"),
+        "_trainer": attr.label(default = "//tools/train:fit", executable = True, cfg = "exec"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )

@@ -14,7 +14,7 @@
 #include "layers/models/sampling.h"
 #include "tools/common/status_macros.h"
 #include "tools/config/config_loader.h"
-#include "tools/train/replacement_metrics.h"
+#include "tools/train/lm_evaluation.h"
 
 namespace sparse_layers::train {
 namespace {
@@ -129,6 +129,10 @@ class NextTokenObjective : public TrainingObjective {
 absl::StatusOr<std::unique_ptr<TrainingObjective>> MakeNextTokenObjective(
     const config::ExperimentConfig& config, const TrainerOptions& options,
     layers::GptImpl& model) {
+  if (!options.train_activations.empty()) {
+    return absl::InvalidArgumentError(
+        "--train_activations fits a replacement layer: run //tools/train:fit");
+  }
   const std::string train_manifest = options.train_manifest.empty()
                                          ? config.data().train_manifest()
                                          : options.train_manifest;

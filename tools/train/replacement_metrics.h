@@ -14,6 +14,7 @@
 #include "layers/core/topk.h"
 #include "layers/models/gpt.h"
 #include "layers/replacement/sparse_replacement.h"
+#include "tools/train/lm_evaluation.h"
 
 namespace sparse_layers::train {
 
@@ -85,12 +86,6 @@ ActivationFit EvaluateLorsaOnActivations(layers::LorsaImpl& lorsa,
                                          int64_t chunk,
                                          double input_scale = 1.0,
                                          double output_scale = 1.0);
-
-// Mean next-token cross-entropy over the sampler's first `batches` evaluation
-// batches (the trainer's validation loss and the frontier's CE: as the MxD
-// released eval.py, the mean over batches of the per-token mean).
-double MeanCrossEntropy(layers::GptImpl& model,
-                        const datasets::BatchSampler& sampler, int batches);
 
 // (CE_zero - CE_replaced) / (CE_zero - CE_base): 1 when the replacement is as
 // good as the original layer, 0 when it is as bad as deleting it (the MxD

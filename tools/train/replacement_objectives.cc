@@ -211,6 +211,11 @@ absl::StatusOr<std::unique_ptr<TrainingObjective>> MakeReplacementObjective(
     const config::ExperimentConfig& config, const TrainerOptions& options,
     layers::GptImpl& model) {
   const layers::GptOptions& model_options = model.options();
+  if (options.train_activations.empty()) {
+    return absl::InvalidArgumentError(
+        "fitting needs --train_activations (an activation cache); an LM "
+        "trains on tokens with //tools/train:train");
+  }
   if (model_options.replacement.layer < 0) {
     return absl::InvalidArgumentError(
         "fitting on activations needs model.replacement");

@@ -10,25 +10,22 @@
 #include "layers/ffn/dense_mlp.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/models/gpt.h"
-#include "layers/models/model_loader.h"
+#include "layers/models/lm_loader.h"
 #include "tools/common/status_macros.h"
-#include "tools/train/next_token_objective.h"
-#include "tools/train/replacement_objectives.h"
 #include "tools/train/training_loop.h"
 
 namespace sparse_layers::train {
 
 absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
-                                      const TrainerOptions& options) {
+                                      const TrainerOptions& options,
+                                      ObjectiveFactory make_objective) {
   if (config.runtime().threads() > 0) {
     RETURN_IF_ERROR(backend::SetTorchThreads(config.runtime().threads()));
   }
   ASSIGN_OR_RETURN(std::shared_ptr<layers::GptImpl> model,
                    layers::InitializeModel(config));
   ASSIGN_OR_RETURN(std::unique_ptr<TrainingObjective> objective,
-                   options.train_activations.empty()
-                       ? MakeNextTokenObjective(config, options, *model)
-                       : MakeReplacementObjective(config, options, *model));
+                   make_objective(config, options, *model));
   return RunTrainingLoop(config, options, *model, *objective);
 }
 

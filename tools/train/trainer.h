@@ -1,15 +1,19 @@
 // The trainer: config + token shards (the next-token objective) or an
 // activation cache (a replacement objective) -> checkpoint, CSV log and
-// summary, through the one loop of training_loop.h.
+// summary, through the one loop of training_loop.h. Each objective is its own
+// library and binary (train, fit), so a replacement layer's code never changes
+// the LM trainer's identity and retrains no cached LM.
 // Deterministic for a given config and thread count: data windows depend only
 // on (seed, step), so a resumed run replays exactly what an uninterrupted one
 // would have done.
 #ifndef SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_H_
 #define SPARSE_LAYERS_TOOLS_TRAIN_TRAINER_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "layers/models/gpt.h"
 #include "tools/config/experiment.pb.h"
@@ -71,8 +75,18 @@ StepBudget ComputeStepBudget(const config::BudgetConfig& budget,
                              int64_t tokens_per_step,
                              int64_t forward_flops_per_token);
 
+class TrainingObjective;  // training_loop.h
+
+// Makes a run's objective on its model (MakeNextTokenObjective,
+// MakeReplacementObjective).
+using ObjectiveFactory =
+    absl::FunctionRef<absl::StatusOr<std::unique_ptr<TrainingObjective>>(
+        const config::ExperimentConfig&, const TrainerOptions&,
+        layers::GptImpl&)>;
+
 absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
-                                      const TrainerOptions& options);
+                                      const TrainerOptions& options,
+                                      ObjectiveFactory make_objective);
 
 // Copies every parameter of `parent_checkpoint` whose name and shape match
 // into `model`, and upcycles each mixture FFN whose parent FFN is a dense MLP

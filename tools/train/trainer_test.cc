@@ -12,6 +12,8 @@
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
 #include "tools/config/config_loader.h"
+#include "tools/train/next_token_objective.h"
+#include "tools/train/replacement_objectives.h"
 
 namespace sparse_layers::train {
 namespace {
@@ -42,9 +44,9 @@ TrainerOptions Options(const std::string& name) {
 
 TEST(TrainerTest, SameConfigAndThreadsGiveBitIdenticalCheckpoints) {
   const config::ExperimentConfig config = TinyConfig();
-  auto first = Train(config, Options("first"));
+  auto first = Train(config, Options("first"), MakeNextTokenObjective);
   ASSERT_TRUE(first.ok()) << first.status();
-  auto second = Train(config, Options("second"));
+  auto second = Train(config, Options("second"), MakeNextTokenObjective);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(first->steps(), 12);
   EXPECT_EQ(first->stopped_by(), "max_steps");
@@ -63,13 +65,13 @@ TEST(TrainerTest, SameConfigAndThreadsGiveBitIdenticalCheckpoints) {
   // A different seed gives a different model.
   config::ExperimentConfig reseeded = config;
   reseeded.mutable_runtime()->set_seed(8);
-  auto third = Train(reseeded, Options("third"));
+  auto third = Train(reseeded, Options("third"), MakeNextTokenObjective);
   ASSERT_TRUE(third.ok());
   EXPECT_NE(third->checkpoint_sha256(), first->checkpoint_sha256());
 }
 
 TEST(TrainerTest, CsvLogHasOneRowPerStepAndValidationAtTheCadence) {
-  auto summary = Train(TinyConfig(), Options("csv"));
+  auto summary = Train(TinyConfig(), Options("csv"), MakeNextTokenObjective);
   ASSERT_TRUE(summary.ok());
   const std::string csv = *ReadFileToString(Options("csv").log_csv_path);
   int rows = 0, validated = 0;
@@ -101,7 +103,7 @@ TEST(TrainerTest, BudgetsStopWithinOneStep) {
   config::ExperimentConfig config = TinyConfig();
   config.mutable_budget()->set_max_steps(0);
   config.mutable_budget()->set_max_flops(2.5e8);
-  auto summary = Train(config, Options("flops"));
+  auto summary = Train(config, Options("flops"), MakeNextTokenObjective);
   ASSERT_TRUE(summary.ok()) << summary.status();
   const double per_step = summary->flops() / summary->steps();
   EXPECT_LE(summary->flops(), 2.5e8);
@@ -127,7 +129,8 @@ TEST(TrainerTest, EveryRegisteredFfnTrainsForASmokeRun) {
     }
     config.mutable_budget()->set_max_steps(4);
     config.mutable_eval()->set_sample_tokens(0);
-    auto summary = Train(config, Options("ffn_" + name));
+    auto summary =
+        Train(config, Options("ffn_" + name), MakeNextTokenObjective);
     ASSERT_TRUE(summary.ok()) << name << ": " << summary.status();
     EXPECT_TRUE(std::isfinite(summary->validation_loss())) << name;
     // ln(8192) = 9.01 at init; four steps must not make it worse.
@@ -148,7 +151,7 @@ TEST(TrainerTest, MohdModelTrainsFromAConfig) {
   config.mutable_model()->set_top_k(2);
   config.mutable_budget()->set_max_steps(4);
   config.mutable_eval()->set_sample_tokens(0);
-  auto summary = Train(config, Options("mohd_model"));
+  auto summary = Train(config, Options("mohd_model"), MakeNextTokenObjective);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_LT(summary->validation_loss(), 9.3);
 }
@@ -162,7 +165,7 @@ TEST(TrainerTest, LorsaModelTrainsFromAConfig) {
   config.mutable_model()->mutable_layer_options()->set_lorsa_top_k(8);
   config.mutable_budget()->set_max_steps(4);
   config.mutable_eval()->set_sample_tokens(0);
-  auto summary = Train(config, Options("lorsa_model"));
+  auto summary = Train(config, Options("lorsa_model"), MakeNextTokenObjective);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_LT(summary->validation_loss(), 9.3);
 }
@@ -174,7 +177,8 @@ TEST(TrainerTest, UpcycledMixtureStartsAsItsDenseParent) {
   parent.mutable_model()->set_ffn("relu_mlp");
   parent.mutable_budget()->set_max_steps(4);
   parent.mutable_eval()->set_sample_tokens(0);
-  ASSERT_TRUE(Train(parent, Options("dense_parent")).ok());
+  ASSERT_TRUE(
+      Train(parent, Options("dense_parent"), MakeNextTokenObjective).ok());
   const std::string parent_path = Options("dense_parent").checkpoint_path;
 
   config::ExperimentConfig child = parent;
@@ -201,7 +205,7 @@ TEST(TrainerTest, UpcycledMixtureStartsAsItsDenseParent) {
   child.mutable_init()->set_upcycle_noise(0.01);
   TrainerOptions child_options = Options("upcycled_child");
   child_options.init_from = parent_path;
-  auto summary = Train(child, child_options);
+  auto summary = Train(child, child_options, MakeNextTokenObjective);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_LT(summary->validation_loss(), 9.3);
 }
@@ -241,7 +245,8 @@ TEST(TrainerTest, FitTrainsOnlyTheReplacementLayerOnItsCache) {
   config::ExperimentConfig parent = TinyConfig();
   parent.mutable_budget()->set_max_steps(4);
   parent.mutable_eval()->set_sample_tokens(0);
-  ASSERT_TRUE(Train(parent, Options("fit_parent")).ok());
+  ASSERT_TRUE(
+      Train(parent, Options("fit_parent"), MakeNextTokenObjective).ok());
   const std::string parent_path = Options("fit_parent").checkpoint_path;
 
   config::ExperimentConfig fit = parent;
@@ -260,7 +265,7 @@ TEST(TrainerTest, FitTrainsOnlyTheReplacementLayerOnItsCache) {
   options.train_activations = WriteFfnCache(parent_path, "train", 4096);
   options.validation_activations =
       WriteFfnCache(parent_path, "validation", 512);
-  auto summary = Train(fit, options);
+  auto summary = Train(fit, options, MakeReplacementObjective);
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->objective(), "normalised_mse");
   EXPECT_EQ(summary->tokens(), 40 * 64);  // Rows.
@@ -304,16 +309,34 @@ TEST(TrainerTest, FitTrainsOnlyTheReplacementLayerOnItsCache) {
   again.checkpoint_path += ".again";
   again.log_csv_path += ".again";
   again.summary_path += ".again";
-  auto rerun = Train(fit, again);
+  auto rerun = Train(fit, again, MakeReplacementObjective);
   ASSERT_TRUE(rerun.ok()) << rerun.status();
   EXPECT_EQ(rerun->checkpoint_sha256(), summary->checkpoint_sha256());
 
   replacement->set_layer(1);
-  auto wrong_block = Train(fit, again);
+  auto wrong_block = Train(fit, again, MakeReplacementObjective);
   ASSERT_FALSE(wrong_block.ok());
   EXPECT_NE(wrong_block.status().message().find("caches block 0"),
             std::string::npos)
       << wrong_block.status();
+}
+
+// Each binary's objective refuses the other's inputs with one line naming the
+// binary to run (train_main.cc trains LMs, fit_main.cc fits replacements).
+TEST(TrainerTest, EachObjectiveRefusesTheOthersInputs) {
+  config::ExperimentConfig config = TinyConfig();
+  TrainerOptions lm_with_cache = Options("lm_with_cache");
+  lm_with_cache.train_activations = "rows.activations.textproto";
+  auto lm = Train(config, lm_with_cache, MakeNextTokenObjective);
+  ASSERT_FALSE(lm.ok());
+  EXPECT_NE(lm.status().message().find("//tools/train:fit"), std::string::npos)
+      << lm.status();
+  auto fit =
+      Train(config, Options("fit_without_cache"), MakeReplacementObjective);
+  ASSERT_FALSE(fit.ok());
+  EXPECT_NE(fit.status().message().find("--train_activations"),
+            std::string::npos)
+      << fit.status();
 }
 
 TEST(TrainerTest, NonFiniteLossStopsWithTheStep) {
@@ -321,7 +344,7 @@ TEST(TrainerTest, NonFiniteLossStopsWithTheStep) {
   config.mutable_optimizer()->set_learning_rate(1e30);
   config.mutable_optimizer()->set_gradient_clip_norm(0);
   config.mutable_schedule()->set_warmup_steps(0);
-  auto summary = Train(config, Options("nan"));
+  auto summary = Train(config, Options("nan"), MakeNextTokenObjective);
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.status().message().find("at step"), std::string::npos)
       << summary.status();
