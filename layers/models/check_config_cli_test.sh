@@ -34,6 +34,11 @@ expect_error() {  # expected-message-suffix config files...
   [[ "$err" == "check_config: error: "*"$want" ]] || fail "$*: '$err' does not end with '$want'"
   [[ ! -e "$tmp/merged.textproto" ]] || fail "$*: left $tmp/merged.textproto"
 }
+# A fit's config names a replacement layer, which check_config links beside the LM families.
+printf 'model { replacement { ffn: "jump_relu_sae" on_output: true d_ffn: 64 top_k: 0 sparsity_penalty: 1 } }\n' \
+  >"$tmp/jump_relu_fit.textproto"
+out="$("$check_config" "$data/base.textproto" "$data/smoke.textproto" "$tmp/jump_relu_fit.textproto" 2>&1)" ||
+  fail "a fit's config rejected: $out"
 expect_error "empty config (it sets no field)" "$tmp/empty.textproto"
 expect_error "is a directory, not a file" "$tmp"
 expect_error "field 'model.top_k': switch needs top_k in [1, n_experts 4], got 0" \
