@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "c10/core/Allocator.h"
@@ -28,33 +29,31 @@ std::unordered_map<void*, Counted>& CountedAllocations() {
   return *counted;
 }
 
-void DeleteCounted(void* data) {
-  Counted counted;
-  {
-    std::lock_guard<std::mutex> lock(counted_mutex);
-    auto it = CountedAllocations().find(data);
-    TORCH_CHECK(it != CountedAllocations().end(),
-                "freeing an allocation the counter did not make");
-    counted = it->second;
-    CountedAllocations().erase(it);
-  }
+// Removes `data` from the counted allocations and uncounts it; nullopt when
+// the counter did not make it.
+std::optional<Counted> TakeCounted(void* data) {
+  std::lock_guard<std::mutex> lock(counted_mutex);
+  auto it = CountedAllocations().find(data);
+  if (it == CountedAllocations().end()) return std::nullopt;
+  const Counted counted = it->second;
+  CountedAllocations().erase(it);
   live_bytes.fetch_sub(counted.bytes);
-  counted.deleter(data);
+  return counted;
+}
+
+void DeleteCounted(void* data) {
+  const std::optional<Counted> counted = TakeCounted(data);
+  TORCH_CHECK(counted.has_value(),
+              "freeing an allocation the counter did not make");
+  counted->deleter(data);
 }
 
 c10::DeleterFnPtr base_raw_deleter = nullptr;
 
+// raw_allocate's allocations, counted or not.
 void RawDelete(void* data) {
-  bool counted;
-  {
-    std::lock_guard<std::mutex> lock(counted_mutex);
-    counted = CountedAllocations().count(data) > 0;
-  }
-  if (counted) {
-    DeleteCounted(data);
-  } else {
-    base_raw_deleter(data);
-  }
+  const std::optional<Counted> counted = TakeCounted(data);
+  (counted ? counted->deleter : base_raw_deleter)(data);
 }
 
 // Forwards to the allocator it replaced; lives for the whole process, since
