@@ -469,11 +469,10 @@ absl::StatusOr<std::string> CheckPrecondition(const Precondition& precondition,
                          Levels(*table, where, precondition.over()));
         std::vector<double> means;
         for (const std::string& level : levels) {
-          auto by_seed =
-              SeedMeans(*table, where, seed, "", "", precondition.over(), level,
-                        precondition.metric(), {});
-          if (!by_seed.ok()) return by_seed.status();
-          means.push_back(Mean(SeedValues(*by_seed)));
+          ASSIGN_OR_RETURN(auto by_seed, SeedMeans(*table, where, seed, "", "",
+                                                   precondition.over(), level,
+                                                   precondition.metric(), {}));
+          means.push_back(Mean(SeedValues(by_seed)));
         }
         const bool lower = precondition.better() != HIGHER_IS_BETTER;
         const size_t best =
@@ -833,9 +832,8 @@ absl::Status ValidateClaimSet(const ClaimSet& claims, const Tables& tables) {
 absl::StatusOr<ClaimResult> JudgeClaim(
     const Claim& claim, bool is_control, const Tables& tables,
     const std::map<std::string, Verdict>& control_verdicts) {
-  auto table =
-      FindTable(tables, claim.table(), absl::StrCat("claim ", claim.id()));
-  if (!table.ok()) return table.status();
+  ASSIGN_OR_RETURN(auto table, FindTable(tables, claim.table(),
+                                         absl::StrCat("claim ", claim.id())));
   ClaimResult result;
   result.claim = &claim;
   result.is_control = is_control;
@@ -844,13 +842,13 @@ absl::StatusOr<ClaimResult> JudgeClaim(
     case BETTER:
     case WITHIN:
     case NOT_WORSE:
-      judged = JudgeComparison(claim, **table, result);
+      judged = JudgeComparison(claim, *table, result);
       break;
     case MONOTONE:
-      judged = JudgeMonotone(claim, **table, result);
+      judged = JudgeMonotone(claim, *table, result);
       break;
     case CORRELATION:
-      judged = JudgeCorrelation(claim, **table, result);
+      judged = JudgeCorrelation(claim, *table, result);
       break;
     default:
       return absl::InvalidArgumentError(

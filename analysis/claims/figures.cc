@@ -102,10 +102,10 @@ absl::StatusOr<std::string> DrawFigures(const ClaimSet& claims,
         points_spec.set_group(spec.y());
         points_spec.set_y(spec.value());
       }
-      auto points = FigurePoints(points_spec, tables);
-      if (!points.ok()) return points.status();
+      ASSIGN_OR_RETURN(const TidyTable points,
+                       FigurePoints(points_spec, tables));
       // Its filters select nothing (a base not run), as a table's "-" cells.
-      if (points->rows().empty()) {
+      if (points.rows().empty()) {
         empty.push_back(spec.title());
         continue;
       }
@@ -114,7 +114,7 @@ absl::StatusOr<std::string> DrawFigures(const ClaimSet& claims,
         stem.resize(stem.size() - 4);
       const std::string points_path =
           absl::StrCat(options.out_dir, "/", stem, ".points.csv");
-      RETURN_IF_ERROR(WriteFileAtomically(points_path, points->ToCsv()));
+      RETURN_IF_ERROR(WriteFileAtomically(points_path, points.ToCsv()));
       const std::string file_path =
           absl::StrCat(options.out_dir, "/", spec.file());
       const std::string xlabel =

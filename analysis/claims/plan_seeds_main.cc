@@ -29,15 +29,14 @@ absl::Status Run() {
     return absl::InvalidArgumentError("--claims and --pilot are required");
   if (!(power > 0 && power < 1))
     return absl::InvalidArgumentError("--power must lie in (0, 1)");
-  auto claims =
-      sparse_layers::claims::LoadClaimSet(absl::GetFlag(FLAGS_claims));
-  if (!claims.ok()) return claims.status();
+  ASSIGN_OR_RETURN(auto claims, sparse_layers::claims::LoadClaimSet(
+                                    absl::GetFlag(FLAGS_claims)));
   ASSIGN_OR_RETURN(auto pilot,
                    sparse_layers::claims::TidyTable::ReadConcatenated(
                        {absl::GetFlag(FLAGS_pilot)}));
   pilot.set_name(absl::GetFlag(FLAGS_pilot));
-  ASSIGN_OR_RETURN(auto plans, sparse_layers::claims::PlanSeeds(*claims, pilot,
-                                                                power, 1000));
+  ASSIGN_OR_RETURN(
+      auto plans, sparse_layers::claims::PlanSeeds(claims, pilot, power, 1000));
   std::cout << sparse_layers::claims::RenderSeedPlan(
       plans, power, absl::GetFlag(FLAGS_max_seeds));
   return absl::OkStatus();

@@ -187,9 +187,8 @@ absl::StatusOr<std::string> RenderSection(
                     "over seeds; n: seeds (a bare mean when n = 1).\n\n");
   }
   for (const TableSpec& spec : claims.tables()) {
-    auto table = RenderTable(spec, tables);
-    if (!table.ok()) return table.status();
-    absl::StrAppend(&out, *table, "\n");
+    ASSIGN_OR_RETURN(const std::string table, RenderTable(spec, tables));
+    absl::StrAppend(&out, table, "\n");
   }
   ASSIGN_OR_RETURN(const std::string figures,
                    DrawFigures(claims, tables, options));

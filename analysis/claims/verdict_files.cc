@@ -71,7 +71,7 @@ absl::StatusOr<std::string> SummarizeVerdicts(
     auto verdict = table.Column("verdict");
     for (const auto& status : {experiment.status(), kind.status(),
                                level.status(), verdict.status()}) {
-      if (!status.ok()) return status;
+      RETURN_IF_ERROR(status);
     }
     for (const auto& row : table.rows()) {
       const std::string& name = row[*experiment];
@@ -177,12 +177,12 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
                        " on a zero-width interval"));
     }
     if (min_n > 0 && !row[columns[5]].empty()) {
-      auto n =
-          ParseNumber(row[columns[5]], absl::StrCat(verdicts.name(), " ", id));
-      if (!n.ok()) return n.status();
-      if (*n < min_n) {
+      ASSIGN_OR_RETURN(
+          const double n,
+          ParseNumber(row[columns[5]], absl::StrCat(verdicts.name(), " ", id)));
+      if (n < min_n) {
         return absl::InvalidArgumentError(absl::StrCat(verdicts.name(), ": ",
-                                                       id, " rests on n = ", *n,
+                                                       id, " rests on n = ", n,
                                                        ", fewer than ", min_n));
       }
     }

@@ -58,7 +58,7 @@ absl::Status ActivationWriter::Append(const torch::Tensor& x,
   for (int64_t r = 0; r < rows.size(0); ++r) {
     buffer_.insert(buffer_.end(), data + r * width, data + (r + 1) * width);
     if (static_cast<int64_t>(buffer_.size()) >= shard_rows_ * width) {
-      if (absl::Status status = Flush(); !status.ok()) return status;
+      RETURN_IF_ERROR(Flush());
     }
   }
   return absl::OkStatus();
@@ -75,8 +75,8 @@ absl::Status ActivationWriter::Flush() {
   const std::string name = absl::StrFormat("%s-%05d.f32", manifest_.split(),
                                            manifest_.shards_size());
   const std::string path = (std::filesystem::path(out_dir_) / name).string();
-  auto file = AtomicFileWriter::Open(path);
-  if (!file.ok()) return file.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> file,
+                   AtomicFileWriter::Open(path));
   const absl::string_view header_bytes(reinterpret_cast<const char*>(&header),
                                        sizeof(header));
   const absl::string_view body(reinterpret_cast<const char*>(buffer_.data()),
@@ -84,9 +84,9 @@ absl::Status ActivationWriter::Flush() {
   Sha256 digest;
   digest.Update(header_bytes);
   digest.Update(body);
-  if (absl::Status s = (*file)->Append(header_bytes); !s.ok()) return s;
-  if (absl::Status s = (*file)->Append(body); !s.ok()) return s;
-  if (absl::Status s = (*file)->Commit(); !s.ok()) return s;
+  RETURN_IF_ERROR(file->Append(header_bytes));
+  RETURN_IF_ERROR(file->Append(body));
+  RETURN_IF_ERROR(file->Commit());
   ActivationShard* shard = manifest_.add_shards();
   shard->set_file(name);
   shard->set_rows(rows);
@@ -97,7 +97,7 @@ absl::Status ActivationWriter::Flush() {
 }
 
 absl::StatusOr<ActivationManifest> ActivationWriter::Finish() {
-  if (absl::Status status = Flush(); !status.ok()) return status;
+  RETURN_IF_ERROR(Flush());
   if (manifest_.rows() == 0) {
     return absl::FailedPreconditionError("no activation rows were written");
   }
@@ -107,21 +107,17 @@ absl::StatusOr<ActivationManifest> ActivationWriter::Finish() {
   }
   std::string text;
   google::protobuf::TextFormat::PrintToString(manifest_, &text);
-  if (absl::Status s =
-          WriteFileAtomically(ManifestPath(out_dir_, manifest_.split()), text);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(
+      WriteFileAtomically(ManifestPath(out_dir_, manifest_.split()), text));
   return manifest_;
 }
 
 absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
     const std::string& manifest_path) {
-  auto text = ReadFileToString(manifest_path);
-  if (!text.ok()) return text.status();
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(manifest_path));
   std::unique_ptr<ActivationSet> set(new ActivationSet());
   set->manifest_path_ = manifest_path;
-  if (!google::protobuf::TextFormat::ParseFromString(*text, &set->manifest_)) {
+  if (!google::protobuf::TextFormat::ParseFromString(text, &set->manifest_)) {
     return absl::InvalidArgumentError(
         absl::StrCat(manifest_path, ": not an ActivationManifest"));
   }
@@ -163,12 +159,9 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
                                 " bytes",
                                 header.rows > room ? " (truncated)" : ""));
     }
-    if (absl::Status s = VerifySha256(
-            set->mappings_.back().bytes(), entry.sha256(),
-            absl::StrCat("activation shard ", path), manifest_path);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(VerifySha256(set->mappings_.back().bytes(), entry.sha256(),
+                                 absl::StrCat("activation shard ", path),
+                                 manifest_path));
     set->shard_starts_.push_back(total);
     set->shard_rows_.push_back(reinterpret_cast<const float*>(
         reinterpret_cast<const char*>(data) + sizeof(header)));
@@ -184,15 +177,14 @@ absl::StatusOr<std::unique_ptr<ActivationSet>> ActivationSet::Open(
 
 absl::Status ActivationSet::CheckMadeFrom(
     const std::string& checkpoint_path) const {
-  absl::StatusOr<std::string> digest = Sha256OfFile(checkpoint_path);
-  if (!digest.ok()) return digest.status();
-  if (*digest == manifest_.checkpoint_sha256()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::string digest, Sha256OfFile(checkpoint_path));
+  if (digest == manifest_.checkpoint_sha256()) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrCat("activation cache ", manifest_path_,
                    " was made from the checkpoint "
                    "with SHA-256 ",
                    manifest_.checkpoint_sha256().substr(0, 12), "..., not ",
-                   checkpoint_path, " (", digest->substr(0, 12), "...)"));
+                   checkpoint_path, " (", digest.substr(0, 12), "...)"));
 }
 
 absl::Status ActivationSet::CheckSameSiteAs(const ActivationSet& other) const {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets::chess {
 namespace {
@@ -194,9 +195,7 @@ absl::StatusOr<ChessBoard> ParseFenBoard(absl::string_view fen) {
 
 absl::StatusOr<ChessPosition> ParsePosition(absl::string_view fen) {
   ChessPosition position;
-  auto board = ParseFenBoard(fen);
-  if (!board.ok()) return board.status();
-  position.board = *board;
+  ASSIGN_OR_RETURN(position.board, ParseFenBoard(fen));
   const std::vector<absl::string_view> fields =
       absl::StrSplit(fen, ' ', absl::SkipEmpty());
   if (fields.size() < 4 || (fields[1] != "w" && fields[1] != "b")) {

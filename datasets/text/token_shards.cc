@@ -46,17 +46,13 @@ absl::Status WriteShard(const std::string& path, const void* ids, size_t count,
   header.vocab_size = static_cast<uint32_t>(vocab_size);
   header.id_bytes = id_bytes == 2 ? 0 : static_cast<uint32_t>(id_bytes);
   header.tokens = count;
-  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
-      AtomicFileWriter::Open(path);
-  if (!writer.ok()) return writer.status();
-  absl::Status status = (*writer)->Append(absl::string_view(
-      reinterpret_cast<const char*>(&header), sizeof(header)));
-  if (status.ok()) {
-    status = (*writer)->Append(absl::string_view(
-        reinterpret_cast<const char*>(ids), count * id_bytes));
-  }
-  if (!status.ok()) return status;
-  return (*writer)->Commit();
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> writer,
+                   AtomicFileWriter::Open(path));
+  RETURN_IF_ERROR(writer->Append(absl::string_view(
+      reinterpret_cast<const char*>(&header), sizeof(header))));
+  RETURN_IF_ERROR(writer->Append(
+      absl::string_view(reinterpret_cast<const char*>(ids), count * id_bytes)));
+  return writer->Commit();
 }
 
 }  // namespace
@@ -105,44 +101,38 @@ absl::Status TokenSplitWriter::Flush() {
                                            manifest_.shards_size());
   const std::string path = absl::StrCat(out_dir_, "/", file);
   // uint16 ids whenever they fit, as before wider vocabularies.
-  absl::Status written =
+  RETURN_IF_ERROR(
       manifest_.vocab_size() > kMaxUint16Vocabulary
           ? WriteTokenShard(path, buffer_, manifest_.vocab_size())
           : WriteTokenShard(
                 path, std::vector<uint16_t>(buffer_.begin(), buffer_.end()),
-                manifest_.vocab_size());
-  if (!written.ok()) return written;
-  absl::StatusOr<std::string> digest = Sha256OfFile(path);
-  if (!digest.ok()) return digest.status();
+                manifest_.vocab_size()));
+  ASSIGN_OR_RETURN(const std::string digest, Sha256OfFile(path));
   TokenShard* shard = manifest_.add_shards();
   shard->set_file(file);
   shard->set_tokens(static_cast<int64_t>(buffer_.size()));
-  shard->set_sha256(*digest);
+  shard->set_sha256(digest);
   manifest_.set_tokens(manifest_.tokens() + shard->tokens());
   buffer_.clear();
   return absl::OkStatus();
 }
 
 absl::StatusOr<TokenShardManifest> TokenSplitWriter::Finish() {
-  if (absl::Status status = Flush(); !status.ok()) return status;
+  RETURN_IF_ERROR(Flush());
   std::string text;
   google::protobuf::TextFormat::PrintToString(manifest_, &text);
-  if (absl::Status status = WriteFileAtomically(
-          absl::StrCat(out_dir_, "/", manifest_.split(), ".tokens.textproto"),
-          text);
-      !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(WriteFileAtomically(
+      absl::StrCat(out_dir_, "/", manifest_.split(), ".tokens.textproto"),
+      text));
   return manifest_;
 }
 
 absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
     const std::string& manifest_path) {
-  absl::StatusOr<std::string> text = ReadFileToString(manifest_path);
-  if (!text.ok()) return text.status();
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(manifest_path));
   std::unique_ptr<TokenShardSet> set(new TokenShardSet);
   set->manifest_path_ = manifest_path;
-  if (!google::protobuf::TextFormat::ParseFromString(*text, &set->manifest_)) {
+  if (!google::protobuf::TextFormat::ParseFromString(text, &set->manifest_)) {
     return absl::InvalidArgumentError(
         absl::StrCat(manifest_path, ": not a TokenShardManifest"));
   }
@@ -202,12 +192,9 @@ absl::StatusOr<std::unique_ptr<TokenShardSet>> TokenShardSet::Open(
       return error(absl::StrCat("token id ", largest, " >= vocabulary size ",
                                 header.vocab_size));
     }
-    if (absl::Status s =
-            VerifySha256(set->mappings_.back().bytes(), entry.sha256(),
-                         absl::StrCat("token shard ", path), manifest_path);
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(VerifySha256(set->mappings_.back().bytes(), entry.sha256(),
+                                 absl::StrCat("token shard ", path),
+                                 manifest_path));
     set->shards_.push_back(tokens);
     total += entry.tokens();
   }

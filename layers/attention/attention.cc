@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "layers/core/name_registry.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {
 
@@ -14,14 +15,13 @@ void AttentionRegistry::Register(const std::string& name,
 
 absl::StatusOr<std::shared_ptr<AttentionImpl>> AttentionRegistry::Create(
     const std::string& name, const AttentionOptions& options) {
-  absl::StatusOr<const AttentionFactory*> factory =
-      Factories::Find("attention", name);
-  if (!factory.ok()) return factory.status();
+  ASSIGN_OR_RETURN(const AttentionFactory* factory,
+                   Factories::Find("attention", name));
   if (options.d_model <= 0 || options.n_heads <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "attention '", name, "' needs d_model > 0 and n_heads > 0"));
   }
-  return (**factory)(options);
+  return (*factory)(options);
 }
 
 std::vector<std::string> AttentionRegistry::Names() {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "layers/core/name_registry.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {
 
@@ -14,14 +15,13 @@ void FeedForwardRegistry::Register(const std::string& name,
 
 absl::StatusOr<std::shared_ptr<FeedForwardImpl>> FeedForwardRegistry::Create(
     const std::string& name, const FeedForwardOptions& options) {
-  absl::StatusOr<const FeedForwardFactory*> factory =
-      Factories::Find("ffn", name);
-  if (!factory.ok()) return factory.status();
+  ASSIGN_OR_RETURN(const FeedForwardFactory* factory,
+                   Factories::Find("ffn", name));
   if (options.d_model <= 0 || options.d_ffn <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("ffn '", name, "' needs d_model > 0 and d_ffn > 0"));
   }
-  return (**factory)(options);
+  return (*factory)(options);
 }
 
 std::vector<std::string> FeedForwardRegistry::Names() {

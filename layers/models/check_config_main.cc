@@ -11,6 +11,7 @@
 #include "google/protobuf/text_format.h"
 #include "tools/common/file_io.h"
 #include "tools/common/main.h"
+#include "tools/common/status_macros.h"
 #include "tools/config/config_loader.h"
 
 ABSL_FLAG(std::string, out, "",
@@ -31,15 +32,12 @@ absl::Status WriteCanonical(const ExperimentConfig& config,
 
 absl::Status Run(const std::vector<std::string>& paths) {
   if (paths.empty()) return absl::InvalidArgumentError("no config file given");
-  if (absl::Status s = FilesExist("config", paths); !s.ok()) return s;
-  absl::StatusOr<ExperimentConfig> config = LoadExperimentConfig(paths);
-  if (!config.ok()) return config.status();
+  RETURN_IF_ERROR(FilesExist("config", paths));
+  ASSIGN_OR_RETURN(const ExperimentConfig config, LoadExperimentConfig(paths));
   if (const std::string out = absl::GetFlag(FLAGS_out); !out.empty()) {
-    if (absl::Status status = WriteCanonical(*config, out); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(WriteCanonical(config, out));
   }
-  std::printf("ok: %s\n", config->name().c_str());
+  std::printf("ok: %s\n", config.name().c_str());
   return absl::OkStatus();
 }
 

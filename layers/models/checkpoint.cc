@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "tools/common/digest.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -61,11 +62,10 @@ std::string OptimizerKey(size_t group, size_t index, const char* field) {
 }
 
 absl::StatusOr<Dict> ReadDict(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadFileToString(path);
-  if (!bytes.ok()) return bytes.status();
+  ASSIGN_OR_RETURN(const std::string bytes, ReadFileToString(path));
   try {
     const c10::IValue value =
-        torch::pickle_load(std::vector<char>(bytes->begin(), bytes->end()));
+        torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
     if (!value.isGenericDict()) throw c10::Error("not a dictionary", "");
     Dict dict = value.toGenericDict();
     if (!dict.contains("format") ||
@@ -136,22 +136,21 @@ absl::Status SaveCheckpoint(const std::string& path,
 absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
                                                torch::nn::Module& model,
                                                AdamWState* optimizer) {
-  absl::StatusOr<Dict> dict = ReadDict(path);
-  if (!dict.ok()) return dict.status();
+  ASSIGN_OR_RETURN(Dict dict, ReadDict(path));
   CheckpointState state;
-  state.step = dict->at("step").toInt();
-  state.config_text = dict->at("config").toStringRef();
-  state.log_csv = dict->at("log").toStringRef();
+  state.step = dict.at("step").toInt();
+  state.config_text = dict.at("config").toStringRef();
+  state.log_csv = dict.at("log").toStringRef();
   at::Generator generator = at::detail::getDefaultCPUGenerator();
-  generator.set_state(dict->at("rng").toTensor());
+  generator.set_state(dict.at("rng").toTensor());
   torch::NoGradGuard no_grad;
   auto restore = [&](const std::string& name,
                      torch::Tensor& target) -> absl::Status {
     const std::string key = "model." + name;
-    if (!dict->contains(key)) {
+    if (!dict.contains(key)) {
       return absl::DataLossError(absl::StrCat(path, " lacks ", key));
     }
-    const torch::Tensor saved = dict->at(key).toTensor();
+    const torch::Tensor saved = dict.at(key).toTensor();
     if (saved.sizes() != target.sizes()) {
       return absl::DataLossError(
           absl::StrCat(path, ": ", key, " has shape ", c10::str(saved.sizes()),
@@ -161,18 +160,14 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
     return absl::OkStatus();
   };
   for (auto& item : model.named_parameters()) {
-    if (absl::Status status = restore(item.key(), item.value()); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(restore(item.key(), item.value()));
   }
   for (auto& item : model.named_buffers()) {
-    if (absl::Status status = restore(item.key(), item.value()); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(restore(item.key(), item.value()));
   }
   if (optimizer != nullptr) {
     optimizer->clear();
-    for (const auto& entry : *dict) {
+    for (const auto& entry : dict) {
       const std::string& key = entry.key().toStringRef();
       const std::vector<absl::string_view> parts = absl::StrSplit(key, '.');
       size_t g = 0, i = 0;
@@ -182,7 +177,7 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
       }
       const std::string exp_avg = OptimizerKey(g, i, "exp_avg");
       const std::string exp_avg_sq = OptimizerKey(g, i, "exp_avg_sq");
-      if (!dict->contains(exp_avg) || !dict->contains(exp_avg_sq)) {
+      if (!dict.contains(exp_avg) || !dict.contains(exp_avg_sq)) {
         return absl::DataLossError(
             absl::StrCat(path, " has ", key, " without its moments"));
       }
@@ -190,17 +185,16 @@ absl::StatusOr<CheckpointState> LoadCheckpoint(const std::string& path,
       if ((*optimizer)[g].size() <= i) (*optimizer)[g].resize(i + 1);
       AdamWSlot& slot = (*optimizer)[g][i];
       slot.step = entry.value().toInt();
-      slot.exp_avg = dict->at(exp_avg).toTensor();
-      slot.exp_avg_sq = dict->at(exp_avg_sq).toTensor();
+      slot.exp_avg = dict.at(exp_avg).toTensor();
+      slot.exp_avg_sq = dict.at(exp_avg_sq).toTensor();
     }
   }
   return state;
 }
 
 absl::StatusOr<std::string> ReadCheckpointConfig(const std::string& path) {
-  absl::StatusOr<Dict> dict = ReadDict(path);
-  if (!dict.ok()) return dict.status();
-  return dict->at("config").toStringRef();
+  ASSIGN_OR_RETURN(Dict dict, ReadDict(path));
+  return dict.at("config").toStringRef();
 }
 
 }  // namespace sparse_layers::layers

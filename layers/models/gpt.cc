@@ -4,6 +4,7 @@
 #include "layers/core/fused_cross_entropy.h"
 #include "layers/core/parameter_count.h"
 #include "layers/core/rms_norm.h"
+#include "tools/common/status_macros.h"
 #include "tools/config/config_validator.h"
 
 namespace sparse_layers::layers {
@@ -50,9 +51,7 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
     const config::ModelConfig& model) {
   // Every constraint lives in the validator that check_config and the config
   // loader run; what follows only fills in defaults.
-  if (absl::Status status = config::ValidateModelConfig(model); !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(config::ValidateModelConfig(model));
   GptOptions options;
   options.vocab_size = model.vocab_size();
   options.context_length = model.context_length();
@@ -170,9 +169,7 @@ absl::StatusOr<config::ModelConfig> ModelConfigFromGptOptions(
     arch.set_rotary_original_context(options.rotary_scaling.original_context);
   }
   arch.set_n_kv_heads(options.n_kv_heads);
-  if (absl::Status status = config::ValidateModelConfig(model); !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(config::ValidateModelConfig(model));
   return model;
 }
 
@@ -271,18 +268,18 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
     const bool replaced = i == replacement.layer;
     const bool ffn_replaced = replaced && !replacement.attention_site;
     // The FFN before the attention: the order of their random draws.
-    absl::StatusOr<std::shared_ptr<FeedForwardImpl>> ffn =
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<FeedForwardImpl> ffn,
         ffn_replaced && !replacement.on_output
             ? FeedForwardRegistry::Create(replacement.ffn, replacement_options)
-            : FeedForwardRegistry::Create(options.ffn, ffn_options);
-    if (!ffn.ok()) return ffn.status();
+            : FeedForwardRegistry::Create(options.ffn, ffn_options));
     attention_options.hook_prefix = absl::StrCat("blocks.", i, ".attn.");
-    absl::StatusOr<std::shared_ptr<AttentionImpl>> attention =
-        AttentionRegistry::Create(options.attention, attention_options);
-    if (!attention.ok()) return attention.status();
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<AttentionImpl> attention,
+        AttentionRegistry::Create(options.attention, attention_options));
     model->blocks.push_back(model->register_module(
         absl::StrCat("block", i),
-        Block(options, i, *std::move(attention), *std::move(ffn))));
+        Block(options, i, std::move(attention), std::move(ffn))));
     Block& block = model->blocks.back();
     if (replaced && replacement.attention_site && !replacement.on_output) {
       // D_QK = the base model's head dimension (arXiv:2504.20938 Sec. 3.1).
@@ -291,21 +288,20 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
       stand_in.qk_dim = options.d_model / options.n_heads;
       stand_in.ov_heads = replacement.d_ffn;
       stand_in.lorsa_top_k = replacement.top_k;
-      absl::StatusOr<std::shared_ptr<AttentionImpl>> layer =
-          AttentionRegistry::Create(replacement.ffn, stand_in);
-      if (!layer.ok()) return layer.status();
+      ASSIGN_OR_RETURN(std::shared_ptr<AttentionImpl> layer,
+                       AttentionRegistry::Create(replacement.ffn, stand_in));
       block->attention_stand_in =
-          block->register_module("lorsa_replacement", *std::move(layer));
+          block->register_module("lorsa_replacement", std::move(layer));
     } else if (replaced && replacement.on_output) {
-      auto sae =
-          FeedForwardRegistry::Create(replacement.ffn, replacement_options);
-      if (!sae.ok()) return sae.status();
+      ASSIGN_OR_RETURN(
+          std::shared_ptr<FeedForwardImpl> sae,
+          FeedForwardRegistry::Create(replacement.ffn, replacement_options));
       if (replacement.attention_site) {
         block->attention_sae =
-            block->register_module("attention_sae", *std::move(sae));
+            block->register_module("attention_sae", std::move(sae));
       } else {
         block->output_sae =
-            block->register_module("output_sae", *std::move(sae));
+            block->register_module("output_sae", std::move(sae));
       }
     }
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "layers/models/safetensors.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {
 
@@ -41,10 +42,7 @@ absl::Status WriteHuggingFaceCheckpoint(
     const std::map<std::string, torch::Tensor>& tensors) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  if (absl::Status s = WriteFileAtomically(dir + "/config.json", config);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(WriteFileAtomically(dir + "/config.json", config));
   return WriteSafetensors(dir + "/model.safetensors", tensors);
 }
 

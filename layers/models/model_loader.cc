@@ -3,18 +3,18 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::layers {
 
 absl::StatusOr<LoadedReplacement> LoadReplacement(
     const std::string& checkpoint_path, FitKind kind) {
-  absl::StatusOr<LoadedModel> loaded = LoadModel(checkpoint_path);
-  if (!loaded.ok()) return loaded.status();
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadModel(checkpoint_path));
   LoadedReplacement result;
   result.path = checkpoint_path;
-  result.spec = loaded->config.model().replacement();
+  result.spec = loaded.config.model().replacement();
   result.layer = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
-      loaded->model->ReplacementLayer());
+      loaded.model->ReplacementLayer());
   if (kind == FitKind::kAttentionSite) {
     if (result.spec.site() != config::FfnReplacement::ATTN) {
       return absl::InvalidArgumentError(
@@ -24,7 +24,7 @@ absl::StatusOr<LoadedReplacement> LoadReplacement(
     return absl::InvalidArgumentError(
         absl::StrCat(checkpoint_path, " has no sparse replacement layer"));
   }
-  result.loaded = *std::move(loaded);
+  result.loaded = std::move(loaded);
   return result;
 }
 
@@ -32,9 +32,8 @@ absl::StatusOr<std::vector<LoadedReplacement>> LoadReplacements(
     const std::vector<std::string>& paths, FitKind kind) {
   std::vector<LoadedReplacement> fits;
   for (const std::string& path : paths) {
-    absl::StatusOr<LoadedReplacement> fit = LoadReplacement(path, kind);
-    if (!fit.ok()) return fit.status();
-    fits.push_back(*std::move(fit));
+    ASSIGN_OR_RETURN(LoadedReplacement fit, LoadReplacement(path, kind));
+    fits.push_back(std::move(fit));
   }
   return fits;
 }

@@ -90,8 +90,8 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
                               "hook_attn_out");
   }
 
-  auto file = SafetensorsFile::Open(dir + "/sae_weights.safetensors");
-  if (!file.ok()) return file.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file,
+                   SafetensorsFile::Open(dir + "/sae_weights.safetensors"));
   std::map<std::string, std::vector<int64_t>> shapes = {
       {"W_enc", {d_in, d_sae}},
       {"b_enc", {d_sae}},
@@ -100,9 +100,9 @@ absl::StatusOr<SaeLensSae> ReadSaeLens(const std::string& dir) {
   if (jump) shapes["threshold"] = {d_sae};
   std::map<std::string, torch::Tensor> w;
   for (const auto& [name, shape] : shapes) {
-    ASSIGN_OR_RETURN(w[name], (*file)->ReadFloat(name, shape));
+    ASSIGN_OR_RETURN(w[name], file->ReadFloat(name, shape));
   }
-  const std::vector<std::string> names = (*file)->Names();
+  const std::vector<std::string> names = file->Names();
   if (names.size() != shapes.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         dir, "/sae_weights.safetensors: tensors ", absl::StrJoin(names, ", "),

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers {
 namespace {
@@ -61,13 +62,10 @@ void RemoveStaleTemporaries(const std::string& path) {
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents) {
-  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> writer =
-      AtomicFileWriter::Open(path);
-  if (!writer.ok()) return writer.status();
-  if (absl::Status status = (*writer)->Append(contents); !status.ok()) {
-    return status;
-  }
-  return (*writer)->Commit();
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFileWriter> writer,
+                   AtomicFileWriter::Open(path));
+  RETURN_IF_ERROR(writer->Append(contents));
+  return writer->Commit();
 }
 
 absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(

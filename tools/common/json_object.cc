@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers {
 
@@ -21,9 +22,8 @@ absl::StatusOr<google::protobuf::Struct> ParseJsonObject(
 
 absl::StatusOr<google::protobuf::Struct> ReadJsonObject(
     const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFileToString(path);
-  if (!text.ok()) return text.status();
-  absl::StatusOr<google::protobuf::Struct> object = ParseJsonObject(*text);
+  ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  absl::StatusOr<google::protobuf::Struct> object = ParseJsonObject(text);
   if (!object.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not valid JSON: ", object.status().message()));

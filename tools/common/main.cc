@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers {
 namespace {
@@ -84,7 +85,7 @@ int RunMain(absl::FunctionRef<absl::Status()> body) {
 
 absl::Status FirstError(std::initializer_list<absl::Status> checks) {
   for (const absl::Status& check : checks) {
-    if (!check.ok()) return check;
+    RETURN_IF_ERROR(check);
   }
   return absl::OkStatus();
 }

@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "tools/common/file_io.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers {
 namespace {
@@ -88,9 +89,8 @@ absl::StatusOr<std::string> StagedOutputs::StageDirectory(
 
 absl::Status StagedOutputs::WriteFile(const std::string& path,
                                       absl::string_view contents) {
-  absl::StatusOr<std::string> staged = StageFile(path);
-  if (!staged.ok()) return staged.status();
-  return WriteFileAtomically(*staged, contents);
+  ASSIGN_OR_RETURN(const std::string staged, StageFile(path));
+  return WriteFileAtomically(staged, contents);
 }
 
 absl::StatusOr<std::string> StagedOutputs::Stage(const std::string& path,
@@ -114,11 +114,10 @@ absl::StatusOr<std::string> StagedOutputs::Stage(const std::string& path,
         absl::StrCat(path, directory ? " exists and is not a directory"
                                      : " is a directory"));
   }
-  absl::StatusOr<int> lock = Lock(path);
-  if (!lock.ok()) return lock.status();
+  ASSIGN_OR_RETURN(const int lock, Lock(path));
   RemoveStaleTemporaries(path);
   Output output{path, absl::StrCat(path, ".tmp.", getpid(), ".staged"),
-                directory, *lock};
+                directory, lock};
   std::filesystem::remove_all(output.staged, error);
   const int fd = directory
                      ? mkdir(output.staged.c_str(), 0755)
@@ -126,7 +125,7 @@ absl::StatusOr<std::string> StagedOutputs::Stage(const std::string& path,
                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int saved = errno;
-    Unlock(path, *lock);
+    Unlock(path, lock);
     return ErrnoError("cannot write", path, saved);
   }
   if (!directory) close(fd);

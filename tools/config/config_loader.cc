@@ -21,6 +21,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "re2/re2.h"
+#include "tools/common/status_macros.h"
 #include "tools/config/config_validator.h"
 
 namespace sparse_layers::config {
@@ -202,15 +203,9 @@ absl::StatusOr<ExperimentConfig> ParseExperimentConfig(
   std::vector<ParsedSource> sources(1);
   sources[0].name = std::string(source_name);
   ExperimentConfig config;
-  if (absl::Status status = MergeText(text, sources[0], config); !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = RejectEmpty(text, source_name); !status.ok()) {
-    return status;
-  }
-  if (absl::Status status = Validate(config, sources); !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(MergeText(text, sources[0], config));
+  RETURN_IF_ERROR(RejectEmpty(text, source_name));
+  RETURN_IF_ERROR(Validate(config, sources));
   return config;
 }
 
@@ -222,20 +217,12 @@ absl::StatusOr<ExperimentConfig> LoadExperimentConfig(
   std::vector<ParsedSource> sources(paths.size());
   ExperimentConfig config;
   for (size_t i = 0; i < paths.size(); ++i) {
-    absl::StatusOr<std::string> text = ReadFile(paths[i]);
-    if (!text.ok()) return text.status();
+    ASSIGN_OR_RETURN(const std::string text, ReadFile(paths[i]));
     sources[i].name = paths[i];
-    if (absl::Status status = MergeText(*text, sources[i], config);
-        !status.ok()) {
-      return status;
-    }
-    if (absl::Status status = RejectEmpty(*text, paths[i]); !status.ok()) {
-      return status;
-    }
+    RETURN_IF_ERROR(MergeText(text, sources[i], config));
+    RETURN_IF_ERROR(RejectEmpty(text, paths[i]));
   }
-  if (absl::Status status = Validate(config, sources); !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(Validate(config, sources));
   return config;
 }
 

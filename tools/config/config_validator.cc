@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/generated_enum_reflection.h"
+#include "tools/common/status_macros.h"
 #include "tools/config/layer_shapes.h"
 #include "tools/config/parameter_matching.h"
 
@@ -239,7 +240,7 @@ absl::Status CheckReplacement(const ModelConfig& model,
     return at("layer", absl::StrFormat("block %d is not in [0, n_layers %d)",
                                        r.layer(), model.n_layers()));
   }
-  if (absl::Status s = CheckSparsity(r, at); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckSparsity(r, at));
   const ReplacementSizes sizes = EffectiveReplacementSizes(model);
   if (lorsa) {
     if (sizes.d_ffn <= 0) {
@@ -466,11 +467,9 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
                               "n_heads %d = %d",
                               model.d_model(), model.n_heads(), head_dim));
   }
-  if (absl::Status s = CheckLayerOptions(model, error); !s.ok()) return s;
+  RETURN_IF_ERROR(CheckLayerOptions(model, error));
   if (attention == AttentionShape::kMohd) {
-    if (absl::Status s = CheckMohd(model, "attention 'mohd'", error); !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(CheckMohd(model, "attention 'mohd'", error));
     // MoHD attention always applies rotary positions to its heads (mohd.cc).
     const int64_t inner =
         model.attention_inner() > 0 ? model.attention_inner() : model.d_model();
@@ -511,15 +510,10 @@ absl::Status CheckModel(const ModelConfig& model, const FieldErrorFn& error) {
       return at("embedding_width", "needs tie_embeddings: false");
     }
   }
-  if (absl::Status s = CheckArchitectureOptions(model, error); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckFfn(model, FfnName(model), EffectiveFfnWidth(model),
-                                model.n_experts(), model.top_k(),
-                                /*replacement=*/false, error);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckArchitectureOptions(model, error));
+  RETURN_IF_ERROR(CheckFfn(model, FfnName(model), EffectiveFfnWidth(model),
+                           model.n_experts(), model.top_k(),
+                           /*replacement=*/false, error));
   if (!model.replacement().ffn().empty()) return CheckReplacement(model, error);
   return absl::OkStatus();
 }
@@ -594,7 +588,7 @@ absl::Status ValidateExperimentConfig(const ExperimentConfig& config,
     return error({"runtime", "device"}, OneOfEnum<RuntimeConfig::Device>());
   }
   if (config.has_model()) {
-    if (absl::Status s = CheckModel(config.model(), error); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckModel(config.model(), error));
   }
   if (config.has_data()) {
     const DataConfig& data = config.data();

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/repeated_field.h"
+#include "tools/common/status_macros.h"
 
 namespace sparse_layers::train {
 namespace {
@@ -33,13 +34,11 @@ absl::StatusOr<std::string> SampleText(const TrainingSummary& summary,
     return absl::StrCat(summary.name(),
                         ": no sample (eval.sample_tokens is 0)\n");
   }
-  absl::StatusOr<std::string> prompt =
-      Decode(summary.sample_prompt_ids(), tokenizer, summary.name());
-  if (!prompt.ok()) return prompt.status();
-  absl::StatusOr<std::string> continuation =
-      Decode(summary.sample_ids(), tokenizer, summary.name());
-  if (!continuation.ok()) return continuation.status();
-  return absl::StrCat(*prompt, "|", *continuation, "\n");
+  ASSIGN_OR_RETURN(const std::string prompt, Decode(summary.sample_prompt_ids(),
+                                                    tokenizer, summary.name()));
+  ASSIGN_OR_RETURN(const std::string continuation,
+                   Decode(summary.sample_ids(), tokenizer, summary.name()));
+  return absl::StrCat(prompt, "|", continuation, "\n");
 }
 
 }  // namespace sparse_layers::train

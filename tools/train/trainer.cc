@@ -32,11 +32,10 @@ absl::StatusOr<TrainingSummary> Train(const config::ExperimentConfig& config,
 absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
                                       layers::GptImpl& model,
                                       double upcycle_noise) {
-  absl::StatusOr<layers::LoadedModel> parent =
-      layers::LoadModel(parent_checkpoint);
-  if (!parent.ok()) return parent.status();
+  ASSIGN_OR_RETURN(const layers::LoadedModel parent,
+                   layers::LoadModel(parent_checkpoint));
   torch::NoGradGuard no_grad;
-  const auto parent_parameters = parent->model->named_parameters();
+  const auto parent_parameters = parent.model->named_parameters();
   int64_t copied = 0, upcycled = 0;
   // A tensor both models name but shape differently means the parent is of
   // another architecture (width, vocabulary, context): copying around it
@@ -53,12 +52,12 @@ absl::Status InitializeFromCheckpoint(const std::string& parent_checkpoint,
     item.value().copy_(*source);
     ++copied;
   }
-  for (size_t i = 0;
-       i < model.blocks.size() && i < parent->model->blocks.size(); ++i) {
+  for (size_t i = 0; i < model.blocks.size() && i < parent.model->blocks.size();
+       ++i) {
     auto mixture = std::dynamic_pointer_cast<layers::MixtureOfExpertsImpl>(
         model.blocks[i]->ffn);
     auto dense = std::dynamic_pointer_cast<layers::DenseMlpImpl>(
-        parent->model->blocks[i]->ffn);
+        parent.model->blocks[i]->ffn);
     if (mixture && dense) {
       const std::vector<int64_t> expert = {mixture->options().d_ffn,
                                            mixture->options().d_model};

@@ -104,20 +104,17 @@ std::optional<TrainingSummary> KeptSummary(const TrainerOptions& options) {
 // Trainer binary and parent digests, build identity lines.
 absl::Status RecordProvenance(const TrainerOptions& options,
                               TrainingSummary& summary) {
-  absl::StatusOr<std::string> trainer = Sha256OfFile("/proc/self/exe");
-  if (!trainer.ok()) return trainer.status();
-  summary.set_trainer_sha256(*trainer);
+  ASSIGN_OR_RETURN(const std::string trainer, Sha256OfFile("/proc/self/exe"));
+  summary.set_trainer_sha256(trainer);
   if (!options.init_from.empty()) {
-    absl::StatusOr<std::string> parent = Sha256OfFile(options.init_from);
-    if (!parent.ok()) return parent.status();
-    summary.set_init_from_sha256(*parent);
+    ASSIGN_OR_RETURN(const std::string parent, Sha256OfFile(options.init_from));
+    summary.set_init_from_sha256(parent);
   }
   if (options.build_identity_path.empty()) return absl::OkStatus();
-  absl::StatusOr<std::string> identity =
-      ReadFileToString(options.build_identity_path);
-  if (!identity.ok()) return identity.status();
+  ASSIGN_OR_RETURN(const std::string identity,
+                   ReadFileToString(options.build_identity_path));
   for (absl::string_view line :
-       absl::StrSplit(*identity, '\n', absl::SkipEmpty())) {
+       absl::StrSplit(identity, '\n', absl::SkipEmpty())) {
     summary.add_build_identity(std::string(line));
   }
   return absl::OkStatus();
@@ -135,9 +132,8 @@ absl::Status WriteRunOutputs(const TrainerOptions& options,
                                 ? options.checkpoint_path
                                 : options.final_checkpoint_path;
   RETURN_IF_ERROR(layers::SaveCheckpoint(path, model, &optimizer, state));
-  absl::StatusOr<std::string> digest = Sha256OfFile(path);
-  if (!digest.ok()) return digest.status();
-  summary.set_checkpoint_sha256(*digest);
+  ASSIGN_OR_RETURN(const std::string digest, Sha256OfFile(path));
+  summary.set_checkpoint_sha256(digest);
   RETURN_IF_ERROR(RecordProvenance(options, summary));
   if (!options.log_csv_path.empty()) {
     RETURN_IF_ERROR(WriteFileAtomically(options.log_csv_path, state.log_csv));
@@ -194,15 +190,15 @@ absl::StatusOr<TrainingSummary> RunTrainingLoop(
   std::vector<torch::Tensor> parameters = objective.TrainableParameters();
   layers::AdamWState restored_optimizer;
   if (options.resume && std::filesystem::exists(options.checkpoint_path)) {
-    absl::StatusOr<layers::CheckpointState> restored = layers::LoadCheckpoint(
-        options.checkpoint_path, model, &restored_optimizer);
-    if (!restored.ok()) return restored.status();
-    if (restored->config_text != config_text) {
+    ASSIGN_OR_RETURN(layers::CheckpointState restored,
+                     layers::LoadCheckpoint(options.checkpoint_path, model,
+                                            &restored_optimizer));
+    if (restored.config_text != config_text) {
       return absl::FailedPreconditionError(absl::StrCat(
           options.checkpoint_path,
           " was written with a different config; remove it or drop --resume"));
     }
-    state = *std::move(restored);
+    state = std::move(restored);
     std::fprintf(stderr, "train: resuming %s at step %lld\n",
                  config.name().c_str(), static_cast<long long>(state.step));
     if (state.step >= budget.steps) {
