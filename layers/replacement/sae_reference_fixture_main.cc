@@ -32,12 +32,16 @@ struct Case {
   Sparsity sparsity;
   double penalty;
   bool training;
+  // 640 units with sparse pre-codes, so that the layer lists its codes
+  // (SparseDot and SparseDecode) instead of decoding them densely.
+  bool wide = false;
 };
 
 void AddCase(const Case& c, c10::Dict<std::string, torch::Tensor>& out) {
   ReplacementOptions options;
   options.d_in = options.d_out = 12;
-  options.d_ffn = 40;
+  const int64_t units = c.wide ? 640 : 40;
+  options.d_ffn = units;
   options.top_k = c.sparsity == config::FfnReplacement::BATCH_TOPK ? 4 : 0;
   options.sparsity = c.sparsity;
   options.sparsity_penalty = c.penalty;
@@ -47,12 +51,12 @@ void AddCase(const Case& c, c10::Dict<std::string, torch::Tensor>& out) {
   {
     torch::NoGradGuard no_grad;
     sae.encoder.normal_(0, 0.5);
-    sae.encoder_bias.normal_(0, 0.1);
+    sae.encoder_bias.normal_(c.wide ? -5.0 : 0.0, 0.1);
     // Rows of unequal norm, so the L1's decoder-norm weight matters.
-    sae.decoder.mul_(torch::rand({40, 1}) + 0.5);
+    sae.decoder.mul_(torch::rand({units, 1}) + 0.5);
     sae.output_bias.normal_(0, 0.1);
     if (sae.log_threshold.defined()) {
-      sae.log_threshold.copy_(torch::empty({40}).uniform_(0.05, 0.6).log());
+      sae.log_threshold.copy_(torch::empty({units}).uniform_(0.05, 0.6).log());
     }
     if (sae.threshold_sum.defined()) {
       sae.threshold_sum.fill_(0.3);  // A threshold of 0.3 from one step.
@@ -94,7 +98,14 @@ absl::Status Run() {
            {"relu_l1", config::FfnReplacement::RELU_L1, 0.3, true},
            {"jump_relu", config::FfnReplacement::JUMP_RELU, 0.05, true},
            {"batch_topk_train", config::FfnReplacement::BATCH_TOPK, 0, true},
-           {"batch_topk_eval", config::FfnReplacement::BATCH_TOPK, 0, false}}) {
+           {"batch_topk_eval", config::FfnReplacement::BATCH_TOPK, 0, false},
+           {"relu_l1_wide", config::FfnReplacement::RELU_L1, 0.3, true, true},
+           {"jump_relu_wide", config::FfnReplacement::JUMP_RELU, 0.05, true,
+            true},
+           {"batch_topk_train_wide", config::FfnReplacement::BATCH_TOPK, 0,
+            true, true},
+           {"batch_topk_eval_wide", config::FfnReplacement::BATCH_TOPK, 0,
+            false, true}}) {
     AddCase(c, out);
   }
   const std::vector<char> bytes = torch::pickle_save(out);

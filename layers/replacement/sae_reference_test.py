@@ -67,6 +67,7 @@ class JumpReLU(torch.autograd.Function):
 
 def reference(case, t):
   """Output, loss, gradients by name and buffers after the step."""
+  rule = case.removesuffix("_wide")
   names = [n for n in ("encoder", "encoder_bias", "decoder", "output_bias",
                        "log_threshold") if f"{case}.{n}" in t]
   p = {n: t[f"{case}.{n}"].clone().requires_grad_(True) for n in names}
@@ -74,14 +75,14 @@ def reference(case, t):
   pre = (x - p["output_bias"]) @ p["encoder"] + p["encoder_bias"]
   penalty = 0
   after = {}
-  if case == "relu_l1":
+  if rule == "relu_l1":
     f = torch.relu(pre)
-    penalty = PENALTY[case] * (f * p["decoder"].norm(dim=1)).sum(1).mean()
-  elif case == "jump_relu":
+    penalty = PENALTY[rule] * (f * p["decoder"].norm(dim=1)).sum(1).mean()
+  elif rule == "jump_relu":
     theta = p["log_threshold"].exp()
     f = JumpReLU.apply(pre, theta)
-    penalty = PENALTY[case] * Step.apply(pre, theta).sum(1).mean()
-  elif case == "batch_topk_train":
+    penalty = PENALTY[rule] * Step.apply(pre, theta).sum(1).mean()
+  elif rule == "batch_topk_train":
     acts = torch.relu(pre)
     flat = acts.flatten()
     values, indices = flat.topk(K * acts.shape[0])
@@ -89,7 +90,7 @@ def reference(case, t):
     smallest = values[values > 0].min().detach()
     after["threshold_sum"] = 0.99 * t[f"{case}.threshold_sum"] + smallest
     after["threshold_weight"] = 0.99 * t[f"{case}.threshold_weight"] + 1
-  elif case == "batch_topk_eval":
+  elif rule == "batch_topk_eval":
     theta = t[f"{case}.threshold_sum"] / t[f"{case}.threshold_weight"]
     f = torch.relu(pre) * (pre > theta).to(pre.dtype)
   else:
@@ -119,7 +120,11 @@ def main():
     subprocess.run([fixture, f"--out={path}"], check=True)
     t = torch.load(path)
   failures = []
-  for case in ("relu_l1", "jump_relu", "batch_topk_train", "batch_topk_eval"):
+  # The "_wide" cases have 640 units and sparse pre-codes: the layer lists
+  # its codes there (SparseDot, SparseDecode) instead of decoding densely.
+  for case in ("relu_l1", "jump_relu", "batch_topk_train", "batch_topk_eval",
+               "relu_l1_wide", "jump_relu_wide", "batch_topk_train_wide",
+               "batch_topk_eval_wide"):
     out, loss, grads, after = reference(case, t)
     close(f"{case}.out", t[f"{case}.out"], out, failures)
     close(f"{case}.loss", t[f"{case}.loss"], loss, failures)
@@ -129,9 +134,19 @@ def main():
       close(f"{case}.after.{name}", t[f"{case}.after.{name}"], value, failures)
   # The cases must exercise what they test: codes both kept and dropped, and
   # JumpReLU's kernel firing (else its threshold gradients are trivially 0).
-  jump_theta_grad = t["jump_relu.grad.log_threshold"]
-  if jump_theta_grad.ne(0).sum() == 0:
-    failures.append("jump_relu: no pre-code within the kernel")
+  for case in ("jump_relu", "jump_relu_wide"):
+    if t[f"{case}.grad.log_threshold"].ne(0).sum() == 0:
+      failures.append(f"{case}: no pre-code within the kernel")
+  for case in ("relu_l1_wide", "jump_relu_wide", "batch_topk_train_wide",
+               "batch_topk_eval_wide"):
+    # At most 640 / 16 units per row fire: the listed path (kListedShare).
+    x = t[f"{case}.x"]
+    pre = ((x - t[f"{case}.output_bias"]) @ t[f"{case}.encoder"]
+           + t[f"{case}.encoder_bias"])
+    widest = (pre > 0).sum(1).max().item()
+    if not 0 < widest <= 40:
+      failures.append(f"{case}: {widest} positive pre-codes in a row, not "
+                      "the listed regime")
   if failures:
     print(f"FAIL: {len(failures)} mismatches: {', '.join(failures)}")
     sys.exit(1)

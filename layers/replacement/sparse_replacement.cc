@@ -58,7 +58,10 @@ class JumpFunction : public torch::autograd::Function<JumpFunction> {
     // Eq. 11: -(theta / eps) K; Eq. 12: -(1 / eps) K.
     const torch::Tensor scale =
         step ? torch::full_like(theta, 1.0 / bandwidth) : theta / bandwidth;
-    const torch::Tensor grad_theta = -(kernel * g).sum(0) * scale;
+    // theta is per unit (U), summed over the batch, or gathered per code
+    // (B, k) like z, one gradient per entry.
+    torch::Tensor grad_theta = -(kernel * g) * scale;
+    if (theta.dim() < z.dim()) grad_theta = grad_theta.sum(0);
     const torch::Tensor grad_z =
         step ? torch::zeros_like(z) : g * (z > theta).to(z.scalar_type());
     return {grad_z, grad_theta, torch::Tensor(), torch::Tensor()};
@@ -169,16 +172,16 @@ torch::Tensor SparseReplacementImpl::PreCodesOf(const EncoderTerms& e) {
 
 TopKCodes SparseReplacementImpl::Encode(const torch::Tensor& x, int64_t k) {
   if (options_.sparsity != config::FfnReplacement::TOPK) {
-    const torch::Tensor codes = DenseCodes(x);
+    RuleCodes rule = CodesOfRule(x, /*allow_listed=*/true);
+    if (rule.listed.values.defined()) return rule.listed;
     torch::Tensor indices;
     {
       torch::NoGradGuard no_grad;
       // Codes are >= 0, so the non-zero ones come first.
-      const int64_t width =
-          std::max<int64_t>(1, codes.ne(0).sum(1).max().item<int64_t>());
-      indices = std::get<1>(codes.topk(width, -1, true, /*sorted=*/false));
+      const int64_t width = ListedWidth(SupportCounts(rule.dense.ne(0)));
+      indices = std::get<1>(rule.dense.topk(width, -1, true, /*sorted=*/false));
     }
-    return {codes.gather(1, indices), indices};
+    return {rule.dense.gather(1, indices), indices};
   }
   TORCH_CHECK(k > 0 && k <= units(), "top-k needs 0 < k <= units");
   const EncoderTerms e = EncoderTermsOf(x);
@@ -189,67 +192,172 @@ TopKCodes SparseReplacementImpl::Encode(const torch::Tensor& x, int64_t k) {
     indices = std::get<1>(
         PreCodesOf(e).topk(k, -1, /*largest=*/true, /*sorted=*/false));
   }
-  const torch::Tensor selected =
-      SparseDot(e.input, e.rows, indices) +
-      e.bias.index_select(0, indices.reshape({-1})).view(indices.sizes());
-  return {torch::relu(selected), indices};
+  return {torch::relu(SelectedPreCodes(e, indices)), indices};
+}
+
+torch::Tensor SparseReplacementImpl::SelectedPreCodes(
+    const EncoderTerms& e, const torch::Tensor& indices) {
+  return SparseDot(e.input, e.rows, indices) +
+         e.bias.index_select(0, indices.reshape({-1})).view(indices.sizes());
+}
+
+torch::Tensor SparseReplacementImpl::SupportCounts(
+    const torch::Tensor& support) {
+  // An int32 sum: a bool's default int64 sum first copies the whole mask.
+  return support.sum(1, /*keepdim=*/false, torch::kInt).to(torch::kLong);
+}
+
+int64_t SparseReplacementImpl::ListedWidth(const torch::Tensor& counts) {
+  return std::max<int64_t>(1, counts.max().item<int64_t>());
 }
 
 torch::Tensor SparseReplacementImpl::DenseCodes(const torch::Tensor& x) {
-  penalty_ = torch::Tensor();
-  const torch::Tensor pre = PreCodes(x);
-  const double lambda = options_.sparsity_penalty;
+  return CodesOfRule(x, /*allow_listed=*/false).dense;
+}
+
+torch::Tensor SparseReplacementImpl::RuleSupport(const torch::Tensor& pre,
+                                                 bool differentiable) {
+  torch::NoGradGuard no_grad;
   switch (options_.sparsity) {
     case config::FfnReplacement::BATCH_TOPK: {
+      if (!is_training()) return pre > std::max(0.0, BatchThreshold());
       const torch::Tensor codes = torch::relu(pre);
-      if (!is_training()) {
-        return codes * (pre > BatchThreshold()).to(codes.scalar_type());
+      const int64_t rows = codes.size(0), width = codes.size(1);
+      const int64_t k = EffectiveK();
+      const int64_t kept = std::min<int64_t>(k * rows, codes.numel());
+      // The kept-th largest of each row's m largest codes bounds the batch's
+      // kept-th largest from below; the batch's top-k among the positive codes
+      // above that bound is its top-k over all codes (zeros kept or not
+      // change no code), without a top-k over the whole batch.
+      const int64_t m = std::min<int64_t>(width, 4 * k);
+      const torch::Tensor candidates =
+          std::get<0>(codes.topk(m, -1, /*largest=*/true, /*sorted=*/false));
+      const double bound =
+          std::get<0>(candidates.reshape({-1}).topk(kept)).min().item<double>();
+      torch::Tensor positions =
+          ((codes >= bound) & (codes > 0)).reshape({-1}).nonzero().squeeze(1);
+      torch::Tensor values = codes.reshape({-1}).index_select(0, positions);
+      if (positions.numel() > kept) {
+        const auto [largest, order] = values.topk(kept);
+        values = largest;
+        positions = positions.index_select(0, order);
       }
-      torch::Tensor keep;
-      {
-        torch::NoGradGuard no_grad;
-        const int64_t kept =
-            std::min<int64_t>(EffectiveK() * codes.size(0), codes.numel());
-        const auto [values, flat] = codes.reshape({-1}).topk(kept);
-        keep = torch::zeros({codes.numel()}, codes.options())
-                   .index_fill_(0, flat, 1)
-                   .view(codes.sizes());
-        const torch::Tensor positive = values.masked_select(values > 0);
-        if (positive.numel() > 0) {
-          // Running mean of the smallest kept code, weight 0.01 per step.
-          threshold_sum.mul_(0.99).add_(positive.min());
-          threshold_weight.mul_(0.99).add_(1);
-        }
+      if (values.numel() > 0) {
+        // Running mean of the smallest kept code, weight 0.01 per step.
+        threshold_sum.mul_(0.99).add_(values.min());
+        threshold_weight.mul_(0.99).add_(1);
       }
-      return codes * keep;
+      return torch::zeros({codes.numel()}, pre.options().dtype(torch::kBool))
+          .index_fill_(0, positions, true)
+          .view(codes.sizes());
     }
-    case config::FfnReplacement::RELU_L1: {
-      const torch::Tensor codes = torch::relu(pre);
-      if (is_training() && lambda > 0) {
-        // Decoder-norm-weighted L1 (a plain L1 for unit rows). For the MxD,
-        // as in its released code, the weight is |c_n| alone: D can absorb a
-        // rescaling of the gates, so the penalty's strength may drift.
-        const torch::Tensor rows = DecoderRows();
-        const torch::Tensor weighted =
-            rows.defined() ? codes * rows.norm(2, -1) : codes;
-        penalty_ = lambda * weighted.sum(1).mean();
-      }
-      return codes;
-    }
+    case config::FfnReplacement::RELU_L1:
+      return pre > 0;
     case config::FfnReplacement::JUMP_RELU: {
       const torch::Tensor theta = log_threshold.exp();
-      if (is_training() && lambda > 0) {
-        penalty_ =
-            lambda *
-            JumpStep(pre, theta, options_.jump_relu_bandwidth).sum(1).mean();
-      }
-      return JumpRelu(pre, theta, options_.jump_relu_bandwidth);
+      // Differentiated, theta's gradient also reads the codes within half the
+      // kernel's width below it (arXiv:2407.14435 Eqs. 11-12).
+      return differentiable ? pre > theta - 0.5 * options_.jump_relu_bandwidth
+                            : pre > theta;
     }
     default:
       break;
   }
-  TORCH_CHECK(false, "DenseCodes serves the rules other than TOPK");
+  TORCH_CHECK(false, "RuleSupport serves the rules other than TOPK");
   return {};
+}
+
+SparseReplacementImpl::RuleCodes SparseReplacementImpl::CodesOfRule(
+    const torch::Tensor& x, bool allow_listed) {
+  penalty_ = torch::Tensor();
+  const EncoderTerms e = EncoderTermsOf(x);
+  const bool differentiable = torch::GradMode::is_enabled();
+  torch::Tensor pre, support, counts;
+  int64_t width = 0;
+  {
+    torch::NoGradGuard no_grad;
+    pre = PreCodesOf(e);
+    support = RuleSupport(pre, differentiable);
+    counts = SupportCounts(support);
+    width = ListedWidth(counts);
+  }
+  const double lambda = options_.sparsity_penalty;
+  const bool penalised = is_training() && lambda > 0;
+  if (!allow_listed || width * kListedShare > units()) {
+    // Dense codes: a wide support decodes faster by matrix products.
+    if (differentiable) pre = PreCodesOf(e);
+    switch (options_.sparsity) {
+      case config::FfnReplacement::BATCH_TOPK:
+        return {{}, torch::relu(pre) * support.to(pre.scalar_type())};
+      case config::FfnReplacement::RELU_L1: {
+        const torch::Tensor codes = torch::relu(pre);
+        // Decoder-norm-weighted L1 (a plain L1 for unit rows). For the MxD,
+        // as in its released code, the weight is |c_n| alone: D can absorb a
+        // rescaling of the gates, so the penalty's strength may drift.
+        if (penalised)
+          penalty_ = lambda * WeightedCodes(codes, {}).sum(1).mean();
+        return {{}, codes};
+      }
+      case config::FfnReplacement::JUMP_RELU: {
+        const torch::Tensor theta = log_threshold.exp();
+        const double eps = options_.jump_relu_bandwidth;
+        if (penalised) {
+          penalty_ = lambda * JumpStep(pre, theta, eps).sum(1).mean();
+        }
+        return {{}, JumpRelu(pre, theta, eps)};
+      }
+      default:
+        break;
+    }
+    TORCH_CHECK(false, "CodesOfRule serves the rules other than TOPK");
+  }
+  // Listed codes: each row's support entries in its first slots, the rest
+  // padded with unit 0 at `kept` 0; the encoder and decoder read only these.
+  torch::Tensor indices, kept;
+  {
+    torch::NoGradGuard no_grad;
+    const int64_t rows = support.size(0);
+    const torch::Tensor entries = support.nonzero();  // (n, 2), by row.
+    const torch::Tensor row = entries.select(1, 0);
+    const torch::Tensor starts = counts.cumsum(0) - counts;
+    const torch::Tensor slots = row * width +
+                                torch::arange(entries.size(0), row.options()) -
+                                starts.index_select(0, row);
+    indices = torch::zeros({rows * width}, row.options())
+                  .index_copy_(0, slots, entries.select(1, 1))
+                  .view({rows, width});
+    kept = torch::zeros({rows * width}, pre.options())
+               .index_fill_(0, slots, 1)
+               .view({rows, width});
+  }
+  const torch::Tensor selected = SelectedPreCodes(e, indices);
+  torch::Tensor values;
+  if (options_.sparsity == config::FfnReplacement::JUMP_RELU) {
+    const torch::Tensor theta = log_threshold.exp()
+                                    .index_select(0, indices.reshape({-1}))
+                                    .view(indices.sizes());
+    const double eps = options_.jump_relu_bandwidth;
+    values = JumpRelu(selected, theta, eps) * kept;
+    if (penalised) {
+      penalty_ = lambda * (JumpStep(selected, theta, eps) * kept).sum(1).mean();
+    }
+  } else {
+    values = torch::relu(selected) * kept;
+    if (penalised && options_.sparsity == config::FfnReplacement::RELU_L1) {
+      penalty_ = lambda * WeightedCodes(values, indices).sum(1).mean();
+    }
+  }
+  return {{values, indices}, {}};
+}
+
+torch::Tensor SparseReplacementImpl::WeightedCodes(
+    const torch::Tensor& codes, const torch::Tensor& indices) {
+  const torch::Tensor rows = DecoderRows();
+  if (!rows.defined()) return codes;
+  const torch::Tensor norms = rows.norm(2, -1);
+  if (!indices.defined()) return codes * norms;
+  return codes *
+         norms.index_select(0, indices.reshape({-1})).view(indices.sizes());
 }
 
 double SparseReplacementImpl::BatchThreshold() const {
@@ -269,8 +377,12 @@ torch::Tensor SparseReplacementImpl::Forward(const torch::Tensor& input,
   const torch::Tensor x = input.reshape({-1, input.size(-1)});
   torch::Tensor y;
   if (options_.sparsity != config::FfnReplacement::TOPK) {
-    const torch::Tensor codes = DenseCodes(x);
-    y = DecodeDense(x, hidden.active() ? hidden(codes) : codes);
+    const RuleCodes rule = CodesOfRule(x, /*allow_listed=*/!hidden.active());
+    if (rule.listed.values.defined()) {
+      y = DecodeSparse(x, rule.listed);
+    } else {
+      y = DecodeDense(x, hidden.active() ? hidden(rule.dense) : rule.dense);
+    }
   } else {
     const TopKCodes codes = Encode(x, EffectiveK());
     y = hidden.active() ? DecodeDense(x, hidden(Densify(codes, units())))

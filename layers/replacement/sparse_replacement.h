@@ -64,8 +64,11 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // zero codes' indices may differ from ReluTopK's (ties at zero); the
   // values, output and gradients are ReluTopK(PreCodes(x), k)'s up to
   // rounding (SparseDot sums in another order than the dense product).
-  // Other rules: DenseCodes(x)'s non-zero entries, each row padded with zero
-  // codes to the batch's largest count (k unused).
+  // Other rules: DenseCodes(x)'s non-zero entries (with gradients on, also
+  // JumpReLU's zero codes within its kernel), each row padded with zero codes
+  // to the batch's widest row (k unused); below a support of 1/kListedShare
+  // of the units they are computed and differentiated through the listed
+  // entries only, as TOPK's.
   TopKCodes Encode(const torch::Tensor& x, int64_t k);
   // The (B, units) codes of x under a rule other than TOPK, differentiable:
   // BATCH_TOPK keeps the k * B largest ReLU codes of the batch in training
@@ -133,6 +136,30 @@ class SparseReplacementImpl : public FeedForwardImpl {
   ReplacementOptions options_;
 
  private:
+  // The rule's codes for x: listed (TopKCodes, the encoder and decoder read
+  // only the listed units) when allow_listed and the widest row's support is
+  // at most units / kListedShare, else dense (B, units). One is defined.
+  struct RuleCodes {
+    TopKCodes listed;
+    torch::Tensor dense;
+  };
+  static constexpr int64_t kListedShare = 16;
+  RuleCodes CodesOfRule(const torch::Tensor& x, bool allow_listed);
+  // Which pre-codes the rule may make non-zero, or (differentiable) give a
+  // gradient (bool, like pre); BATCH_TOPK in training also updates its
+  // threshold here, once per forward.
+  torch::Tensor RuleSupport(const torch::Tensor& pre, bool differentiable);
+  // PreCodes(x) at the listed indices (B, k), through SparseDot.
+  static torch::Tensor SelectedPreCodes(const EncoderTerms& e,
+                                        const torch::Tensor& indices);
+  // Each row's count of a (B, units) support (int64), and the widest, at
+  // least 1.
+  static torch::Tensor SupportCounts(const torch::Tensor& support);
+  static int64_t ListedWidth(const torch::Tensor& counts);
+  // Codes times their decoder rows' norms (RELU_L1's penalty weights): dense
+  // codes when indices is undefined, else listed ones.
+  torch::Tensor WeightedCodes(const torch::Tensor& codes,
+                              const torch::Tensor& indices);
   // BATCH_TOPK's threshold now (0 before any training step).
   double BatchThreshold() const;
   // PreCodes from the encoder's terms: the one place of the formula.

@@ -457,6 +457,112 @@ TEST(SparsityRuleTest, BatchTopKKeepsKPerRowOnAverageAndLearnsItsThreshold) {
   EXPECT_TRUE(torch::allclose(Densify(sae.Encode(x, 3), 24), evaluated));
 }
 
+// Rules without a per-row K list their codes when few units fire: encoder
+// and decoder then read only the listed units (SparseDot, SparseDecode). The
+// output, penalty and every gradient equal the dense path's (DenseCodes then
+// DecodeDense), for SAEs, Transcoders and the MxD, in training and not.
+TEST(SparsityRuleTest, ListedCodesEqualTheDenseCodesAndGradients) {
+  FeedForwardOptions options;
+  options.d_model = 16;
+  options.n_experts = 640;
+  options.top_k = 3;
+  options.sparsity_penalty = 0.2;
+  options.jump_relu_bandwidth = 0.3;
+  for (const char* name : {"relu_sae", "jump_relu_sae", "batch_topk_sae",
+                           "transcoder", "mxd_gelu"}) {
+    for (const auto sparsity :
+         {config::FfnReplacement::RELU_L1, config::FfnReplacement::JUMP_RELU,
+          config::FfnReplacement::BATCH_TOPK}) {
+      for (const bool training : {true, false}) {
+        torch::manual_seed(21);
+        FeedForwardOptions o = options;
+        o.sparsity = sparsity;
+        o.d_ffn = std::string(name) == "mxd_gelu" ? 32 : 640;
+        auto created = FeedForwardRegistry::Create(name, o);
+        ASSERT_TRUE(created.ok()) << name;
+        auto layer = std::dynamic_pointer_cast<SparseReplacementImpl>(*created);
+        if (layer->options().sparsity != sparsity) continue;  // Named rules.
+        {
+          torch::NoGradGuard no_grad;
+          for (auto& p : layer->named_parameters()) {
+            if (p.key() == "log_threshold") {
+              p.value().copy_(
+                  torch::empty_like(p.value()).uniform_(0.05, 0.6).log());
+            } else if (p.key().find("bias") == std::string::npos) {
+              p.value().normal_(0, 0.25);
+            } else {
+              // Few positive pre-codes: the listed regime.
+              p.value().normal_(p.key() == "output_bias" ? 0.0 : -2.5, 0.1);
+            }
+          }
+          if (layer->threshold_sum.defined()) {
+            layer->threshold_sum.fill_(0.2);
+            layer->threshold_weight.fill_(1);
+          }
+        }
+        layer->train(training);
+        const torch::Tensor x = torch::randn({24, 16});
+        const torch::Tensor target = torch::randn({24, 16});
+        {
+          torch::NoGradGuard no_grad;
+          const int64_t widest =
+              (layer->PreCodes(x) > -0.2).sum(1).max().item<int64_t>();
+          ASSERT_GT(widest, 0) << name;
+          ASSERT_LE(widest * 16, layer->units()) << name << ": not listed";
+        }
+        auto run = [&](bool listed) {
+          layer->zero_grad();
+          const torch::Tensor out =
+              listed ? layer->Forward(x, HookPoint())
+                     : layer->DecodeDense(x, layer->DenseCodes(x));
+          torch::Tensor loss = NormalisedMse(out, target);
+          const torch::Tensor penalty = layer->AuxiliaryLoss();
+          if (penalty.defined()) loss = loss + penalty;
+          loss.backward();
+          std::vector<torch::Tensor> tensors = {out.detach(), loss.detach()};
+          for (const auto& p : layer->parameters())
+            tensors.push_back(p.grad().defined() ? p.grad().clone()
+                                                 : torch::zeros_like(p));
+          return tensors;
+        };
+        const auto listed = run(true), dense = run(false);
+        ASSERT_EQ(listed.size(), dense.size());
+        for (size_t i = 0; i < listed.size(); ++i) {
+          EXPECT_TRUE(torch::allclose(listed[i], dense[i], 1e-4, 1e-6))
+              << name << " " << config::FfnReplacement::Sparsity_Name(sparsity)
+              << " training " << training << " tensor " << i << " max diff "
+              << (listed[i] - dense[i]).abs().max().item<double>();
+        }
+        if (training && sparsity == config::FfnReplacement::JUMP_RELU) {
+          // Eqs. 11-12 fired: some pre-code sat within the kernel.
+          EXPECT_GT(layer->log_threshold.grad().ne(0).sum().item<int64_t>(), 0)
+              << name;
+        }
+      }
+    }
+  }
+}
+
+// BatchTopK picks the batch's k * B largest codes from each row's 4k largest;
+// a row holding more than that of them falls back to the whole batch, so the
+// set is a top-k over the batch either way.
+TEST(SparsityRuleTest,
+     BatchTopKKeepsTheBatchsLargestCodesWhereOneRowHoldsMost) {
+  torch::manual_seed(16);
+  SaeImpl sae = SaeWith(config::FfnReplacement::BATCH_TOPK, 0, /*top_k=*/1);
+  for (const double scale : {1.0, 100.0}) {
+    torch::Tensor x = torch::randn({10, 8});
+    x[0].mul_(scale);  // At 100 row 0 holds the batch's 10 largest codes.
+    const torch::Tensor relu = torch::relu(sae.PreCodes(x)).detach();
+    const torch::Tensor expected = std::get<0>(relu.reshape({-1}).topk(10));
+    const torch::Tensor codes = sae.DenseCodes(x).detach();
+    const torch::Tensor kept = std::get<0>(codes.reshape({-1}).topk(10));
+    EXPECT_TRUE(torch::allclose(kept, expected)) << "scale " << scale;
+    EXPECT_EQ(codes.ne(0).sum().item<int64_t>(), 10) << "scale " << scale;
+    if (scale > 1) EXPECT_EQ(codes[0].ne(0).sum().item<int64_t>(), 10);
+  }
+}
+
 // The training rule at work: a larger penalty buys a smaller L0.
 TEST(SparsityRuleTest, PenaltiesTradeReconstructionForSparsity) {
   for (const auto sparsity :

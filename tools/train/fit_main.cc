@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
       "Fits a replacement layer of a config on an activation cache.");
   return sparse_layers::RunMain([] {
     return sparse_layers::train::RunTrainCommand(
-        sparse_layers::train::MakeReplacementObjective);
+        {"fit", "rows", sparse_layers::train::MakeReplacementObjective,
+         /*perplexity=*/false});
   });
 }

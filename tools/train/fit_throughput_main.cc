@@ -6,12 +6,15 @@
 // benchmark_fits_vs_pytorch alternates the two.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "layers/backend/torch_init.h"
@@ -23,8 +26,10 @@
 #include "tools/train/op_profile.h"
 
 ABSL_FLAG(std::string, fit, "transcoder",
-          "transcoder, skip_transcoder, topk_sae (on the FFN output), "
-          "mxd_gelu or lorsa");
+          "transcoder, skip_transcoder, topk_sae, relu_sae, jump_relu_sae, "
+          "batch_topk_sae (the SAEs on the FFN output), mxd_gelu or lorsa");
+ABSL_FLAG(double, sparsity_penalty, 0.01,
+          "relu_sae's L1 and jump_relu_sae's L0 penalty lambda");
 ABSL_FLAG(int64_t, d_model, 128, "Width of the cached activations");
 ABSL_FLAG(int64_t, width, 4096,
           "Code units: Transcoder / SAE width, MxD experts N, Lorsa OV heads");
@@ -65,14 +70,18 @@ std::string ModelConfigText(const std::string& fit, bool lorsa) {
         " top_k: ", absl::GetFlag(FLAGS_top_k), " }");
   }
   const bool mxd = fit == "mxd_gelu";
+  // A penalty sets the penalised SAEs' sparsity; K the others'.
+  const bool penalised = fit == "relu_sae" || fit == "jump_relu_sae";
   return absl::StrCat(
       "architecture: 'gpt' vocab_size: 256 context_length: 64 d_model: ", d,
       " n_layers: 1 n_heads: 4 d_ffn: ", absl::GetFlag(FLAGS_hidden),
       " replacement { ffn: '", fit, "' layer: 0 d_ffn: ",
       mxd ? absl::GetFlag(FLAGS_hidden) : absl::GetFlag(FLAGS_width),
       " n_experts: ", mxd ? absl::GetFlag(FLAGS_width) : 0,
-      " top_k: ", absl::GetFlag(FLAGS_top_k),
-      fit == "topk_sae" ? " on_output: true" : "", " }");
+      penalised ? absl::StrCat(" sparsity_penalty: ",
+                               absl::GetFlag(FLAGS_sparsity_penalty))
+                : absl::StrCat(" top_k: ", absl::GetFlag(FLAGS_top_k)),
+      absl::EndsWith(fit, "_sae") ? " on_output: true" : "", " }");
 }
 
 absl::Status Measure() {
@@ -109,6 +118,20 @@ absl::Status Measure() {
   const int64_t window = lorsa ? absl::GetFlag(FLAGS_window) : 1;
   const torch::Tensor cached_x = torch::randn({kCachedRows, d});
   const torch::Tensor cached_y = torch::randn({kCachedRows, d});
+  const bool on_output = absl::EndsWith(fit, "_sae");
+  const bool penalised = fit == "relu_sae" || fit == "jump_relu_sae";
+  if (penalised) {
+    // A penalised SAE's L0 falls from about half its units to the penalty's
+    // level within a fit's first steps; time it there: biases shifted so each
+    // unit fires on K / width of the cached rows (L0 about K).
+    torch::NoGradGuard no_grad;
+    auto* sae = dynamic_cast<layers::SaeImpl*>(layer.get());
+    const torch::Tensor pre = sae->PreCodes(cached_y.slice(0, 0, 8192));
+    const double firing =
+        double(absl::GetFlag(FLAGS_top_k)) / double(absl::GetFlag(FLAGS_width));
+    sae->encoder_bias.sub_(std::get<0>(pre.kthvalue(
+        std::max<int64_t>(1, std::llround((1 - firing) * pre.size(0))), 0)));
+  }
   fitted.train();
   auto step = [&] {
     // A batch of whole windows (Lorsa) or rows, as ActivationSet::TrainBatch.
@@ -129,7 +152,9 @@ absl::Status Measure() {
     } else {
       layer->PrepareStep();
       loss = layers::NormalisedMse(
-          layer->Forward(fit == "topk_sae" ? y : x, layers::HookPoint()), y);
+          layer->Forward(on_output ? y : x, layers::HookPoint()), y);
+      const torch::Tensor penalty = layer->AuxiliaryLoss();
+      if (penalty.defined()) loss = loss + penalty;
     }
     loss.backward();
     if (!lorsa) layer->AdjustGradients();

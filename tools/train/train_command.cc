@@ -129,7 +129,7 @@ std::vector<std::string> ResumeFiles() {
 
 }  // namespace
 
-absl::Status RunTrainCommand(ObjectiveFactory make_objective) {
+absl::Status RunTrainCommand(const TrainCommand& command) {
   RETURN_IF_ERROR(
       FirstError({RequiredFlag(FLAGS_out), RequiredFile(FLAGS_config)}));
   for (const auto* flag : kInputFileFlags) {
@@ -168,15 +168,12 @@ absl::Status RunTrainCommand(ObjectiveFactory make_objective) {
   for (const auto* staged : {&checkpoint, &log_csv, &summary_path}) {
     if (!staged->ok()) return staged->status();
   }
-  absl::StatusOr<config::ExperimentConfig> config =
-      config::LoadExperimentConfig(absl::GetFlag(FLAGS_config));
-  if (!config.ok()) return config.status();
-  const int threads = config->runtime().threads() > 0
-                          ? config->runtime().threads()
+  ASSIGN_OR_RETURN(const config::ExperimentConfig config,
+                   config::LoadExperimentConfig(absl::GetFlag(FLAGS_config)));
+  const int threads = config.runtime().threads() > 0
+                          ? config.runtime().threads()
                           : absl::GetFlag(FLAGS_threads);
-  if (absl::Status status = AcquireCpuSlotIfRequested(threads); !status.ok()) {
-    return status;
-  }
+  RETURN_IF_ERROR(AcquireCpuSlotIfRequested(threads));
   std::optional<ResumeEntry> resume_entry =
       absl::GetFlag(FLAGS_resume_dir).empty()
           ? std::nullopt
@@ -206,9 +203,8 @@ absl::Status RunTrainCommand(ObjectiveFactory make_objective) {
   for (size_t i = 0; i < snapshots.size() && resume_entry; ++i) {
     options.snapshots[i].path = resume_entry->SnapshotPath(i);
   }
-  absl::StatusOr<TrainingSummary> summary =
-      Train(*config, options, make_objective);
-  if (!summary.ok()) return summary.status();
+  ASSIGN_OR_RETURN(const TrainingSummary summary,
+                   Train(config, options, command.make_objective));
   for (size_t i = 0; i < snapshots.size() && resume_entry; ++i) {
     ASSIGN_OR_RETURN(const std::string bytes,
                      ReadFileToString(options.snapshots[i].path));
@@ -216,25 +212,28 @@ absl::Status RunTrainCommand(ObjectiveFactory make_objective) {
   }
   // --resume of a finished run keeps its published outputs and writes none:
   // its staged summary is still the empty file staging created.
-  absl::StatusOr<std::string> staged_summary = ReadFileToString(*summary_path);
-  if (!staged_summary.ok()) return staged_summary.status();
-  if (!staged_summary->empty()) {
-    if (absl::Status status = outputs.Commit(); !status.ok()) return status;
-  }
+  ASSIGN_OR_RETURN(const std::string staged_summary,
+                   ReadFileToString(*summary_path));
+  if (!staged_summary.empty()) RETURN_IF_ERROR(outputs.Commit());
   if (resume_entry) {
     if (absl::Status removed = resume_entry->Remove(); !removed.ok()) {
-      std::fprintf(stderr, "train: %s\n",
+      std::fprintf(stderr, "%s: %s\n", std::string(command.program).c_str(),
                    std::string(removed.message()).c_str());
     }
   }
+  const std::string perplexity =
+      command.perplexity ? absl::StrFormat(" (perplexity %.2f)",
+                                           summary.validation_perplexity())
+                         : "";
+  const std::string unit(command.unit);
   std::fprintf(stderr,
-               "train: %s: %lld steps, %lld tokens (%s), validation loss %.4f "
-               "(perplexity %.2f), %.0f tok/s\n",
-               summary->name().c_str(),
-               static_cast<long long>(summary->steps()),
-               static_cast<long long>(summary->tokens()),
-               summary->objective().c_str(), summary->validation_loss(),
-               summary->validation_perplexity(), summary->tokens_per_second());
+               "%s: %s: %lld steps, %lld %s (%s), validation loss %.4f%s, "
+               "%.0f %s/s\n",
+               std::string(command.program).c_str(), summary.name().c_str(),
+               static_cast<long long>(summary.steps()),
+               static_cast<long long>(summary.tokens()), unit.c_str(),
+               summary.objective().c_str(), summary.validation_loss(),
+               perplexity.c_str(), summary.tokens_per_second(), unit.c_str());
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@ int main(int argc, char** argv) {
   sparse_layers::InitMain(argc, argv, "Trains a language model from a config.");
   return sparse_layers::RunMain([] {
     return sparse_layers::train::RunTrainCommand(
-        sparse_layers::train::MakeNextTokenObjective);
+        {"train", "tokens", sparse_layers::train::MakeNextTokenObjective,
+         /*perplexity=*/true});
   });
 }
