@@ -235,8 +235,9 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
   std::string& fits_csv = tables.fits;
   fits_csv =
       "seed,name,method,block,k,units,qk_heads,qk_heads_per_mhsa_head,"
-      "parameters,fvu,l0,dead_fraction,ce_base,ce_zero_ablated,ce_spliced,"
-      "ce_recovered,on_k_grid,at_layer_k\n";
+      "qk_dim,qk_dim_per_head_dim,qk_init,parameters,fvu,l0,dead_fraction,"
+      "ce_base,ce_zero_ablated,ce_spliced,ce_recovered,on_k_grid,at_layer_k\n";
+  const int64_t head_dim = model.options().d_model / model.options().n_heads;
   for (LorsaFit& fit : fits) {
     const int block = fit.spec.layer();
     if (!caches.count(block)) {
@@ -257,7 +258,7 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     }
     layers::GptImpl& spliced = *fit.loaded.model;
     train::ActivationFit metrics;
-    int64_t parameters = 0, units = 0, qk_heads = 0;
+    int64_t parameters = 0, units = 0, qk_heads = 0, qk_dim = 0;
     if (layers::Lorsa lorsa = spliced.LorsaReplacement()) {
       metrics = train::EvaluateLorsaOnActivations(*lorsa, cache, window,
                                                   options.windows, 8);
@@ -265,6 +266,7 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
         parameters += p.numel();
       units = lorsa->options().ov_heads;
       qk_heads = lorsa->options().qk_heads;
+      qk_dim = lorsa->options().qk_dim;
     } else {
       auto sae = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
           spliced.ReplacementLayer());
@@ -277,10 +279,13 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
     const double ce = train::MeanCrossEntropy(spliced, sampler, batches);
     absl::StrAppendFormat(
         &fits_csv,
-        "%d,%s,%s,%d,%d,%d,%d,%g,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%d,%d\n",
+        "%d,%s,%s,%d,%d,%d,%d,%g,%d,%g,%s,%d,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%."
+        "6f,%d,%d\n",
         fit.loaded.config.runtime().seed(), fit.name, fit.method, block,
         fit.spec.top_k(), units, qk_heads,
-        static_cast<double>(qk_heads) / model.options().n_heads, parameters,
+        static_cast<double>(qk_heads) / model.options().n_heads, qk_dim,
+        static_cast<double>(qk_dim) / head_dim,
+        config::FfnReplacement::QkInit_Name(fit.spec.qk_init()), parameters,
         metrics.fvu, metrics.l0, metrics.dead_fraction, ce_base, ce_zero[block],
         ce, train::CeRecovered(ce_base, ce_zero[block], ce),
         block == grid_block ? 1 : 0, fit.spec.top_k() == layer_k ? 1 : 0);

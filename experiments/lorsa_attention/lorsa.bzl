@@ -1,7 +1,9 @@
 """The Lorsa experiment's build graph, one seed at a time (lorsa_seed): the base LM lm_s<seed>, per-block
 attention caches of it, Lorsa / TopK SAE fits on them (<method>_b<slot>_k_s<seed>, <method>_b<slot>_grid<i>_s<seed>:
-overlay, config, replacement_checkpoint), evaluation_s<seed> (evaluate_lorsa's tidy CSVs), and the binding ablation's
-Lorsa fits lorsa_b<slot>_qk<H_QK>_s<seed> with their fits.csv in binding_s<seed>. The seed sets the
+overlay, config, replacement_checkpoint), evaluation_s<seed> (evaluate_lorsa's tidy CSVs), and the ablations' Lorsa
+fits with their fits.csv: binding (lorsa_b<slot>_qk<H_QK>_s<seed>, binding_s<seed>), QK dimension
+(lorsa_b<slot>_dqk<D_QK>_s<seed>, qk_dim_s<seed>) and QK initialisation (lorsa_b<slot>_qk_from_attention*_s<seed>,
+qk_init_s<seed>). The seed sets the
 base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20).
 
 With --repo_env=HF_MODEL=/path/to/model_dir the user's pretrained model (datasets/pretrained) is every seed's
@@ -84,6 +86,23 @@ QK_HEAD_SWEEP = {scale: _pretrained_qk_head_sweep() for scale in SCALES} if PRET
     "paper": [3, 6, 12, 24, 48],
 }
 
+# The QK-dimension ablation (Lorsa App. B, Fig. 8): D_QK around the base's head width d_h at a fixed budget, OV
+# heads H and K fixed, G = D_QK OV heads per QK head so H_QK = H / D_QK (the paper's "4 d per head": every point
+# has 4 H d parameters), on GRID_SLOT. fits.csv's qk_dim_per_head_dim (D_QK / d_h) is the claims' arm; each
+# list holds 0.5 and 1.
+def _pretrained_qk_dim_sweep():
+    d = HF_MODEL_HEAD_DIM
+    return [d // 4, d // 2, d, 2 * d]
+
+QK_DIM_SWEEP = {scale: _pretrained_qk_dim_sweep() for scale in SCALES} if PRETRAINED else {
+    "smoke": [4, 8, 16, 32],
+    "cpu": [2, 4, 8, 16, 32],
+    "paper": [16, 32, 64, 128, 256],
+}
+
+# The QK initialisations of Lorsa App. B.3 (Table 3) beside the per-layer K fit's random start, on GRID_SLOT.
+QK_INITS = ["QK_FROM_ATTENTION", "QK_FROM_ATTENTION_FROZEN"]
+
 # Window length of the caches and the evaluation: a pretrained model's is the paper's n (256 for Pythia,
 # 1,024 for Llama, Lorsa Sec. 4.1), not its whole context; our LMs' is their context (0).
 SEQUENCE_LENGTH = (1024 if HF_MODEL_TYPE == "llama" else 256) if PRETRAINED else 0
@@ -121,7 +140,7 @@ def attention_caches(checkpoint, seed):
         )
     return names
 
-def _overlay_text(name, method, slot, k, scale, qk_heads = None):
+def _overlay_text(name, method, slot, k, scale, qk_heads = None, qk_dim = None, qk_init = None):
     shape = LORSA_SHAPE[scale]
     block = _block(slot, scale)
     if method == "lorsa":
@@ -131,6 +150,17 @@ def _overlay_text(name, method, slot, k, scale, qk_heads = None):
             qk_heads or shape.qk_heads,
             k,
         )
+        if qk_dim:
+            # G = D_QK: H_QK = H / D_QK (at least 1 where a scale never builds this fit).
+            layer = 'ffn: \\"lorsa\\" site: ATTN layer: %d d_ffn: %d qk_heads: %d qk_dim: %d top_k: %d' % (
+                block,
+                shape.ov_heads,
+                max(1, shape.ov_heads // qk_dim),
+                qk_dim,
+                k,
+            )
+        if qk_init:
+            layer += " qk_init: " + qk_init
     else:
         layer = 'ffn: \\"topk_sae\\" on_output: true site: ATTN layer: %d d_ffn: %d top_k: %d' % (
             block,
@@ -139,16 +169,17 @@ def _overlay_text(name, method, slot, k, scale, qk_heads = None):
         )
     return 'name: \\"%s\\" model { replacement { %s } }' % (name, layer)
 
-def attention_fit(name, method, slot, k_of_scale, base, base_config, seed, qk_heads = None, in_wildcard = True):
+def attention_fit(name, method, slot, k_of_scale, base, base_config, seed, qk_heads = None, qk_dim = None, qk_init = None, in_wildcard = True):
     """One Lorsa ("lorsa") or SAE ("sae") fit on slot's cache of `base` (trained with `seed`, which
     base_config carries into the fit: its initialisation and row order); k_of_scale: {scale: K}; qk_heads: the
-    Lorsa's H_QK at every scale (None: the shape's); in_wildcard as seed_tags'."""
+    Lorsa's H_QK at every scale (None: the shape's); qk_dim: its D_QK with H_QK = H / D_QK (None: the base's head
+    width); qk_init: a model.replacement.qk_init value (None: random); in_wildcard as seed_tags'."""
     tags = seed_tags(seed, SEED_PLAN["lorsa_attention"], in_wildcard)
     native.genrule(
         name = name + "_overlay",
         outs = [name + "_overlay.textproto"],
         cmd = by_scale({
-            scale: 'echo "%s" > $@' % _overlay_text(name, method, slot, k_of_scale[scale], scale, qk_heads)
+            scale: 'echo "%s" > $@' % _overlay_text(name, method, slot, k_of_scale[scale], scale, qk_heads, qk_dim, qk_init)
             for scale in SCALES
         }),
         tags = tags,
@@ -171,16 +202,17 @@ def attention_fit(name, method, slot, k_of_scale, base, base_config, seed, qk_he
 def _binding_fit_name(qk_heads, seed):
     return seeded_name("lorsa_b%d_qk%d" % (GRID_SLOT, qk_heads), seed)
 
+def _grid_lorsa_fit(name, base, base_config, seed, **kwargs):
+    """A Lorsa fit on GRID_SLOT at the per-layer K (the ablations' common ground); kwargs as attention_fit's."""
+    attention_fit(name, "lorsa", GRID_SLOT, {s: LORSA_SHAPE[s].k for s in SCALES}, base, base_config, seed, **kwargs)
+
 def binding_fits(base, base_config, seed):
     """The binding ablation's Lorsa fits at every H_QK of any scale's QK_HEAD_SWEEP (lorsa_b<GRID_SLOT>_qk<H_QK>_s<seed>,
     at the per-layer K; manual unless smoke sweeps that H_QK, so no scale builds an H_QK it does not divide H by);
     returns {scale: its fits' labels}, the shape's own H_QK being the per-layer K fit."""
     for qk_heads in sorted({h: None for scale in SCALES for h in QK_HEAD_SWEEP[scale]}.keys()):
-        attention_fit(
+        _grid_lorsa_fit(
             _binding_fit_name(qk_heads, seed),
-            "lorsa",
-            GRID_SLOT,
-            {s: LORSA_SHAPE[s].k for s in SCALES},
             base,
             base_config,
             seed,
@@ -189,6 +221,47 @@ def binding_fits(base, base_config, seed):
         )
     own = ":" + seeded_name("lorsa_b%d_k" % GRID_SLOT, seed)
     return {scale: [own] + [":" + _binding_fit_name(h, seed) for h in QK_HEAD_SWEEP[scale]] for scale in SCALES}
+
+def _head_width(scale):
+    """The base's head width d_h at `scale` (D_QK of the shape)."""
+    return LORSA_SHAPE[scale].qk_dim
+
+def _qk_dim_fit_name(qk_dim, seed):
+    return seeded_name("lorsa_b%d_dqk%d" % (GRID_SLOT, qk_dim), seed)
+
+def _qk_dim_label(scale, qk_dim, seed):
+    """The fit at D_QK = qk_dim of `scale`'s sweep: at D_QK = d_h the one with H_QK = H / d_h already fitted (the
+    per-layer K fit, or the binding ablation's), else its own."""
+    shape = LORSA_SHAPE[scale]
+    if qk_dim != _head_width(scale):
+        return ":" + _qk_dim_fit_name(qk_dim, seed)
+    if shape.ov_heads // qk_dim == shape.qk_heads:
+        return ":" + seeded_name("lorsa_b%d_k" % GRID_SLOT, seed)
+    return ":" + _binding_fit_name(shape.ov_heads // qk_dim, seed)
+
+def qk_dim_fits(base, base_config, seed):
+    """The QK-dimension ablation's Lorsa fits (lorsa_b<GRID_SLOT>_dqk<D_QK>_s<seed>, at the per-layer K) at every
+    D_QK of any scale's QK_DIM_SWEEP, manual unless smoke sweeps it; returns {scale: its fits' labels}."""
+    for qk_dim in sorted({d: None for scale in SCALES for d in QK_DIM_SWEEP[scale]}.keys()):
+        _grid_lorsa_fit(
+            _qk_dim_fit_name(qk_dim, seed),
+            base,
+            base_config,
+            seed,
+            qk_dim = qk_dim,
+            in_wildcard = qk_dim in QK_DIM_SWEEP["smoke"] and qk_dim != _head_width("smoke"),
+        )
+    return {scale: [_qk_dim_label(scale, d, seed) for d in QK_DIM_SWEEP[scale]] for scale in SCALES}
+
+def qk_init_fits(base, base_config, seed):
+    """Lorsa App. B.3's QK initialisations (lorsa_b<GRID_SLOT>_<init>_s<seed>, the shape's H_QK and D_QK at the
+    per-layer K); returns their labels and the per-layer K fit's (the random start)."""
+    labels = [":" + seeded_name("lorsa_b%d_k" % GRID_SLOT, seed)]
+    for qk_init in QK_INITS:
+        name = seeded_name("lorsa_b%d_%s" % (GRID_SLOT, qk_init.lower()), seed)
+        _grid_lorsa_fit(name, base, base_config, seed, qk_init = qk_init)
+        labels.append(":" + name)
+    return labels
 
 def attention_fits(base, base_config, seed):
     """Lorsa and SAE at the per-layer K on every slot (<method>_b<slot>_k_s<seed>), and at the scale's other
@@ -250,8 +323,8 @@ def _evaluation(name, base, caches, fits, seed):
         tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
     )
 
-def _binding_evaluation(name, base, fits_by_scale, seed):
-    """<name>/fits.csv: evaluate_lorsa --fits_only on the binding ablation's fits (Lorsa App. B, Fig. 9)."""
+def _fits_evaluation(name, base, fits_by_scale, seed, what):
+    """<name>/fits.csv: evaluate_lorsa --fits_only on an ablation's fits ({scale: labels}) on GRID_SLOT's cache."""
     tool_run(
         name = name,
         tool = "//analysis/attention:evaluate_lorsa",
@@ -266,7 +339,7 @@ def _binding_evaluation(name, base, fits_by_scale, seed):
         layered_activations_flag = "--caches=",
         args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH, "--fits_only"],
         checkpoints = by_scale(fits_by_scale),
-        message = "Evaluating the QK-head binding ablation of seed %d" % seed,
+        message = "Evaluating the %s of seed %d" % (what, seed),
         tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
     )
 
@@ -302,15 +375,20 @@ def lorsa_seed(seed, base_config, scale_configs):
     fits = attention_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
     _evaluation(seeded_name("evaluation", seed), base, caches, fits, seed)
     binding = binding_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
-    _binding_evaluation(seeded_name("binding", seed), base, binding, seed)
+    _fits_evaluation(seeded_name("binding", seed), base, binding, seed, "QK-head binding ablation")
+    qk_dims = qk_dim_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
+    _fits_evaluation(seeded_name("qk_dim", seed), base, qk_dims, seed, "QK-dimension ablation")
+    qk_inits = qk_init_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
+    _fits_evaluation(seeded_name("qk_init", seed), base, {s: qk_inits for s in SCALES}, seed, "QK initialisations")
 
 def evaluation_files(file):
     """select() of each seed's evaluation_s<seed>/<file> (one of EVALUATION_FILES) at the active scale."""
     return seeded_labels(["evaluation"], SEED_PLAN["lorsa_attention"], "/" + file)
 
-def binding_files():
-    """select() of each seed's binding_s<seed>/fits.csv at the active scale (the binding ablation)."""
-    return seeded_labels(["binding"], SEED_PLAN["lorsa_attention"], "/fits.csv")
+def ablation_files(ablation):
+    """select() of each seed's <ablation>_s<seed>/fits.csv at the active scale: "binding" (Fig. 9), "qk_dim"
+    (Fig. 8) or "qk_init" (Table 3)."""
+    return seeded_labels([ablation], SEED_PLAN["lorsa_attention"], "/fits.csv")
 
 def lorsa_lm_table(name):
     """<name>.csv: one row per base LM (size, steps, loss, seed) from the trainer summaries; with a pretrained

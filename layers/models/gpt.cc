@@ -120,6 +120,8 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
         r.on_output(),
         r.site() == config::FfnReplacement::ATTN,
         sizes.qk_heads,
+        sizes.qk_dim,
+        r.qk_init(),
         sizes.rank,
         config::EffectiveSparsity(r),
         r.sparsity_penalty(),
@@ -282,10 +284,13 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
         Block(options, i, std::move(attention), std::move(ffn))));
     Block& block = model->blocks.back();
     if (replaced && replacement.attention_site && !replacement.on_output) {
-      // D_QK = the base model's head dimension (arXiv:2504.20938 Sec. 3.1).
+      // D_QK: the base model's head dimension unless set (arXiv:2504.20938
+      // Sec. 3.1; App. B's Fig. 8 varies it).
       AttentionOptions stand_in = attention_options;
       stand_in.n_heads = replacement.qk_heads;
-      stand_in.qk_dim = options.d_model / options.n_heads;
+      stand_in.qk_dim = replacement.qk_dim > 0
+                            ? replacement.qk_dim
+                            : options.d_model / options.n_heads;
       stand_in.ov_heads = replacement.d_ffn;
       stand_in.lorsa_top_k = replacement.top_k;
       ASSIGN_OR_RETURN(std::shared_ptr<AttentionImpl> layer,

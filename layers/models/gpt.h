@@ -55,6 +55,8 @@ struct GptOptions {
     bool on_output = false;
     bool attention_site = false;
     int64_t qk_heads = 0;
+    int64_t qk_dim = 0;  // Lorsa D_QK (0: d_model / n_heads).
+    config::FfnReplacement::QkInit qk_init = config::FfnReplacement::QK_RANDOM;
     int64_t rank = 0;  // CP-MoE decoder rank.
     config::FfnReplacement::Sparsity sparsity = config::FfnReplacement::TOPK;
     double sparsity_penalty = 0;

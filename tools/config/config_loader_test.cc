@@ -290,6 +290,24 @@ TEST_F(ConstraintTest, LayerConstructorChecks) {
   EXPECT_EQ(Reject("model { ffn: \"mohd_swiglu\" n_experts: 4 }"),
             "field 'model.top_k': mohd_swiglu needs top_k in [1, n_experts "
             "4]");
+  // Lorsa's QK width and initialisation (arXiv:2504.20938 App. B): Lorsa only;
+  // a copy of the attention's QK needs its head width and a multiple of its
+  // heads (the base: 2 heads of width 8).
+  EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" top_k: 4 "
+                   "expansion: 2 qk_dim: 4 } }"),
+            "field 'model.replacement.qk_dim': only 'lorsa' has one");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: ATTN "
+                   "top_k: 4 d_ffn: 16 qk_dim: 4 qk_init: QK_FROM_ATTENTION "
+                   "} }"),
+            "field 'model.replacement.qk_init': copying the attention's QK "
+            "needs qk_dim = its head width 8 and qk_heads a multiple of its 2 "
+            "heads, got 4 and 2");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"lorsa\" site: ATTN "
+                   "top_k: 4 d_ffn: 16 qk_heads: 4 qk_init: "
+                   "QK_FROM_ATTENTION_FROZEN } }"),
+            "accepted: model { replacement { ffn: \"lorsa\" site: ATTN "
+            "top_k: 4 d_ffn: 16 qk_heads: 4 qk_init: "
+            "QK_FROM_ATTENTION_FROZEN } }");
   EXPECT_EQ(Reject("model { attention: \"mohd\" n_experts: 4 top_k: 2 "
                    "layer_options { mohd_shared: 3 } }"),
             "field 'model.layer_options.mohd_shared': 3 shared sub-dims "

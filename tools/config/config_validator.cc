@@ -219,12 +219,16 @@ absl::Status CheckReplacement(const ModelConfig& model,
                              {"n_experts", r.n_experts()},
                              {"top_k", r.top_k()},
                              {"expansion", r.expansion()},
-                             {"qk_heads", r.qk_heads()}}) {
+                             {"qk_heads", r.qk_heads()},
+                             {"qk_dim", r.qk_dim()}}) {
     if (!InRange(value, 0, kMaxWidth)) {
       return at(name, absl::StrFormat("must be in [0, %d]", kMaxWidth));
     }
   }
   if (!IsNamed(r.site())) return at("site", OneOfEnum<FfnReplacement::Site>());
+  if (!IsNamed(r.qk_init())) {
+    return at("qk_init", OneOfEnum<FfnReplacement::QkInit>());
+  }
   const bool attention_site = r.site() == FfnReplacement::ATTN;
   const bool lorsa = FindAttentionShape(r.ffn()) == AttentionShape::kLorsa;
   if (lorsa != (attention_site && !r.on_output())) {
@@ -242,6 +246,19 @@ absl::Status CheckReplacement(const ModelConfig& model,
   }
   RETURN_IF_ERROR(CheckSparsity(r, at));
   const ReplacementSizes sizes = EffectiveReplacementSizes(model);
+  if (!lorsa && (r.qk_dim() != 0 || r.qk_init() != FfnReplacement::QK_RANDOM)) {
+    return at(r.qk_dim() != 0 ? "qk_dim" : "qk_init", "only 'lorsa' has one");
+  }
+  if (lorsa && r.qk_init() != FfnReplacement::QK_RANDOM &&
+      (sizes.qk_dim != model.d_model() / model.n_heads() ||
+       sizes.qk_heads % model.n_heads() != 0)) {
+    return at("qk_init",
+              absl::StrFormat("copying the attention's QK needs qk_dim = its "
+                              "head width %d and qk_heads a multiple of its %d "
+                              "heads, got %d and %d",
+                              model.d_model() / model.n_heads(),
+                              model.n_heads(), sizes.qk_dim, sizes.qk_heads));
+  }
   if (lorsa) {
     if (sizes.d_ffn <= 0) {
       return at("d_ffn", "lorsa needs d_ffn (OV heads) or an expansion");
@@ -562,6 +579,9 @@ ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model) {
         r.ffn() == "mxd_swiglu", MatchingFormula::kExact);
   }
   sizes.qk_heads = r.qk_heads() > 0 ? r.qk_heads() : model.n_heads();
+  sizes.qk_dim = r.qk_dim() > 0 || model.n_heads() <= 0
+                     ? r.qk_dim()
+                     : model.d_model() / model.n_heads();
   return sizes;
 }
 

@@ -43,7 +43,8 @@ struct ReplacementSizes {
   int64_t d_ffn = 0;
   int64_t n_experts = 0;
   int64_t qk_heads = 0;
-  int64_t rank = 0;  // CP-MoE decoder rank R.
+  int64_t qk_dim = 0;  // Lorsa D_QK.
+  int64_t rank = 0;    // CP-MoE decoder rank R.
 };
 ReplacementSizes EffectiveReplacementSizes(const ModelConfig& model);
 

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "datasets/activations/activation_shards.h"
+#include "layers/attention/causal_attention.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "tools/common/status_macros.h"
@@ -180,6 +181,49 @@ class LorsaObjective : public CachedActivationObjective {
            (target - target.mean(0, /*keepdim=*/true)).square().sum();
   }
   void AdjustGradients() override {}
+  // The frozen-copy strategy of App. B.3 (Table 3) trains the OV side only.
+  std::vector<torch::Tensor> TrainableParameters() override {
+    std::vector<torch::Tensor> trainable =
+        CachedActivationObjective::TrainableParameters();
+    if (qk_init() != config::FfnReplacement::QK_FROM_ATTENTION_FROZEN) {
+      return trainable;
+    }
+    const std::vector<torch::Tensor> qk = {lorsa_->w_q, lorsa_->w_k,
+                                           lorsa_->b_q, lorsa_->b_k};
+    std::vector<torch::Tensor> kept;
+    for (torch::Tensor& p : trainable) {
+      const bool frozen = std::any_of(qk.begin(), qk.end(),
+                                      [&](auto& q) { return q.is_same(p); });
+      if (frozen) {
+        p.requires_grad_(false);
+      } else {
+        kept.push_back(p);
+      }
+    }
+    return kept;
+  }
+  absl::Status Initialize() override {
+    RETURN_IF_ERROR(CachedActivationObjective::Initialize());
+    if (qk_init() == config::FfnReplacement::QK_RANDOM) {
+      return absl::OkStatus();
+    }
+    // QK head g copies the base's head floor(g / r) (App. B.3), over the
+    // input scale: Lorsa sees x s_in, and FinishTraining folds s_in back.
+    const auto* attention =
+        dynamic_cast<const layers::CausalSelfAttentionImpl*>(
+            model_.blocks.at(model_.options().replacement.layer)
+                ->attention.get());
+    if (attention == nullptr) {
+      return absl::InvalidArgumentError(
+          "model.replacement.qk_init copies a multi-head attention's QK; the "
+          "replaced block has none");
+    }
+    lorsa_->InitQkFromAttention(*attention);
+    torch::NoGradGuard no_grad;
+    lorsa_->w_q.div_(input_scale_);
+    lorsa_->w_k.div_(input_scale_);
+    return absl::OkStatus();
+  }
   void FinishTraining() override {
     lorsa_->FoldInputOutputScales(input_scale_, output_scale_);
     input_scale_ = output_scale_ = 1.0;
@@ -199,6 +243,10 @@ class LorsaObjective : public CachedActivationObjective {
   }
 
  private:
+  config::FfnReplacement::QkInit qk_init() const {
+    return model_.options().replacement.qk_init;
+  }
+
   layers::Lorsa lorsa_;
   const int64_t d_;
   double input_scale_ = 1.0;

@@ -7,6 +7,8 @@
 
 #include "datasets/activations/activation_shards.h"
 #include "gtest/gtest.h"
+#include "layers/attention/causal_attention.h"
+#include "layers/attention/lorsa.h"
 #include "layers/ffn/feed_forward.h"
 #include "layers/models/checkpoint.h"
 #include "tools/common/digest.h"
@@ -210,17 +212,20 @@ TEST(TrainerTest, UpcycledMixtureStartsAsItsDenseParent) {
   EXPECT_LT(summary->validation_loss(), 9.3);
 }
 
-// An activation cache of block 0's FFN made from `checkpoint`: random inputs x
-// and y = tanh(x W) for a fixed W, `rows` rows of split `split`.
+// An activation cache of block 0's FFN (or, with site "attn", its attention)
+// made from `checkpoint`: random inputs x and y = tanh(x W) for a fixed W,
+// `rows` rows of split `split`.
 std::string WriteFfnCache(const std::string& checkpoint,
-                          const std::string& split, int64_t rows) {
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/cache";
+                          const std::string& split, int64_t rows,
+                          const std::string& site = "ffn") {
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR")) + "/cache_" + site;
   std::filesystem::create_directories(dir);
   datasets::ActivationManifest header;
   header.set_split(split);
   header.set_layer(0);
-  header.set_hook_in("blocks.0.ffn.hook_in");
-  header.set_hook_out("blocks.0.ffn.hook_out");
+  header.set_hook_in("blocks.0." + site + ".hook_in");
+  header.set_hook_out("blocks.0." + site + ".hook_out");
   header.set_d_in(32);
   header.set_d_out(32);
   header.set_sequence_length(32);
@@ -319,6 +324,72 @@ TEST(TrainerTest, FitTrainsOnlyTheReplacementLayerOnItsCache) {
   EXPECT_NE(wrong_block.status().message().find("caches block 0"),
             std::string::npos)
       << wrong_block.status();
+}
+
+// Lorsa's QK initialisations (arXiv:2504.20938 App. B.3, Table 3): the frozen
+// copy ends with the base attention's W_Q, W_K (so the copy and the input
+// scale folded back are right) while its OV side trains; the trainable copy
+// moves off it; the random start never had it.
+TEST(TrainerTest, LorsaQkInitCopiesTheBaseAttentionAndFreezesOnRequest) {
+  config::ExperimentConfig parent = TinyConfig();
+  parent.mutable_budget()->set_max_steps(4);
+  parent.mutable_eval()->set_sample_tokens(0);
+  ASSERT_TRUE(Train(parent, Options("qk_parent"), MakeNextTokenObjective).ok());
+  const std::string parent_path = Options("qk_parent").checkpoint_path;
+  auto base =
+      layers::GptImpl::Create(*layers::GptOptionsFromConfig(parent.model()));
+  ASSERT_TRUE(layers::LoadCheckpoint(parent_path, **base, nullptr).ok());
+  const auto* attention = dynamic_cast<const layers::CausalSelfAttentionImpl*>(
+      (*base)->blocks[0]->attention.get());
+  ASSERT_NE(attention, nullptr);
+  // Head h's W_Q (d, d_head) from the fused qkv rows; 2 heads of width 16.
+  const torch::Tensor qkv = attention->qkv->weight;
+  auto head_q = [&](int64_t h) {
+    return qkv.slice(0, 16 * h, 16 * h + 16).t();
+  };
+
+  for (const auto init : {config::FfnReplacement::QK_RANDOM,
+                          config::FfnReplacement::QK_FROM_ATTENTION,
+                          config::FfnReplacement::QK_FROM_ATTENTION_FROZEN}) {
+    const std::string name = config::FfnReplacement::QkInit_Name(init);
+    config::ExperimentConfig fit = parent;
+    auto* replacement = fit.mutable_model()->mutable_replacement();
+    replacement->set_ffn("lorsa");
+    replacement->set_site(config::FfnReplacement::ATTN);
+    replacement->set_layer(0);
+    replacement->set_d_ffn(32);
+    replacement->set_qk_heads(4);  // Two QK heads per attention head.
+    replacement->set_top_k(4);
+    replacement->set_qk_init(init);
+    fit.mutable_data()->set_batch_size(4);
+    fit.mutable_optimizer()->set_weight_decay(0);
+    fit.mutable_budget()->set_max_steps(6);
+    fit.mutable_eval()->set_every_steps(6);
+    TrainerOptions options = Options("qk_" + name);
+    options.init_from = parent_path;
+    options.train_activations =
+        WriteFfnCache(parent_path, "train", 2048, "attn");
+    options.validation_activations =
+        WriteFfnCache(parent_path, "validation", 512, "attn");
+    auto summary = Train(fit, options, MakeReplacementObjective);
+    ASSERT_TRUE(summary.ok()) << name << ": " << summary.status();
+    auto fitted =
+        layers::GptImpl::Create(*layers::GptOptionsFromConfig(fit.model()));
+    ASSERT_TRUE(
+        layers::LoadCheckpoint(options.checkpoint_path, **fitted, nullptr)
+            .ok());
+    const layers::Lorsa lorsa = (*fitted)->LorsaReplacement();
+    ASSERT_TRUE(lorsa);
+    for (int64_t group = 0; group < 4; ++group) {
+      const bool copied =
+          torch::allclose(lorsa->w_q[group], head_q(group / 2), 1e-4, 1e-6);
+      EXPECT_EQ(copied,
+                init == config::FfnReplacement::QK_FROM_ATTENTION_FROZEN)
+          << name << " group " << group;
+    }
+    // Every strategy trains the OV side.
+    EXPECT_GT(summary->parameters(), 0) << name;
+  }
 }
 
 // Each binary's objective refuses the other's inputs with one line naming the
