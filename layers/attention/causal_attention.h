@@ -41,10 +41,10 @@ class CausalSelfAttentionImpl : public AttentionImpl {
   RmsNorm key_norm{nullptr};
   // (B, H, T, T) softmax probabilities.
   HookPoint hook_pattern;
-
- private:
+  // Key and value heads H_kv (H unless grouped-query attention).
   int64_t KeyValueHeads() const;
 
+ private:
   AttentionOptions options_;
   RotaryEmbedding rotary_;
   CausalMask causal_mask_;

@@ -136,18 +136,29 @@ void LorsaImpl::InitQkFromAttention(const CausalSelfAttentionImpl& attention) {
   TORCH_CHECK(
       options_.qk_heads % mhsa_heads == 0 && head_dim == options_.qk_dim,
       "QK init needs H_QK a multiple of the MHSA heads and D_QK = d_head");
+  TORCH_CHECK(!attention.options().qk_norm,
+              "QK init cannot copy a normalised QK (Lorsa has no QK norm)");
   const int64_t ratio = options_.qk_heads / mhsa_heads;
+  // Grouped-query attention: query head h reads key head h / (H / H_kv).
+  const int64_t queries_per_key = mhsa_heads / attention.KeyValueHeads();
   torch::NoGradGuard no_grad;
-  const torch::Tensor weight = attention.qkv->weight;  // (3d, d): q, k, v rows.
+  // (H Dh + 2 Hkv Dh, d): q rows, then k rows, then v rows.
+  const torch::Tensor weight = attention.qkv->weight;
+  const torch::Tensor bias = attention.qkv->bias;
   for (int64_t group = 0; group < options_.qk_heads; ++group) {
     const int64_t head = group / ratio;
-    w_q[group].copy_(
-        weight.slice(0, head * head_dim, (head + 1) * head_dim).t());
-    w_k[group].copy_(
-        weight.slice(0, d + head * head_dim, d + (head + 1) * head_dim).t());
+    const int64_t q_row = head * head_dim;
+    const int64_t k_row = d + head / queries_per_key * head_dim;
+    w_q[group].copy_(weight.slice(0, q_row, q_row + head_dim).t());
+    w_k[group].copy_(weight.slice(0, k_row, k_row + head_dim).t());
+    if (bias.defined()) {
+      b_q[group].copy_(bias.slice(0, q_row, q_row + head_dim));
+      b_k[group].copy_(bias.slice(0, k_row, k_row + head_dim));
+    } else {
+      b_q[group].zero_();
+      b_k[group].zero_();
+    }
   }
-  b_q.zero_();
-  b_k.zero_();
 }
 
 void LorsaImpl::CopyFromAttention(const CausalSelfAttentionImpl& attention) {
@@ -157,11 +168,23 @@ void LorsaImpl::CopyFromAttention(const CausalSelfAttentionImpl& attention) {
               "exact copy needs H_QK = H_MHSA and G = d_head");
   InitQkFromAttention(attention);
   torch::NoGradGuard no_grad;
-  // OV head (m, r) = m * d_head + r: value row r of head m, output column r.
-  w_v.copy_(attention.qkv->weight.slice(0, 2 * d, 3 * d));
-  b_v.zero_();
+  // OV head (m, r) = m * d_head + r: value row r of head m's value head (m /
+  // (H / H_kv) under grouped-query attention), output column r.
+  const int64_t heads = attention.options().n_heads, head_dim = d / heads;
+  const int64_t kv_heads = attention.KeyValueHeads();
+  const int64_t v_row = d + kv_heads * head_dim;
+  for (int64_t m = 0; m < heads; ++m) {
+    const int64_t row = v_row + m / (heads / kv_heads) * head_dim;
+    w_v.slice(0, m * head_dim, (m + 1) * head_dim)
+        .copy_(attention.qkv->weight.slice(0, row, row + head_dim));
+    const torch::Tensor& bias = attention.qkv->bias;
+    b_v.slice(0, m * head_dim, (m + 1) * head_dim)
+        .copy_(bias.defined() ? bias.slice(0, row, row + head_dim)
+                              : torch::zeros({head_dim}));
+  }
   w_o.copy_(attention.out->weight.t());
-  b_o.zero_();
+  b_o.copy_(attention.out->bias.defined() ? attention.out->bias
+                                          : torch::zeros_like(b_o));
 }
 
 void LorsaImpl::FoldOutputNorms() {

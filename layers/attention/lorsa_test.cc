@@ -59,22 +59,36 @@ TEST(LorsaTest, KeepsExactlyKHeadsAndIsCausal) {
   EXPECT_FALSE(torch::allclose(y.select(1, 6), out.output.select(1, 6)));
 }
 
+// Also from a pretrained-style attention: grouped-query (2 key/value heads
+// for 4 query heads) with biases (Llama's grouping, Pythia's biases).
 TEST(LorsaTest, EqualsTheAttentionLayerItCopiesAtKEqualsH) {
-  torch::manual_seed(2);
-  AttentionOptions attention_options;
-  attention_options.d_model = 16;
-  attention_options.n_heads = 4;
-  attention_options.context_length = 12;
-  attention_options.rotary = true;
-  CausalSelfAttention attention(attention_options);
-  LorsaOptions options = Small();
-  options.relu = false;
-  options.top_k = 16;
-  Lorsa lorsa(options);
-  lorsa->CopyFromAttention(*attention);
-  const torch::Tensor x = torch::randn({3, 10, 16});
-  EXPECT_TRUE(
-      torch::allclose(lorsa->forward(x), attention->forward(x), 1e-5, 1e-6));
+  for (const bool pretrained_style : {false, true}) {
+    torch::manual_seed(2);
+    AttentionOptions attention_options;
+    attention_options.d_model = 16;
+    attention_options.n_heads = 4;
+    attention_options.context_length = 12;
+    attention_options.rotary = true;
+    if (pretrained_style) {
+      attention_options.n_kv_heads = 2;
+      attention_options.bias = true;
+    }
+    CausalSelfAttention attention(attention_options);
+    if (pretrained_style) {
+      torch::NoGradGuard no_grad;
+      attention->qkv->bias.normal_(0, 0.3);
+      attention->out->bias.normal_(0, 0.3);
+    }
+    LorsaOptions options = Small();
+    options.relu = false;
+    options.top_k = 16;
+    Lorsa lorsa(options);
+    lorsa->CopyFromAttention(*attention);
+    const torch::Tensor x = torch::randn({3, 10, 16});
+    EXPECT_TRUE(
+        torch::allclose(lorsa->forward(x), attention->forward(x), 1e-5, 1e-6))
+        << "pretrained style " << pretrained_style;
+  }
 }
 
 // A Lorsa turns its queries and keys as the model's attention does: Pythia's

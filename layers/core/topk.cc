@@ -20,8 +20,9 @@ TopKCodes ReluTopK(const torch::Tensor& pre, int64_t k) {
 torch::Tensor Densify(const TopKCodes& codes, int64_t width) {
   auto shape = codes.values.sizes().vec();
   shape.back() = width;
+  // Added, not written: a listed code's padding may repeat a unit at 0.
   return torch::zeros(shape, codes.values.options())
-      .scatter(-1, codes.indices, codes.values);
+      .scatter_add(-1, codes.indices, codes.values);
 }
 
 torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows) {

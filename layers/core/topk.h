@@ -17,7 +17,8 @@ struct TopKCodes {
 // ReLU, so fewer than k may be non-zero.
 TopKCodes ReluTopK(const torch::Tensor& pre, int64_t k);
 
-// The dense (B, width) code with the kept values scattered in, zeros elsewhere.
+// The dense (B, width) code with the kept values added in, zeros elsewhere (a
+// unit listed twice gets the sum: padding repeats units at value 0).
 torch::Tensor Densify(const TopKCodes& codes, int64_t width);
 
 // sum_j values[b, j] * rows[indices[b, j]]: (B, k) x (width, O) -> (B, O),

@@ -272,12 +272,14 @@ SparseReplacementImpl::RuleCodes SparseReplacementImpl::CodesOfRule(
   penalty_ = torch::Tensor();
   const EncoderTerms e = EncoderTermsOf(x);
   const bool differentiable = torch::GradMode::is_enabled();
-  torch::Tensor pre, support, counts;
+  // One encoder product: differentiable for the dense path (a listed path
+  // leaves its graph unused), its detached values for the support.
+  const torch::Tensor pre = PreCodesOf(e);
+  torch::Tensor support, counts;
   int64_t width = 0;
   {
     torch::NoGradGuard no_grad;
-    pre = PreCodesOf(e);
-    support = RuleSupport(pre, differentiable);
+    support = RuleSupport(pre.detach(), differentiable);
     counts = SupportCounts(support);
     width = ListedWidth(counts);
   }
@@ -285,7 +287,6 @@ SparseReplacementImpl::RuleCodes SparseReplacementImpl::CodesOfRule(
   const bool penalised = is_training() && lambda > 0;
   if (!allow_listed || width * kListedShare > units()) {
     // Dense codes: a wide support decodes faster by matrix products.
-    if (differentiable) pre = PreCodesOf(e);
     switch (options_.sparsity) {
       case config::FfnReplacement::BATCH_TOPK:
         return {{}, torch::relu(pre) * support.to(pre.scalar_type())};

@@ -64,11 +64,12 @@ class SparseReplacementImpl : public FeedForwardImpl {
   // zero codes' indices may differ from ReluTopK's (ties at zero); the
   // values, output and gradients are ReluTopK(PreCodes(x), k)'s up to
   // rounding (SparseDot sums in another order than the dense product).
-  // Other rules: DenseCodes(x)'s non-zero entries (with gradients on, also
-  // JumpReLU's zero codes within its kernel), each row padded with zero codes
-  // to the batch's widest row (k unused); below a support of 1/kListedShare
-  // of the units they are computed and differentiated through the listed
-  // entries only, as TOPK's.
+  // Other rules: DenseCodes(x)'s non-zero entries, each row padded with zero
+  // codes to the batch's widest row (k unused; padding may repeat a unit, so
+  // densify by adding). Below a support of 1/kListedShare of the units they
+  // are computed and differentiated through the listed entries only, as
+  // TOPK's (with gradients on, the list also holds JumpReLU's zero codes
+  // within its kernel).
   TopKCodes Encode(const torch::Tensor& x, int64_t k);
   // The (B, units) codes of x under a rule other than TOPK, differentiable:
   // BATCH_TOPK keeps the k * B largest ReLU codes of the batch in training

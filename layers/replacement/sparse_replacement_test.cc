@@ -493,6 +493,11 @@ TEST(SparsityRuleTest, ListedCodesEqualTheDenseCodesAndGradients) {
             } else {
               // Few positive pre-codes: the listed regime.
               p.value().normal_(p.key() == "output_bias" ? 0.0 : -2.5, 0.1);
+              // Unit 0 fires on most rows, where padding repeats it at 0.
+              if (p.key() != "output_bias" &&
+                  p.value().size(0) == layer->units()) {
+                p.value()[0] = 3.0;
+              }
             }
           }
           if (layer->threshold_sum.defined()) {
@@ -525,6 +530,14 @@ TEST(SparsityRuleTest, ListedCodesEqualTheDenseCodesAndGradients) {
                                                  : torch::zeros_like(p));
           return tensors;
         };
+        if (!training) {
+          torch::NoGradGuard no_grad;
+          // The listed codes densify to the dense ones, unit 0 included.
+          const TopKCodes codes = layer->Encode(x, 3);
+          EXPECT_TRUE(torch::allclose(Densify(codes, layer->units()),
+                                      layer->DenseCodes(x), 1e-4, 1e-6))
+              << name << " " << config::FfnReplacement::Sparsity_Name(sparsity);
+        }
         const auto listed = run(true), dense = run(false);
         ASSERT_EQ(listed.size(), dense.size());
         for (size_t i = 0; i < listed.size(); ++i) {

@@ -249,6 +249,18 @@ absl::Status CheckReplacement(const ModelConfig& model,
   if (!lorsa && (r.qk_dim() != 0 || r.qk_init() != FfnReplacement::QK_RANDOM)) {
     return at(r.qk_dim() != 0 ? "qk_dim" : "qk_init", "only 'lorsa' has one");
   }
+  if (lorsa && r.qk_init() != FfnReplacement::QK_RANDOM && model.qk_norm()) {
+    return at("qk_init",
+              "a Lorsa has no QK norm, so it cannot copy a qk_norm "
+              "attention's QK");
+  }
+  if (lorsa && model.architecture_options().rotary_dims() > sizes.qk_dim) {
+    return at("qk_dim",
+              absl::StrFormat("the base turns %d rotary dims of each "
+                              "head; qk_dim %d is smaller",
+                              model.architecture_options().rotary_dims(),
+                              sizes.qk_dim));
+  }
   if (lorsa && r.qk_init() != FfnReplacement::QK_RANDOM &&
       (sizes.qk_dim != model.d_model() / model.n_heads() ||
        sizes.qk_heads % model.n_heads() != 0)) {
