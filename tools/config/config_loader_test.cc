@@ -308,6 +308,16 @@ TEST_F(ConstraintTest, LayerConstructorChecks) {
             "accepted: model { replacement { ffn: \"lorsa\" site: ATTN "
             "top_k: 4 d_ffn: 16 qk_heads: 4 qk_init: "
             "QK_FROM_ATTENTION_FROZEN } }");
+  EXPECT_EQ(Reject("model { qk_norm: true replacement { ffn: \"lorsa\" "
+                   "site: ATTN top_k: 4 d_ffn: 16 qk_init: QK_FROM_ATTENTION "
+                   "} }"),
+            "field 'model.replacement.qk_init': a Lorsa has no QK norm, so it "
+            "cannot copy a qk_norm attention's QK");
+  EXPECT_EQ(Reject("model { positions: ROTARY architecture_options { "
+                   "rotary_dims: 8 } replacement { ffn: \"lorsa\" site: ATTN "
+                   "top_k: 4 d_ffn: 16 qk_dim: 4 } }"),
+            "field 'model.replacement.qk_dim': the base turns 8 rotary dims of "
+            "each head; qk_dim 4 is smaller");
   EXPECT_EQ(Reject("model { attention: \"mohd\" n_experts: 4 top_k: 2 "
                    "layer_options { mohd_shared: 3 } }"),
             "field 'model.layer_options.mohd_shared': 3 shared sub-dims "
