@@ -1,12 +1,10 @@
-"""isoflop_run: one point of the sgatlin (arXiv:2606.07414) isoflop study (Sec. 3.1) at one seed as build
-targets: <name>_overlay (ladder_overlay: the ladder model and FLOP budget), <name>_seed (runtime.seed: the
-initialisation and data order), <name>_config (base + scale + overlays) and <name> (lm_checkpoint on this
-experiment's token shards), <name> = <type>_budget<i>_size<j>_s<seed>. isoflop_grid: every FFN type x budget
-x size at every seed; isoflop_results: the active scale's runs and configs."""
+"""The sgatlin (arXiv:2606.07414) isoflop study's arms (Sec. 3.1, Table 1) as data for the study rule
+(//tools/study): ISOFLOP_ARMS, one arm per FFN type x budget x ladder size some scale sweeps,
+<type>_budget<i>_size<j>, its overlay written by //analysis/scaling:ladder_overlay (the ladder model and FLOP
+budget)."""
 
-load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seeded_name")
-load("//tools/train:seeded_lm.bzl", "seeded_lm")
+load("//tools/scale:scale.bzl", "SCALES")
+load("//tools/study:study.bzl", "arm")
 
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
 # for each budget the ladder scales swept (the paper slides its window of scales up with the budget, App. B.2).
@@ -43,37 +41,23 @@ def _points():
                     points.append((b, s))
     return points
 
-def isoflop_run(arm, ffn_type, budget_index, size_index, seed):
-    """One run; a scale whose grid lacks the point fails its overlay with a message."""
-
-    # Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only smoke's seeds (seed_tags) at
-    # points both scales sweep; the report pulls in the rest of its scale's grid.
-    in_both_grids = _in_grid("smoke", budget_index, size_index) and _in_grid("cpu", budget_index, size_index)
-    name = seeded_name(arm, seed)
-    seeded_lm(
-        name = arm,
-        seed = seed,
-        seeds = SEED_PLAN["slimpajama_isoflop"],
-        in_wildcard = in_both_grids,
-        base = "base.textproto",
-        scales = {scale: scale + ".textproto" for scale in SCALES},
-        overlay_tools = ["//analysis/scaling:ladder_overlay"],
-        overlay_cmd = by_scale({
-            scale: ("$(location //analysis/scaling:ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
-                GRID[scale].ladder,
-                ffn_type,
-                GRID[scale].sizes[budget_index][size_index],
-                GRID[scale].budgets[budget_index],
-                name,
-            ) if _in_grid(scale, budget_index, size_index) else "echo '%s is not in the %s grid' >&2; exit 1" % (
-                name,
-                scale,
-            ))
-            for scale in SCALES
-        }),
-        data = "//datasets/text:shards_small",
-        threads = 1,  # base.textproto's runtime.threads.
-    )
+def _overlay_cmd(arm_name, ffn_type, budget_index, size_index):
+    """{scale: a genrule command writing the point's ladder overlay}; a scale whose grid lacks the point fails with a
+    message."""
+    name = "{run}"
+    return {
+        scale: ("$(location //analysis/scaling:ladder_overlay) --ladder=%s --type=%s --scale=%d --max_flops=%s --name=%s > $@" % (
+            GRID[scale].ladder,
+            ffn_type,
+            GRID[scale].sizes[budget_index][size_index],
+            GRID[scale].budgets[budget_index],
+            name,
+        ) if _in_grid(scale, budget_index, size_index) else "echo '%s is not in the %s grid' >&2; exit 1" % (
+            name,
+            scale,
+        ))
+        for scale in SCALES
+    }
 
 def _arms():
     """(arm, ffn type, budget index, size index) of every point some scale sweeps, ablations last."""
@@ -86,21 +70,15 @@ def _arms():
         arms.append(("%s_budget%d_size%d" % (ffn_type, b, s), ffn_type, b, s))
     return arms
 
-def isoflop_grid():
-    """Every run at every seed any scale uses."""
-    for seed in all_seeds(SEED_PLAN["slimpajama_isoflop"]):
-        for arm, ffn_type, b, s in _arms():
-            isoflop_run(arm, ffn_type, b, s, seed)
-
-def isoflop_results():
-    """select() of the active scale's runs and merged configs at its seeds."""
-    return by_scale({
-        scale: [
-            ":%s%s" % (seeded_name(arm, seed), suffix)
-            for arm, _, b, s in _arms()
-            if _in_grid(scale, b, s)
-            for seed in SEED_PLAN["slimpajama_isoflop"][scale]
-            for suffix in ["", "_config"]
-        ]
-        for scale in SCALES
-    })
+# Every point as an arm. Wildcards (`bazel test //...` at smoke, `bazel build //...` at cpu) build only points both
+# scales sweep; the report pulls in the rest of its scale's grid.
+ISOFLOP_ARMS = {
+    name: arm(
+        overlay_cmd = _overlay_cmd(name, ffn_type, b, s),
+        overlay_tools = ["//analysis/scaling:ladder_overlay"],
+        wildcard = _in_grid("smoke", b, s) and _in_grid("cpu", b, s),
+        scales = [scale for scale in SCALES if _in_grid(scale, b, s)],
+        threads = 1,  # base.textproto's runtime.threads.
+    )
+    for name, ffn_type, b, s in _arms()
+}

@@ -20,8 +20,8 @@ PACKAGE_LAYERS = [
     ("models", ["//layers/models"]),
     # Pinned corpora, tokenizer, token shards, chess games, probing sets.
     ("data", ["//datasets", "//datasets/chess", "//datasets/probing", "//datasets/synthetic", "//datasets/text"]),
-    # Training and fitting, pretrained-model import, activation caching, evaluation loops, the report rule.
-    ("pipelines", ["//datasets/activations", "//datasets/pretrained", "//tools/report", "//tools/train"]),
+    # Training and fitting, pretrained-model import, activation caching, evaluation loops, the study and report rules.
+    ("pipelines", ["//datasets/activations", "//datasets/pretrained", "//tools/report", "//tools/study", "//tools/train"]),
     # Metric binaries and the claims engine.
     ("analysis", ["//analysis/..."]),
     # One package per paper figure: configs, claims and wiring.
