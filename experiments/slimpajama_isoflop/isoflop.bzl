@@ -78,6 +78,8 @@ ISOFLOP_ARMS = {
         overlay_tools = ["//analysis/scaling:ladder_overlay"],
         wildcard = _in_grid("smoke", b, s) and _in_grid("cpu", b, s),
         scales = [scale for scale in SCALES if _in_grid(scale, b, s)],
+        # The claims name FFN types and budgets (columns), not points: a point outside a scale's grid is not "not run".
+        judged = False,
         threads = 1,  # base.textproto's runtime.threads.
     )
     for name, ffn_type, b, s in _arms()

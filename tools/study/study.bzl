@@ -37,6 +37,7 @@ A report table is a list of labels, or "<evaluation>/<table>": that table of eve
 load("//tools/report:experiment_report.bzl", "experiment_report")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_labels", "seeded_name")
+load("//tools/train:lm_checkpoint.bzl", "checkpoint_snapshot")
 load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:summary_table.bzl", "summary_table", "training_curves")
 load("//tools/train:tool_run.bzl", "tool_run")
@@ -100,6 +101,7 @@ def arm(
         overlay_tools = [],
         wildcard = True,
         scales = SCALES,
+        judged = True,
         init_from = None,
         **lm_kwargs):
     """A trained arm of a study.
@@ -113,6 +115,7 @@ def arm(
       wildcard: False keeps the arm out of wildcard builds at every seed (a scale's report still pulls it in).
       scales: the scales that train the arm (their runs table and results include it); its claims read NOT TESTABLE
         at the others through the report's arms_not_run.
+      judged: False for an arm no claim names (an upcycling parent): never listed as not run.
       init_from: another arm of the study; the run upcycles from it at the same seed.
       **lm_kwargs: the rest goes to lm_checkpoint (data, tokenizer, threads, snapshot_percents, ...).
     """
@@ -125,6 +128,7 @@ def arm(
         overlay_tools = overlay_tools,
         wildcard = wildcard,
         scales = scales,
+        judged = judged,
         init_from = init_from,
         lm_kwargs = lm_kwargs,
     )
@@ -161,10 +165,67 @@ def evaluation(
         tool_kwargs = tool_kwargs,
     )
 
-def runs_table(fields, config_fields = [], name = "runs", arms = None):
+def arm_evaluation(
+        tool,
+        tables,
+        out_flags,
+        model_flag,
+        arms = None,
+        name_flag = None,
+        first_seed_tables = [],
+        snapshot_flag = None,
+        controls = {},
+        control_flag = None,
+        message = None,
+        **tool_kwargs):
+    """A tool run once per arm and seed: <arm>_s<seed>_<evaluation> writes <arm>_s<seed>.<table>.csv.
+
+    Args:
+      tool: the analysis binary.
+      tables: the CSV tables it writes.
+      out_flags: table -> flag prefix given its path.
+      model_flag: flag prefix given the arm's checkpoint ("--checkpoint=").
+      arms: the arms it runs on (default every arm).
+      name_flag: flag prefix given the arm's name (the rows' name), first of the arguments.
+      first_seed_tables: tables written at the first seed of the plan only (e.g. one map per model).
+      snapshot_flag: also run on each snapshot of an arm (arm(snapshot_percents = ...)), this flag prefix given the
+        percent: <arm>_s<seed>.at<percent>pct.<table>.csv.
+      controls: name -> control(): a random initialisation of an arm's config, run like the arms (rows named by the
+        control), its config given to control_flag.
+      control_flag: flag prefix given a control's merged config ("--config=").
+      message: the progress message, "%s" the run.
+      **tool_kwargs: the rest goes to tool_run (bsp_games, args, ...).
+    """
+    return struct(
+        tool = tool,
+        tables = tables,
+        out_flags = out_flags,
+        model_flag = model_flag,
+        arms = arms,
+        name_flag = name_flag,
+        first_seed_tables = first_seed_tables,
+        snapshot_flag = snapshot_flag,
+        controls = controls,
+        control_flag = control_flag,
+        message = message,
+        tool_kwargs = tool_kwargs,
+    )
+
+def control(arm, scales = SCALES, wildcard = True):
+    """A random initialisation of `arm`'s config at each seed, evaluated beside the trained arms (arm_evaluation's
+    controls); `scales` and `wildcard` as arm()'s."""
+    return struct(arm = arm, scales = scales, wildcard = wildcard, judged = True)
+
+def table(source, arms = None, snapshots = False, also = []):
+    """A report table from an evaluation, "<evaluation>/<table>", at the active scale's seeds: of `arms` only (default
+    the evaluation's arms, then its controls), their snapshots' rows before the finished runs' with `snapshots`,
+    then the labels `also`."""
+    return struct(source = source, arms = arms, snapshots = snapshots, also = also)
+
+def runs_table(fields, config_fields = [], name = "runs", arms = None, name_from_path = False):
     """<name>.csv: one row per trained run of the active scale (summary_table), `arms` (default every arm) seed by
-    seed."""
-    return struct(name = name, fields = fields, config_fields = config_fields, arms = arms)
+    seed; `name_from_path` names each row by its run (<arm>_s<seed>) instead of the config's name."""
+    return struct(name = name, fields = fields, config_fields = config_fields, arms = arms, name_from_path = name_from_path)
 
 def _lm(study_name, seeds, arm_name, spec, seed, base, scales, data):
     run = seeded_name(arm_name, seed)
@@ -199,6 +260,13 @@ def _lm(study_name, seeds, arm_name, spec, seed, base, scales, data):
         init_from = spec.init_from,
         **kwargs
     )
+    for percent in kwargs.get("snapshot_percents", []):
+        checkpoint_snapshot(
+            name = "%s_at%dpct" % (run, percent),
+            run = ":" + run,
+            percent = percent,
+            tags = seed_tags(seed, seeds, in_wildcard = spec.wildcard),
+        )
 
 def _evaluation(eval_name, spec, seed, seeds):
     run = seeded_name(eval_name, seed)
@@ -230,6 +298,98 @@ def _evaluation(eval_name, spec, seed, seeds):
             tags = tags,
         )
 
+def _arm_tool_run(eval_name, spec, run, stem, row_name, tables, tags, checkpoint = None, config = None, extra_args = [], message = None):
+    outs = ["%s.%s.csv" % (stem, t) for t in tables]
+    kwargs = dict(spec.tool_kwargs)
+    args = ([spec.name_flag + row_name] if spec.name_flag else []) + extra_args
+    if "args" in kwargs:
+        args = args + kwargs.pop("args")
+    tool_run(
+        name = run + "_" + eval_name,
+        tool = spec.tool,
+        outs = outs,
+        out_flags = [spec.out_flags[t] for t in tables],
+        checkpoint_args = {checkpoint: spec.model_flag} if checkpoint else {},
+        file_args = {config: spec.control_flag} if config else {},
+        args = args,
+        message = message,
+        tags = tags,
+        **kwargs
+    )
+
+def _first_seeds(seeds):
+    return [scale_seeds[0] for scale_seeds in seeds.values()]
+
+def _arm_evaluation(eval_name, spec, arms, seed, seeds):
+    tables = [t for t in spec.tables if t not in spec.first_seed_tables or seed in _first_seeds(seeds)]
+    for arm_name in (spec.arms or arms.keys()):
+        a = arms[arm_name]
+        run = seeded_name(arm_name, seed)
+        tags = seed_tags(seed, seeds, in_wildcard = a.wildcard)
+        for percent in (a.lm_kwargs.get("snapshot_percents", []) if spec.snapshot_flag else []):
+            snapshot = "%s_at%dpct" % (run, percent)
+            _arm_tool_run(
+                eval_name,
+                spec,
+                snapshot,
+                "%s.at%dpct" % (run, percent),
+                arm_name,
+                [t for t in spec.tables if t not in spec.first_seed_tables],
+                tags,
+                checkpoint = ":" + snapshot,
+                extra_args = ["%s%d" % (spec.snapshot_flag, percent)],
+                message = (spec.message % run + " after %d%% of its training" % percent) if spec.message else None,
+            )
+        _arm_tool_run(
+            eval_name,
+            spec,
+            run,
+            run,
+            arm_name,
+            tables,
+            tags,
+            checkpoint = ":" + run,
+            message = spec.message % run if spec.message else None,
+        )
+    for control_name, c in spec.controls.items():
+        run = seeded_name(control_name, seed)
+        _arm_tool_run(
+            eval_name,
+            spec,
+            run,
+            run,
+            control_name,
+            [t for t in spec.tables if t not in spec.first_seed_tables],
+            seed_tags(seed, seeds, in_wildcard = c.wildcard),
+            config = ":%s_config" % seeded_name(c.arm, seed),
+            message = spec.message % run if spec.message else None,
+        )
+
+def _arm_table(study_name, ref, spec, arms):
+    """select() of a per-arm evaluation's table files at the active scale (table())."""
+    seeds_by_scale = SEED_PLAN[study_name]
+    evaluation_name, _, table_name = ref.source.partition("/")
+    names = ref.arms or spec.arms or arms.keys()
+    controls = {} if ref.arms else spec.controls
+    files = {}
+    for scale, seeds in seeds_by_scale.items():
+        if table_name in spec.first_seed_tables:
+            seeds = seeds[:1]
+        trained = [n for n in names if scale in arms[n].scales]
+        snapshot_files = [
+            ":%s.at%dpct.%s.csv" % (seeded_name(n, s), percent, table_name)
+            for s in seeds
+            for n in trained
+            for percent in arms[n].lm_kwargs.get("snapshot_percents", [])
+        ] if ref.snapshots else []
+        files[scale] = snapshot_files + [":%s.%s.csv" % (seeded_name(n, s), table_name) for s in seeds for n in trained] + [
+            ":%s.%s.csv" % (seeded_name(c, s), table_name)
+            for s in seeds
+            for c, spec_c in controls.items()
+            if scale in spec_c.scales
+        ]
+    return by_scale(files) + ref.also
+
 def study_table(study_name, evaluation_name, table, evaluations):
     """select() of an evaluation's table at every seed of the active scale (its seed-column copies when it has
     them)."""
@@ -256,6 +416,20 @@ def study_runs(study_name, arms, suffixes = ["", "_config"]):
         for scale, seeds in SEED_PLAN[study_name].items()
     })
 
+def _is_per_arm(spec):
+    return hasattr(spec, "model_flag")
+
+def _arms_not_run(study_name, arms, evaluations):
+    """select() of the judged arms and controls the active scale does not train: their claims read NOT TESTABLE."""
+    everything = dict(arms)
+    for spec in evaluations.values():
+        if _is_per_arm(spec):
+            everything.update(spec.controls)
+    return by_scale({
+        scale: [n for n, spec in everything.items() if spec.judged and scale not in spec.scales]
+        for scale in SEED_PLAN[study_name]
+    })
+
 def study(
         name,
         arms,
@@ -276,12 +450,13 @@ def study(
       base: the config every arm refines.
       scales: {scale: file} refining base; default <scale>.textproto.
       data: what every arm trains on, unless the arm says otherwise.
-      evaluations: name -> evaluation(), run once per seed.
+      evaluations: name -> evaluation() (once per seed) or arm_evaluation() (once per arm and seed).
       runs_table: a runs_table(), built as <name>.csv.
       curves: build curves.csv, every arm's training loss in 10 bins (training_curves).
-      tables: the report's tables: name -> labels, or "<evaluation>/<table>".
+      tables: the report's tables: name -> labels, "<evaluation>/<table>" or a table().
       results: more labels for the `results` filegroup (every trained run and table of the active scale).
-      **report_kwargs: the rest goes to experiment_report (listings, arms_not_run, min_n, ...).
+      **report_kwargs: the rest goes to experiment_report (listings, min_n, ...); arms_not_run defaults to the judged
+        arms and controls the active scale does not train.
     """
     seeds = SEED_PLAN[name]
     scales = scales or {s: s + ".textproto" for s in SCALES}
@@ -289,27 +464,42 @@ def study(
         for arm_name, spec in arms.items():
             _lm(name, seeds, arm_name, spec, seed, base, scales, data)
         for eval_name, spec in evaluations.items():
-            _evaluation(eval_name, spec, seed, seeds)
+            if _is_per_arm(spec):
+                _arm_evaluation(eval_name, spec, arms, seed, seeds)
+            else:
+                _evaluation(eval_name, spec, seed, seeds)
     if runs_table:
         summary_table(
             name = runs_table.name,
             config_fields = runs_table.config_fields,
             fields = runs_table.fields,
+            name_from_path = runs_table.name_from_path,
             runs = study_runs(name, {a: arms[a] for a in runs_table.arms} if runs_table.arms else arms),
         )
     if curves:
         training_curves(name = "curves", runs = study_runs(name, arms, [""]))
     resolved = {}
-    evaluation_tables = []
-    for table, source in tables.items():
-        if type(source) == "string":
-            evaluation_name, _, table_name = source.partition("/")
-            resolved[table] = study_table(name, evaluation_name, table_name, evaluations)
-            evaluation_tables.append(resolved[table])
-        else:
-            resolved[table] = source
     results_srcs = study_runs(name, arms) + results
-    for t in evaluation_tables:
-        results_srcs = results_srcs + t
+    for table_name, source in tables.items():
+        if type(source) == "string":
+            source = table(source)
+        if type(source) == "struct":
+            evaluation_name, _, evaluation_table = source.source.partition("/")
+            if evaluation_name not in evaluations:
+                fail("table %s: %s is not an evaluation of %s" % (source.source, evaluation_name, name))
+            spec = evaluations[evaluation_name]
+            if evaluation_table not in spec.tables:
+                fail("table %s: %s writes no table %s" % (source.source, evaluation_name, evaluation_table))
+            if _is_per_arm(spec):
+                resolved[table_name] = _arm_table(name, source, spec, arms)
+            else:
+                resolved[table_name] = study_table(name, evaluation_name, evaluation_table, evaluations) + source.also
+
+            # The report's filegroup of the table (experiment_report): a label may sit in several tables.
+            results_srcs = results_srcs + [":%s_table_%s" % (name, table_name.replace(".", "_").replace("/", "_"))]
+        else:
+            resolved[table_name] = source
     native.filegroup(name = "results", srcs = results_srcs)
+    if "arms_not_run" not in report_kwargs:
+        report_kwargs["arms_not_run"] = _arms_not_run(name, arms, evaluations)
     experiment_report(name = name, seeds = seeds, tables = resolved, **report_kwargs)
