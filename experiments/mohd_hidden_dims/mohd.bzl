@@ -2,7 +2,7 @@
 (//tools/study): MOHD_ARMS, each variant's config fields per scale (its name, MoHD shape at the scale's width)."""
 
 load("//tools/scale:scale.bzl", "SCALES")
-load("//tools/study:study.bzl", "arm", "enum_value")
+load("//tools/study:study.bzl", "arm", "literal")
 
 # The dense model's width d per scale, as base.textproto + <scale>.textproto set it: MoHD expansion xk sets
 # D = k d with the attention's inner width kept at d. d_ffn_matching_x2: the FFN width that gives a dense model
@@ -28,7 +28,7 @@ VARIANTS = {
     "mohd_50": struct(expand = 1, n = 8, k = 4, shared = 3, extra = {}),
     "mohd_75": struct(expand = 1, n = 8, k = 6, shared = 3, extra = {}),
     "mohd_x2": struct(expand = 2, n = 8, k = 4, shared = 3, extra = {}),
-    "mohd_x2_no_scaling": struct(expand = 2, n = 8, k = 4, shared = 3, extra = {"mohd_scaling": enum_value("NONE")}),
+    "mohd_x2_no_scaling": struct(expand = 2, n = 8, k = 4, shared = 3, extra = {"mohd_scaling": literal("NONE")}),
     "mohd_x2_no_fusion": struct(expand = 2, n = 8, k = 4, shared = 3, extra = {"mohd_fusion": False}),
     "mohd_x2_no_shared": struct(expand = 2, n = 8, k = 4, shared = 0, extra = {}),
     "mohd_x2_random_routing": struct(expand = 2, n = 8, k = 4, shared = 3, extra = {"mohd_random_routing": True}),

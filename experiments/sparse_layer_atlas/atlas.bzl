@@ -3,20 +3,24 @@ base, measured by the same tools, one row per layer x K x seed. The Transcoder, 
 and the TopK SAE at FEATURE_K are //experiments/mxd_frontier's nodes (shared, not refitted); the atlas adds
 the TopK SAE at the rest of the grid and the SAE variants researchers compare today: BatchTopK (Bussmann et
 al., arXiv:2412.06410), ReLU + L1 (Bricken et al. 2023 with the decoder-norm-weighted penalty) and JumpReLU
-(Rajamanoharan et al., arXiv:2407.14435), each an SAE on the FFN output."""
+(Rajamanoharan et al., arXiv:2407.14435), each an SAE on the FFN output. This file holds the atlas's layers as
+data for the study rule (//tools/study): ATLAS_FITS, ATLAS_LAYERS and PROBED_LAYERS."""
 
-load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "feature_layers", "frontier_evaluation", "frontier_gap", "replacement_fit")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_labels", "seeded_name")
-load("//tools/train:summary_table.bzl", "summary_table")
-load("//tools/train:tool_run.bzl", "tool_run")
+load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "METHODS", "feature_layers")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN")
+load("//tools/study:study.bzl", "fit", "literal")
 
-MXD_FRONTIER = "//experiments/mxd_frontier:"
+# The frontier's cache of each base: the atlas fits the same rows.
+FRONTIER_CACHE = "//experiments/mxd_frontier:{base}_activations"
 
-# The atlas reads the frontier's fits seed by seed, so its seeds are the frontier's (SEED_PLAN says so).
-SEEDS = SEED_PLAN["sparse_layer_atlas"]
+def _frontier_fit(name):
+    """mxd_frontier's fit `name` of the base and seed (a shared node)."""
+    return "//experiments/mxd_frontier:{base}_%s_s{seed}" % name
 
-# The frontier's layers (mxd_frontier's replacement_grid methods) on the FFN, at every K of K_GRID.
-FRONTIER_METHODS = ["tc", "stc", "mxd"]
+# The atlas reads the frontier's fits seed by seed, so its seeds are the frontier's.
+(SEED_PLAN["sparse_layer_atlas"] == SEED_PLAN["mxd_frontier"]) or fail(
+    "the atlas reads mxd_frontier's fits seed by seed: SEED_PLAN's two entries must agree",
+)
 
 # The SAEs whose rule has a K (the target L0): <base>_<label>_k<K>, every K of K_GRID. The TopK SAE at
 # FEATURE_K is the frontier's probing baseline, <base>_sae_k<FEATURE_K>.
@@ -55,111 +59,40 @@ PROBED_PENALTY = {
     "jump_relu_sae": "l0a",
 }
 
-def _check_seeds():
-    if SEEDS != SEED_PLAN["mxd_frontier"]:
-        fail("the atlas reads mxd_frontier's fits seed by seed: SEED_PLAN's two entries must agree")
+def _k_sae_name(label, k):
+    return "%s_k%d" % (label, k)
 
-def atlas_fits(base, seed):
-    """Declares the atlas's own SAEs of `seed` on `base` (an mxd.bzl base_models() entry) and returns the
-    labels of every layer the atlas evaluates at that seed: the frontier's layers, then the SAEs."""
-    _check_seeds()
-    labels = [
-        MXD_FRONTIER + seeded_name("%s_%s_k%d" % (base.name, method, k), seed)
-        for method in FRONTIER_METHODS
-        for k in K_GRID
-    ]
-    fit_args = dict(
-        base = base.checkpoint,
-        base_config = base.config,
-        activations = MXD_FRONTIER + base.name + "_activations",
-        seed = seed,
-        on_output = True,
-        layer = base.layer,
-    )
+def _atlas_fits():
+    fits = {}
     for label, ffn in K_SAES.items():
         for k in K_GRID:
-            name = seeded_name("%s_%s_k%d" % (base.name, label, k), seed)
             if label == "sae" and k == FEATURE_K:
-                labels.append(MXD_FRONTIER + name)
-                continue
-            replacement_fit(name = name, ffn = ffn, top_k = k, **fit_args)
-            labels.append(":" + name)
+                continue  # the frontier's probing baseline
+            fits[_k_sae_name(label, k)] = fit(ffn, top_k = k, on_output = True, cache = FRONTIER_CACHE)
     for ffn, penalties in PENALISED_SAES.items():
         for label, penalty in penalties.items():
-            name = seeded_name("%s_%s_%s" % (base.name, ffn, label), seed)
-            replacement_fit(name = name, ffn = ffn, top_k = 0, sae_penalty = penalty, **fit_args)
-            labels.append(":" + name)
-    return labels
+            fits["%s_%s" % (ffn, label)] = fit(
+                ffn,
+                on_output = True,
+                cache = FRONTIER_CACHE,
+                replacement = {"sparsity_penalty": {scale: literal(value) for scale, value in penalty.items()}},
+            )
+    return fits
 
-def probed_layers(base_name, seed):
-    """The layers of `seed` the atlas probes: the frontier's at FEATURE_K and its TopK SAE (feature_layers),
-    the BatchTopK SAE at FEATURE_K, and each penalised SAE at PROBED_PENALTY."""
-    return feature_layers(base_name, seed) + [
-        "//experiments/sparse_layer_atlas:" + seeded_name("%s_batch_topk_sae_k%d" % (base_name, FEATURE_K), seed),
-    ] + [
-        "//experiments/sparse_layer_atlas:" + seeded_name("%s_%s_%s" % (base_name, ffn, label), seed)
-        for ffn, label in PROBED_PENALTY.items()
-    ]
+# The atlas's own SAEs per base and seed, <base>_<fit>_s<seed>.
+ATLAS_FITS = _atlas_fits()
 
-def atlas(base):
-    """Per seed of SEEDS on `base`: the fits (atlas_fits); <base>_atlas_s<seed>.csv and _units.csv, every layer's
-    frontier evaluation on the same held-out batches (CE, CE recovered, NMSE, L0, dead and dense fractions,
-    parameters); <base>_atlas_s<seed>_cost.csv, each fit's parameters, forward FLOPs per
-    token and fitting throughput from its trainer summary. Then <base>_atlas_gap.csv: every non-TopK SAE of every
-seed against the TopK SAE's frontier of its seed at its own L0 (frontier_gap, over all seeds at once), and
-<base>_atlas_usefulness.csv: each probed fit's mean probing F1 beside its CE recovered, NMSE and L0
-(analysis/replacement:probing_vs_fidelity; the probing runs are the BUILD file's <base>_atlas_probe)."""
-    for seed in all_seeds(SEEDS):
-        layers = atlas_fits(base, seed)
-        evaluation = seeded_name("%s_atlas" % base.name, seed)
-        frontier_evaluation(
-            evaluation,
-            base.name,
-            base.checkpoint,
-            MXD_FRONTIER + base.name + "_activations",
-            layers,
-            base.tokens,
-            seed,
-        )
-        summary_table(
-            name = evaluation + "_cost",
-            runs = layers + [label + "_config" for label in layers],
-            fields = ["parameters", "forward_flops_per_token", "tokens", "wall_seconds", "rows_per_second=tokens_per_second"],
-            constant_columns = ["base=" + base.name],
-            config_fields = ["method=model.replacement.ffn", "k=model.replacement.top_k", "sparsity_penalty=model.replacement.sparsity_penalty", "seed=runtime.seed"],
-            tags = seed_tags(seed, SEEDS),
-        )
-    frontier_gap(
-        name = base.name + "_atlas_gap",
-        tables = seeded_labels([base.name + "_atlas"], SEEDS, ".csv"),
-        message = "Placing the %s SAE variants against the TopK SAE frontier" % base.name,
-    )
-    native.filegroup(
-        name = base.name + "_atlas_probes",
-        srcs = seeded_labels([base.name + "_atlas_probe"], SEEDS, ".csv"),
-    )
-    tool_run(
-        name = base.name + "_atlas_usefulness",
-        tool = "//analysis/replacement:probing_vs_fidelity",
-        outs = [base.name + "_atlas_usefulness.csv"],
-        out_flags = ["--out="],
-        file_list_args = {
-            ":%s_atlas_gap_tables" % base.name: "--frontier=",
-            ":%s_atlas_probes" % base.name: "--probing=",
-        },
-        cpu_slot = False,
-        message = "Setting the %s fits' probing F1 beside their fidelity" % base.name,
-    )
+# Every layer the atlas evaluates, in its tables' order: the frontier's layers, then the SAEs (the TopK SAE at
+# FEATURE_K the frontier's).
+ATLAS_LAYERS = [_frontier_fit("%s_k%d" % (method, k)) for method in METHODS for k in K_GRID] + [
+    _frontier_fit(_k_sae_name(label, k)) if label == "sae" and k == FEATURE_K else _k_sae_name(label, k)
+    for label in K_SAES
+    for k in K_GRID
+] + ["%s_%s" % (ffn, label) for ffn, penalties in PENALISED_SAES.items() for label in penalties]
 
-def atlas_files(base_names, suffix):
-    """select() of every base's <base>_atlas_s<seed><suffix> (or, for suffix "_probe.csv", the probing run
-    <base>_atlas_probe_s<seed>.csv; for "_gap.csv" and "_usefulness.csv", the base's one table) at the active scale's seeds."""
-    labels = []
-    for name in base_names:
-        if suffix in ["_gap.csv", "_usefulness.csv"]:
-            labels.append(":%s_atlas%s" % (name, suffix))
-        elif suffix == "_probe.csv":
-            labels = labels + seeded_labels([name + "_atlas_probe"], SEEDS, ".csv")
-        else:
-            labels = labels + seeded_labels([name + "_atlas"], SEEDS, suffix)
-    return labels
+# The layers the atlas probes: the frontier's at FEATURE_K and its TopK SAE, the BatchTopK SAE at FEATURE_K, and
+# each penalised SAE at PROBED_PENALTY.
+PROBED_LAYERS = feature_layers() + [_k_sae_name("batch_topk_sae", FEATURE_K)] + [
+    "%s_%s" % (ffn, label)
+    for ffn, label in PROBED_PENALTY.items()
+]

@@ -34,17 +34,18 @@ seeds and arms with `wildcard = False` out of `bazel build //...`):
 A report table is a list of labels, or "<evaluation>/<table>": that table of every seed of the active scale.
 """
 
-load("//tools/report:experiment_report.bzl", "experiment_report")
+load("//datasets/activations:activation_cache.bzl", "activation_cache")
+load("//tools/report:experiment_report.bzl", "experiment_report", "listing")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_labels", "seeded_name")
-load("//tools/train:lm_checkpoint.bzl", "checkpoint_snapshot")
+load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_labels", "seeded_name")
+load("//tools/train:lm_checkpoint.bzl", "checkpoint_snapshot", "replacement_checkpoint")
 load("//tools/train:seeded_lm.bzl", "seeded_lm")
 load("//tools/train:summary_table.bzl", "summary_table", "training_curves")
 load("//tools/train:tool_run.bzl", "tool_run")
 
-def enum_value(name):
-    """An enum field's value in `config` (written bare, not quoted)."""
-    return struct(enum_value = name)
+def literal(text):
+    """A config value written as is, not quoted: an enum value ("NONE") or a decimal number kept exactly ("0.0625")."""
+    return struct(literal = text)
 
 def _textproto_value(value, run):
     if type(value) == "string":
@@ -54,8 +55,8 @@ def _textproto_value(value, run):
     if type(value) in ["int", "float"]:
         return str(value)
     if type(value) == "struct":
-        return value.enum_value
-    fail("config value %r: expected a string, number, bool, enum_value() or a dict (a message)" % (value,))
+        return value.literal
+    fail("config value %r: expected a string, number, bool, literal() or a dict (a message)" % (value,))
 
 def textproto(fields, run = ""):
     """`fields` as one line of text format: a dict value is a message, a list a repeated field; "{run}" in a string
@@ -416,6 +417,289 @@ def study_runs(study_name, arms, suffixes = ["", "_config"]):
         for scale, seeds in SEED_PLAN[study_name].items()
     })
 
+# Replacement fits on fixed base models (the MxD experiments, the atlas): every fit of a study is fitted once per
+# base and seed on a cache of that base, <base>_<fit>_s<seed>; an evaluation runs once per base and seed over its
+# fits, <base>_<evaluation>_s<seed><suffix>; a pooled evaluation once per base over every seed's tables,
+# <base>_<evaluation><suffix>. A base is a struct with name, checkpoint, config, tokens, tokenizer and layer (the
+# replaced block, None: the fit scale file's), e.g. //experiments/mxd_frontier:mxd.bzl base_models().
+
+def cache(layer, rows, bases = None):
+    """<base>_<cache>: an activation cache of each base (of `bases`, default every one) at `layer` (a select()), or
+    at the base's own replaced block when it has one (a pretrained model's)."""
+    return struct(layer = layer, rows = rows, bases = bases)
+
+def fit(ffn, top_k = 0, on_output = False, cache = "activations", layer = None, replacement = {}, layer_options = {}, bases = None):
+    """A replacement layer fitted per base and seed.
+
+    Args:
+      ffn: the layer's registry name, "{base}" the base's name ("mxd_{base}").
+      top_k: K.
+      on_output: fit the FFN's output alone (an SAE) instead of its input -> output map.
+      cache: the study's cache it fits on, or a label with "{base}" (another study's cache).
+      layer: the replaced block, an int or {scale: int}; None: the base's (its own layer, else the fit scale file's).
+      replacement: more model.replacement fields, values as textproto() takes, a {scale: value} per scale.
+      layer_options: model.layer_options fields.
+      bases: the bases it is fitted on (default every one).
+    """
+    return struct(
+        ffn = ffn,
+        top_k = top_k,
+        on_output = on_output,
+        cache = cache,
+        layer = layer,
+        replacement = replacement,
+        layer_options = layer_options,
+        bases = bases,
+    )
+
+def fits_evaluation(
+        tool,
+        fits,
+        outs,
+        bases = None,
+        cache = None,
+        token_args = {},
+        tokenizer = False,
+        seed_flag = None,
+        log = None,
+        args = [],
+        message = None,
+        **tool_kwargs):
+    """A tool run once per base and seed over that seed's fits of the base: <base>_<evaluation>_s<seed><suffix>.
+
+    Args:
+      tool: the analysis binary; it is given --base=<the base's checkpoint> and --base_name=<the base's name> first.
+      fits: the fits it reads, in order: fit names of the study, or labels with "{base}" and "{seed}"; or
+        {base name: that list}.
+      outs: suffix -> flag prefix given that output's path (".csv": "--out=").
+      bases: the bases it runs on (default every one the fits exist on).
+      cache: the study's cache (or a "{base}" label) given as --activations= (its test split).
+      token_args: flag prefix -> split of the base's token shards.
+      tokenizer: give the base's tokenizer (--tokenizer=).
+      seed_flag: flag prefix given the seed (a tool's own draws: random controls, samples).
+      log: a suffix for the tool's stderr kept as an output.
+      args: more arguments after --base_name (and the seed).
+      message: the progress message, "%s" the base's name.
+      **tool_kwargs: the rest goes to tool_run (file_list_args, ...).
+    """
+    return struct(
+        tool = tool,
+        fits = fits,
+        outs = outs,
+        bases = bases,
+        cache = cache,
+        token_args = token_args,
+        tokenizer = tokenizer,
+        seed_flag = seed_flag,
+        log = log,
+        args = args,
+        message = message,
+        tool_kwargs = tool_kwargs,
+        pooled = False,
+    )
+
+def fits_table(fits, fields, config_fields = [], constant_columns = [], bases = None):
+    """Per base and seed, <base>_<evaluation>_s<seed>.csv: one row per fit from its trainer summary and merged config
+    (summary_table); fits as fits_evaluation's, "{base}" in constant_columns the base's name."""
+    return struct(
+        fits = fits,
+        fields = fields,
+        config_fields = config_fields,
+        constant_columns = constant_columns,
+        bases = bases,
+        outs = {".csv": None},
+        log = None,
+        pooled = False,
+        summary = True,
+    )
+
+def pooled_evaluation(tool, inputs, bases = None, message = None):
+    """A tool run once per base over every seed's table of other evaluations at the active scale:
+    <base>_<evaluation>.csv (--out=). inputs: flag prefix -> "<evaluation>/<suffix>", the files joined by commas."""
+    return struct(tool = tool, inputs = inputs, bases = bases, message = message, pooled = True, tables = [".csv"])
+
+def _fits_of(spec):
+    return hasattr(spec, "fits") and not getattr(spec, "pooled", False)
+
+def _base_names(bases, names):
+    return [b.name for b in bases if names == None or b.name in names]
+
+def _cache_label(cache_name, base_name):
+    if cache_name.startswith("//") or cache_name.startswith(":"):
+        return cache_name.replace("{base}", base_name)
+    return ":%s_%s" % (base_name, cache_name)
+
+def _fit_overlay_fields(spec, base, run, scale):
+    def_layer = spec.layer if spec.layer != None else base.layer
+    replacement = {
+        "ffn": spec.ffn.replace("{base}", base.name),
+        "top_k": spec.top_k,
+        "on_output": spec.on_output,
+    }
+    layer = def_layer[scale] if type(def_layer) == "dict" else def_layer
+    if layer != None:
+        replacement["layer"] = layer
+    for key, value in spec.replacement.items():
+        replacement[key] = value[scale] if type(value) == "dict" else value
+    model = {"replacement": replacement}
+    if spec.layer_options:
+        model["layer_options"] = spec.layer_options
+    return textproto({"name": "{run}", "model": model}, run)
+
+def _fit(study_name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays):
+    run = seeded_name("%s_%s" % (base.name, fit_name), seed)
+    tags = seed_tags(seed, seeds)
+    contents = {scale: _fit_overlay_fields(spec, base, run, scale) for scale in SCALES}
+    config_overlay(
+        name = run + "_overlay",
+        out = run + "_overlay.textproto",
+        content = by_scale(contents) if len({c: None for c in contents.values()}) > 1 else contents["smoke"],
+        tags = tags,
+    )
+    seeded_config(
+        name = run,
+        seed = seed,
+        base = base.config,
+        scales = fit_scales,
+        overlays = fit_overlays + [":%s_overlay" % run],
+        tags = tags,
+    )
+    replacement_checkpoint(
+        name = run,
+        config = ":%s_config" % run,
+        base = base.checkpoint,
+        activations = _cache_label(spec.cache, base.name),
+        tags = tags,
+    )
+
+def _fit_label(ref, base_name, seed, fits):
+    if ref.startswith("//") or ref.startswith(":"):
+        return ref.replace("{base}", base_name).replace("{seed}", str(seed))
+    if ref not in fits:
+        fail("fit %s is not a fit of this study" % ref)
+    return ":" + seeded_name("%s_%s" % (base_name, ref), seed)
+
+def _evaluation_fits(spec, base_name):
+    return spec.fits.get(base_name, []) if type(spec.fits) == "dict" else spec.fits
+
+def run_fits_evaluation(name, spec, base, checkpoints, tags = [], seed = None, base_name = None):
+    """`spec` (a fits_evaluation) as one tool_run `name` on `base` over `checkpoints` (labels): a study's
+    evaluation node, or one the study does not declare (a user's imported fit, its rows named `base_name`)."""
+    outs = [name + suffix for suffix in spec.outs]
+    kwargs = dict(spec.tool_kwargs)
+    if spec.token_args:
+        kwargs["tokens"] = base.tokens
+        kwargs["token_args"] = spec.token_args
+    if spec.tokenizer:
+        kwargs["tokenizer"] = base.tokenizer
+    if spec.cache:
+        kwargs["activation_args"] = {_cache_label(spec.cache, base.name): "--activations="}
+    tool_run(
+        name = name,
+        tool = spec.tool,
+        outs = outs,
+        out_flags = spec.outs.values(),
+        log = name + spec.log if spec.log else None,
+        checkpoint_args = {base.checkpoint: "--base="},
+        args = ["--base_name=" + (base_name or base.name)] + (["%s%d" % (spec.seed_flag, seed)] if spec.seed_flag else []) + spec.args,
+        checkpoints = checkpoints,
+        message = spec.message % base.name if spec.message else None,
+        tags = tags,
+        **kwargs
+    )
+
+def _pooled_filegroup(base_name, eval_name, flag_index):
+    return "%s_%s_inputs%d" % (base_name, eval_name, flag_index)
+
+def _pooled(study_name, eval_name, spec, base, evaluations):
+    name = "%s_%s" % (base.name, eval_name)
+    file_list_args = {}
+    for i, (flag, ref) in enumerate(spec.inputs.items()):
+        native.filegroup(name = _pooled_filegroup(base.name, eval_name, i), srcs = _base_table(study_name, ref, [base.name], evaluations))
+        file_list_args[":" + _pooled_filegroup(base.name, eval_name, i)] = flag
+    tool_run(
+        name = name,
+        tool = spec.tool,
+        outs = [name + ".csv"],
+        out_flags = ["--out="],
+        file_list_args = file_list_args,
+        cpu_slot = False,
+        message = spec.message % base.name if spec.message else None,
+    )
+
+def _base_table(study_name, ref, base_names, evaluations):
+    """select() (or a list, for a pooled evaluation) of "<evaluation>/<suffix>" for each base of `base_names`."""
+    evaluation_name, _, suffix = ref.partition("/")
+    if evaluation_name not in evaluations:
+        fail("table %s: %s is not an evaluation of %s" % (ref, evaluation_name, study_name))
+    spec = evaluations[evaluation_name]
+    if spec.pooled:
+        return [":%s_%s%s" % (b, evaluation_name, suffix) for b in base_names]
+    if suffix not in spec.outs and suffix != spec.log:
+        fail("table %s: %s writes no %s" % (ref, evaluation_name, suffix))
+    labels = []
+    for b in base_names:
+        labels = labels + seeded_labels(["%s_%s" % (b, evaluation_name)], SEED_PLAN[study_name], suffix)
+    return labels
+
+def _evaluation_bases(spec, bases, fits):
+    names = _base_names(bases, spec.bases)
+    if _fits_of(spec) and type(spec.fits) != "dict":
+        # Only the bases every named fit of the study exists on.
+        for ref in spec.fits:
+            if ref in fits and fits[ref].bases != None:
+                names = [n for n in names if n in fits[ref].bases]
+    return names
+
+def fit_labels(study_name, bases, names):
+    """select() of the fits `names` of every base at the active scale's seeds, base by base, seed by seed: their
+    training logs (training_curves)."""
+    labels = []
+    for b in bases:
+        labels = labels + seeded_labels(["%s_%s" % (b.name, n) for n in names], SEED_PLAN[study_name])
+    return labels
+
+def _fit_nodes(name, seeds, bases, caches, fits, evaluations, fit_scales, fit_overlays):
+    for cache_name, spec in caches.items():
+        for base in bases:
+            if spec.bases == None or base.name in spec.bases:
+                activation_cache(
+                    name = "%s_%s" % (base.name, cache_name),
+                    checkpoint = base.checkpoint,
+                    data = base.tokens,
+                    layer = spec.layer if base.layer == None else base.layer,
+                    rows = spec.rows,
+                )
+    for seed in all_seeds(seeds):
+        for fit_name, spec in fits.items():
+            for base in bases:
+                if spec.bases == None or base.name in spec.bases:
+                    _fit(name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays)
+        for eval_name, spec in evaluations.items():
+            if not _fits_of(spec):
+                continue
+            for base in bases:
+                if base.name not in _evaluation_bases(spec, bases, fits):
+                    continue
+                run = seeded_name("%s_%s" % (base.name, eval_name), seed)
+                labels = [_fit_label(f, base.name, seed, fits) for f in _evaluation_fits(spec, base.name)]
+                if getattr(spec, "summary", False):
+                    summary_table(
+                        name = run,
+                        runs = labels + [label + "_config" for label in labels],
+                        fields = spec.fields,
+                        constant_columns = [c.replace("{base}", base.name) for c in spec.constant_columns],
+                        config_fields = spec.config_fields,
+                        tags = seed_tags(seed, seeds),
+                    )
+                else:
+                    run_fits_evaluation(run, spec, base, labels, tags = seed_tags(seed, seeds), seed = seed)
+    for eval_name, spec in evaluations.items():
+        if getattr(spec, "pooled", False):
+            for base in bases:
+                if spec.bases == None or base.name in spec.bases:
+                    _pooled(name, eval_name, spec, base, evaluations)
+
 def _is_per_arm(spec):
     return hasattr(spec, "model_flag")
 
@@ -432,14 +716,20 @@ def _arms_not_run(study_name, arms, evaluations):
 
 def study(
         name,
-        arms,
+        arms = {},
         base = "base.textproto",
         scales = None,
         data = None,
+        bases = [],
+        caches = {},
+        fits = {},
+        fit_scales = None,
+        fit_overlays = [],
         evaluations = {},
         runs_table = None,
         curves = False,
         tables = {},
+        listings = [],
         results = [],
         **report_kwargs):
     """The study's seeded nodes, runs table, training curves and report.
@@ -450,12 +740,20 @@ def study(
       base: the config every arm refines.
       scales: {scale: file} refining base; default <scale>.textproto.
       data: what every arm trains on, unless the arm says otherwise.
-      evaluations: name -> evaluation() (once per seed) or arm_evaluation() (once per arm and seed).
+      bases: fixed base models the fits replace a layer of (structs: name, checkpoint, config, tokens, tokenizer,
+        layer).
+      caches: name -> cache(), one per base.
+      fits: name -> fit(), one per base and seed.
+      fit_scales: {scale: file} refining each fit's config (the base's config) first.
+      fit_overlays: config files every fit adds after fit_scales' (its generated overlay last).
+      evaluations: name -> evaluation() (once per seed), arm_evaluation() (once per arm and seed), fits_evaluation()
+        (once per base and seed) or pooled_evaluation() (once per base, over every seed).
       runs_table: a runs_table(), built as <name>.csv.
       curves: build curves.csv, every arm's training loss in 10 bins (training_curves).
-      tables: the report's tables: name -> labels, "<evaluation>/<table>" or a table().
+      tables: the report's tables: name -> labels, "<evaluation>/<table or suffix>" or a table().
+      listings: the report's listings (listing()), their files as labels or "<evaluation>/<suffix>".
       results: more labels for the `results` filegroup (every trained run and table of the active scale).
-      **report_kwargs: the rest goes to experiment_report (listings, min_n, ...); arms_not_run defaults to the judged
+      **report_kwargs: the rest goes to experiment_report (min_n, pretrained, ...); arms_not_run defaults to the judged
         arms and controls the active scale does not train.
     """
     seeds = SEED_PLAN[name]
@@ -466,8 +764,9 @@ def study(
         for eval_name, spec in evaluations.items():
             if _is_per_arm(spec):
                 _arm_evaluation(eval_name, spec, arms, seed, seeds)
-            else:
+            elif hasattr(spec, "seed_column"):
                 _evaluation(eval_name, spec, seed, seeds)
+    _fit_nodes(name, seeds, bases, caches, fits, evaluations, fit_scales, fit_overlays)
     if runs_table:
         summary_table(
             name = runs_table.name,
@@ -478,22 +777,13 @@ def study(
         )
     if curves:
         training_curves(name = "curves", runs = study_runs(name, arms, [""]))
+
+    context = struct(name = name, arms = arms, bases = bases, fits = fits, evaluations = evaluations)
     resolved = {}
     results_srcs = study_runs(name, arms) + results
     for table_name, source in tables.items():
-        if type(source) == "string":
-            source = table(source)
-        if type(source) == "struct":
-            evaluation_name, _, evaluation_table = source.source.partition("/")
-            if evaluation_name not in evaluations:
-                fail("table %s: %s is not an evaluation of %s" % (source.source, evaluation_name, name))
-            spec = evaluations[evaluation_name]
-            if evaluation_table not in spec.tables:
-                fail("table %s: %s writes no table %s" % (source.source, evaluation_name, evaluation_table))
-            if _is_per_arm(spec):
-                resolved[table_name] = _arm_table(name, source, spec, arms)
-            else:
-                resolved[table_name] = study_table(name, evaluation_name, evaluation_table, evaluations) + source.also
+        if type(source) == "string" or type(source) == "struct":
+            resolved[table_name] = _resolve_table(context, table(source) if type(source) == "string" else source)
 
             # The report's filegroup of the table (experiment_report): a label may sit in several tables.
             results_srcs = results_srcs + [":%s_table_%s" % (name, table_name.replace(".", "_").replace("/", "_"))]
@@ -502,4 +792,31 @@ def study(
     native.filegroup(name = "results", srcs = results_srcs)
     if "arms_not_run" not in report_kwargs:
         report_kwargs["arms_not_run"] = _arms_not_run(name, arms, evaluations)
-    experiment_report(name = name, seeds = seeds, tables = resolved, **report_kwargs)
+    experiment_report(
+        name = name,
+        seeds = seeds,
+        tables = resolved,
+        listings = [
+            listing(spec.file, _resolve_table(context, table(spec.files)), spec.title, spec.head) if type(spec.files) == "string" else spec
+            for spec in listings
+        ],
+        **report_kwargs
+    )
+
+def _resolve_table(context, ref):
+    """The files of a table() of the study (context: its name, arms, bases, fits and evaluations)."""
+    name = context.name
+    evaluations = context.evaluations
+    evaluation_name, _, part = ref.source.partition("/")
+    if evaluation_name not in evaluations:
+        fail("table %s: %s is not an evaluation of %s" % (ref.source, evaluation_name, name))
+    spec = evaluations[evaluation_name]
+    if getattr(spec, "pooled", False):
+        return _base_table(name, ref.source, _base_names(context.bases, spec.bases), evaluations) + ref.also
+    if _fits_of(spec):
+        return _base_table(name, ref.source, _evaluation_bases(spec, context.bases, context.fits), evaluations) + ref.also
+    if part not in spec.tables:
+        fail("table %s: %s writes no table %s" % (ref.source, evaluation_name, part))
+    if _is_per_arm(spec):
+        return _arm_table(name, ref, spec, context.arms)
+    return study_table(name, evaluation_name, part, evaluations) + ref.also
