@@ -1,33 +1,18 @@
-"""The Lorsa experiment's build graph, one seed at a time (lorsa_seed): the base LM lm_s<seed>, per-block
-attention caches of it, Lorsa / TopK SAE fits on them (<method>_b<slot>_k_s<seed>, <method>_b<slot>_grid<i>_s<seed>:
-overlay, config, replacement_checkpoint), evaluation_s<seed> (evaluate_lorsa's tidy CSVs), and the ablations' Lorsa
-fits with their fits.csv: binding (lorsa_b<slot>_qk<H_QK>_s<seed>, binding_s<seed>), QK dimension
-(lorsa_b<slot>_dqk<D_QK>_s<seed>, qk_dim_s<seed>) and QK initialisation (lorsa_b<slot>_qk_from_attention*_s<seed>,
-qk_init_s<seed>). The seed sets the
-base LM's initialisation and data order (runtime.seed) and, through its config, the fits' (issue 20).
+"""The Lorsa experiment (arXiv:2504.20938) as data for the study rule (//tools/study): the base LM arm (trained per
+seed, or a user's pretrained model with --repo_env=HF_MODEL=/path/to/model_dir), its per-block attention caches,
+the Lorsa and TopK SAE fits on them (LORSA_FITS: <method>_b<slot>_k_s<seed>, <method>_b<slot>_grid<i>_s<seed>,
+and the ablations' lorsa_b<slot>_qk<H_QK>_s<seed>, lorsa_b<slot>_dqk<D_QK>_s<seed>,
+lorsa_b<slot>_qk_from_attention*_s<seed>) and their evaluations (LORSA_EVALUATIONS: evaluation_s<seed>, binding_s<seed>,
+qk_dim_s<seed>, qk_init_s<seed>). The seed sets the base LM's initialisation and data order (runtime.seed) and,
+through its config, the fits'.
 
-With --repo_env=HF_MODEL=/path/to/model_dir the user's pretrained model (datasets/pretrained) is every seed's
-base instead: nothing is trained but the fits, the caches are made once at the paper's window length, the blocks
-spread over the model's depth, the Lorsa shape follows the paper's rule for the model's heads, and the seed varies
-the fits alone."""
+With a pretrained base nothing is trained but the fits, the caches are made once at the paper's window length, the
+blocks spread over the model's depth, the Lorsa shape follows the paper's rule for the model's heads, and the seed
+varies the fits alone."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_HEAD_DIM", "HF_MODEL_N_HEADS", "HF_MODEL_N_LAYERS", "HF_MODEL_TYPE")
-load("//datasets/activations:activation_cache.bzl", "activation_cache")
-load("//tools/config:config.bzl", "experiment_config")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load(
-    "//tools/seeds:seeds.bzl",
-    "SEED_PLAN",
-    "all_seeds",
-    "seed_tags",
-    "seeded_config",
-    "seeded_labels",
-    "seeded_name",
-)
-load("//tools/train:lm_checkpoint.bzl", "replacement_checkpoint")
-load("//tools/train:seeded_lm.bzl", "seeded_lm")
-load("//tools/train:summary_table.bzl", "summary_table")
-load("//tools/train:tool_run.bzl", "tool_run")
+load("//tools/study:study.bzl", "arm", "cache", "evaluation", "fit", "literal")
 
 # A user's pretrained model is the base (HF_MODEL); else each seed trains its own LM.
 PRETRAINED = bool(HF_MODEL)
@@ -45,9 +30,6 @@ def _block(slot, scale):
     if PRETRAINED:
         return slot * HF_MODEL_N_LAYERS // len(BLOCK_SLOTS)
     return 3 * slot if scale == "paper" else slot
-
-def block_of(slot):
-    return by_scale({scale: _block(slot, scale) for scale in SCALES})
 
 def _pretrained_shape():
     """arXiv:2504.20938 Sec. 4.1's rule for Pythia-160M and Llama-3.1-8B: H_QK = 8 H_MHSA QK heads of the
@@ -119,170 +101,138 @@ CACHE_ROWS = by_scale({
 
 FIT_SCALES = {scale: "//experiments/lorsa_attention:fit_%s.textproto" % scale for scale in SCALES}
 
-def _cache_name(slot, seed):
-    """attn_cache_b<slot>_s<seed>; one attn_cache_b<slot> for every seed of a pretrained base."""
-    return "attn_cache_b%d" % slot if PRETRAINED else seeded_name("attn_cache_b%d" % slot, seed)
+def _cache(slot):
+    return "attn_cache_b%d" % slot
 
-def attention_caches(checkpoint, seed):
-    """_cache_name(slot, seed) of `checkpoint` for every slot; returns their names."""
-    names = []
-    for slot in BLOCK_SLOTS:
-        names.append(_cache_name(slot, seed))
-        activation_cache(
-            name = names[-1],
-            checkpoint = checkpoint,
-            data = ":shards",
-            layer = block_of(slot),
-            rows = CACHE_ROWS,
-            sequence_length = SEQUENCE_LENGTH,
-            site = "attn",
-            tags = [] if PRETRAINED else seed_tags(seed, SEED_PLAN["lorsa_attention"]),
-        )
-    return names
+# The base LM of each seed, or the user's pretrained model at every seed.
+LORSA_ARMS = {
+    "lm": arm(pretrained = PRETRAINED_MODEL) if PRETRAINED else arm(config = {"name": "lorsa_base_{run}"}, data = ":shards"),
+}
 
-def _overlay_text(name, method, slot, k, scale, qk_heads = None, qk_dim = None, qk_init = None):
-    shape = LORSA_SHAPE[scale]
-    block = _block(slot, scale)
-    if method == "lorsa":
-        layer = 'ffn: \\"lorsa\\" site: ATTN layer: %d d_ffn: %d qk_heads: %d top_k: %d' % (
-            block,
-            shape.ov_heads,
-            qk_heads or shape.qk_heads,
-            k,
-        )
-        if qk_dim:
-            # G = D_QK: H_QK = H / D_QK (at least 1 where a scale never builds this fit).
-            layer = 'ffn: \\"lorsa\\" site: ATTN layer: %d d_ffn: %d qk_heads: %d qk_dim: %d top_k: %d' % (
-                block,
-                shape.ov_heads,
-                max(1, shape.ov_heads // qk_dim),
-                qk_dim,
-                k,
-            )
-        if qk_init:
-            layer += " qk_init: " + qk_init
-    else:
-        layer = 'ffn: \\"topk_sae\\" on_output: true site: ATTN layer: %d d_ffn: %d top_k: %d' % (
-            block,
-            shape.ov_heads + shape.qk_heads * shape.qk_dim,
-            k,
-        )
-    return 'name: \\"%s\\" model { replacement { %s } }' % (name, layer)
+# attn_cache_b<slot>_s<seed>: every slot's (attention input, attention output) pairs of the seed's LM.
+LORSA_CACHES = {
+    _cache(slot): cache(
+        layer = by_scale({scale: _block(slot, scale) for scale in SCALES}),
+        rows = CACHE_ROWS,
+        arm = "lm",
+        data = ":shards",
+        site = "attn",
+        sequence_length = SEQUENCE_LENGTH,
+    )
+    for slot in BLOCK_SLOTS
+}
 
-def attention_fit(name, method, slot, k_of_scale, base, base_config, seed, qk_heads = None, qk_dim = None, qk_init = None, in_wildcard = True):
-    """One Lorsa ("lorsa") or SAE ("sae") fit on slot's cache of `base` (trained with `seed`, which
-    base_config carries into the fit: its initialisation and row order); k_of_scale: {scale: K}; qk_heads: the
-    Lorsa's H_QK at every scale (None: the shape's); qk_dim: its D_QK with H_QK = H / D_QK (None: the base's head
-    width); qk_init: a model.replacement.qk_init value (None: random); in_wildcard as seed_tags'."""
-    tags = seed_tags(seed, SEED_PLAN["lorsa_attention"], in_wildcard)
-    native.genrule(
-        name = name + "_overlay",
-        outs = [name + "_overlay.textproto"],
-        cmd = by_scale({
-            scale: 'echo "%s" > $@' % _overlay_text(name, method, slot, k_of_scale[scale], scale, qk_heads, qk_dim, qk_init)
+def _lorsa(slot, k_of_scale, qk_heads = None, qk_dim = None, qk_init = None, wildcard = True):
+    """A Lorsa fit on `slot`'s cache (arXiv:2504.20938 Sec. 3.1): H OV heads, H_QK QK heads (qk_heads at every
+    scale, None: the shape's), or D_QK = qk_dim with G = D_QK (H_QK = H / D_QK, at least 1 where a scale never
+    builds the fit), K per scale; qk_init: a model.replacement.qk_init (None: random)."""
+    replacement = {
+        "site": literal("ATTN"),
+        "d_ffn": {scale: LORSA_SHAPE[scale].ov_heads for scale in SCALES},
+        "qk_heads": {
+            scale: max(1, LORSA_SHAPE[scale].ov_heads // qk_dim) if qk_dim else (qk_heads or LORSA_SHAPE[scale].qk_heads)
             for scale in SCALES
-        }),
-        tags = tags,
-    )
-    experiment_config(
-        name = name + "_config",
-        base = base_config,
-        scales = FIT_SCALES,
-        overlays = ["//experiments/lorsa_attention:fit.textproto", ":%s_overlay" % name],
-        tags = tags,
-    )
-    replacement_checkpoint(
-        name = name,
-        config = ":%s_config" % name,
-        base = base,
-        activations = ":" + _cache_name(slot, seed),
-        tags = tags,
+        },
+    }
+    if qk_dim:
+        replacement["qk_dim"] = qk_dim
+    if qk_init:
+        replacement["qk_init"] = literal(qk_init)
+    return fit(
+        "lorsa",
+        top_k = k_of_scale,
+        cache = _cache(slot),
+        layer = {scale: _block(slot, scale) for scale in SCALES},
+        replacement = replacement,
+        wildcard = wildcard,
     )
 
-def _binding_fit_name(qk_heads, seed):
-    return seeded_name("lorsa_b%d_qk%d" % (GRID_SLOT, qk_heads), seed)
+def _sae(slot, k_of_scale):
+    """The parameter-matched TopK SAE on the attention output (2 d F = 2 d H + 2 d H_QK D_QK, F = H + H_QK D_QK)."""
+    return fit(
+        "topk_sae",
+        top_k = k_of_scale,
+        on_output = True,
+        cache = _cache(slot),
+        layer = {scale: _block(slot, scale) for scale in SCALES},
+        replacement = {
+            "site": literal("ATTN"),
+            "d_ffn": {scale: LORSA_SHAPE[scale].ov_heads + LORSA_SHAPE[scale].qk_heads * LORSA_SHAPE[scale].qk_dim for scale in SCALES},
+        },
+    )
 
-def _grid_lorsa_fit(name, base, base_config, seed, **kwargs):
-    """A Lorsa fit on GRID_SLOT at the per-layer K (the ablations' common ground); kwargs as attention_fit's."""
-    attention_fit(name, "lorsa", GRID_SLOT, {s: LORSA_SHAPE[s].k for s in SCALES}, base, base_config, seed, **kwargs)
+_PER_LAYER_K = {scale: LORSA_SHAPE[scale].k for scale in SCALES}
 
-def binding_fits(base, base_config, seed):
-    """The binding ablation's Lorsa fits at every H_QK of any scale's QK_HEAD_SWEEP (lorsa_b<GRID_SLOT>_qk<H_QK>_s<seed>,
-    at the per-layer K; manual unless smoke sweeps that H_QK, so no scale builds an H_QK it does not divide H by);
-    returns {scale: its fits' labels}, the shape's own H_QK being the per-layer K fit."""
-    for qk_heads in sorted({h: None for scale in SCALES for h in QK_HEAD_SWEEP[scale]}.keys()):
-        _grid_lorsa_fit(
-            _binding_fit_name(qk_heads, seed),
-            base,
-            base_config,
-            seed,
-            qk_heads = qk_heads,
-            in_wildcard = qk_heads in QK_HEAD_SWEEP["smoke"],
-        )
-    own = ":" + seeded_name("lorsa_b%d_k" % GRID_SLOT, seed)
-    return {scale: [own] + [":" + _binding_fit_name(h, seed) for h in QK_HEAD_SWEEP[scale]] for scale in SCALES}
+def _grid_k(i):
+    return {scale: LORSA_SHAPE[scale].other_ks[i] for scale in SCALES}
 
 def _head_width(scale):
     """The base's head width d_h at `scale` (D_QK of the shape)."""
     return LORSA_SHAPE[scale].qk_dim
 
-def _qk_dim_fit_name(qk_dim, seed):
-    return seeded_name("lorsa_b%d_dqk%d" % (GRID_SLOT, qk_dim), seed)
+def _binding_name(qk_heads):
+    return "lorsa_b%d_qk%d" % (GRID_SLOT, qk_heads)
 
-def _qk_dim_label(scale, qk_dim, seed):
+def _qk_dim_name(qk_dim):
+    return "lorsa_b%d_dqk%d" % (GRID_SLOT, qk_dim)
+
+def _qk_init_name(qk_init):
+    return "lorsa_b%d_%s" % (GRID_SLOT, qk_init.lower())
+
+_PER_LAYER_FIT = "lorsa_b%d_k" % GRID_SLOT
+
+def _qk_dim_fit(scale, qk_dim):
     """The fit at D_QK = qk_dim of `scale`'s sweep: at D_QK = d_h the one with H_QK = H / d_h already fitted (the
     per-layer K fit, or the binding ablation's), else its own."""
     shape = LORSA_SHAPE[scale]
     if qk_dim != _head_width(scale):
-        return ":" + _qk_dim_fit_name(qk_dim, seed)
+        return _qk_dim_name(qk_dim)
     if shape.ov_heads // qk_dim == shape.qk_heads:
-        return ":" + seeded_name("lorsa_b%d_k" % GRID_SLOT, seed)
-    return ":" + _binding_fit_name(shape.ov_heads // qk_dim, seed)
+        return _PER_LAYER_FIT
+    return _binding_name(shape.ov_heads // qk_dim)
 
-def qk_dim_fits(base, base_config, seed):
-    """The QK-dimension ablation's Lorsa fits (lorsa_b<GRID_SLOT>_dqk<D_QK>_s<seed>, at the per-layer K) at every
-    D_QK of any scale's QK_DIM_SWEEP, manual unless smoke sweeps it; returns {scale: its fits' labels}."""
-    for qk_dim in sorted({d: None for scale in SCALES for d in QK_DIM_SWEEP[scale]}.keys()):
-        _grid_lorsa_fit(
-            _qk_dim_fit_name(qk_dim, seed),
-            base,
-            base_config,
-            seed,
+def _sweep(values_by_scale):
+    """Every value any scale sweeps, sorted."""
+    return sorted({v: None for scale in SCALES for v in values_by_scale[scale]}.keys())
+
+# The attention fits evaluate_lorsa reads, in order: Lorsa and SAE at the per-layer K on every slot
+# (<method>_b<slot>_k), then at the scale's other Ks on GRID_SLOT (<method>_b<GRID_SLOT>_grid<i>).
+ATTENTION_FITS = [
+    name
+    for method in ["lorsa", "sae"]
+    for name in ["%s_b%d_k" % (method, slot) for slot in BLOCK_SLOTS] +
+                ["%s_b%d_grid%d" % (method, GRID_SLOT, i) for i in range(len(LORSA_SHAPE["cpu"].other_ks))]
+]
+
+def _lorsa_fits():
+    fits = {}
+    for slot in BLOCK_SLOTS:
+        fits["lorsa_b%d_k" % slot] = _lorsa(slot, _PER_LAYER_K)
+        fits["sae_b%d_k" % slot] = _sae(slot, _PER_LAYER_K)
+    for i in range(len(LORSA_SHAPE["cpu"].other_ks)):
+        fits["lorsa_b%d_grid%d" % (GRID_SLOT, i)] = _lorsa(GRID_SLOT, _grid_k(i))
+        fits["sae_b%d_grid%d" % (GRID_SLOT, i)] = _sae(GRID_SLOT, _grid_k(i))
+
+    # The binding ablation at every H_QK of any scale's sweep (kept out of wildcard builds unless smoke sweeps it, so
+    # no scale builds an H_QK it does not divide H by); the shape's own H_QK is the per-layer K fit.
+    for qk_heads in _sweep(QK_HEAD_SWEEP):
+        fits[_binding_name(qk_heads)] = _lorsa(GRID_SLOT, _PER_LAYER_K, qk_heads = qk_heads, wildcard = qk_heads in QK_HEAD_SWEEP["smoke"])
+
+    # The QK-dimension ablation at every D_QK of any scale's sweep.
+    for qk_dim in _sweep(QK_DIM_SWEEP):
+        fits[_qk_dim_name(qk_dim)] = _lorsa(
+            GRID_SLOT,
+            _PER_LAYER_K,
             qk_dim = qk_dim,
-            in_wildcard = qk_dim in QK_DIM_SWEEP["smoke"] and qk_dim != _head_width("smoke"),
+            wildcard = qk_dim in QK_DIM_SWEEP["smoke"] and qk_dim != _head_width("smoke"),
         )
-    return {scale: [_qk_dim_label(scale, d, seed) for d in QK_DIM_SWEEP[scale]] for scale in SCALES}
 
-def qk_init_fits(base, base_config, seed):
-    """Lorsa App. B.3's QK initialisations (lorsa_b<GRID_SLOT>_<init>_s<seed>, the shape's H_QK and D_QK at the
-    per-layer K); returns their labels and the per-layer K fit's (the random start)."""
-    labels = [":" + seeded_name("lorsa_b%d_k" % GRID_SLOT, seed)]
+    # App. B.3's QK initialisations beside the per-layer K fit's random start.
     for qk_init in QK_INITS:
-        name = seeded_name("lorsa_b%d_%s" % (GRID_SLOT, qk_init.lower()), seed)
-        _grid_lorsa_fit(name, base, base_config, seed, qk_init = qk_init)
-        labels.append(":" + name)
-    return labels
+        fits[_qk_init_name(qk_init)] = _lorsa(GRID_SLOT, _PER_LAYER_K, qk_init = qk_init)
+    return fits
 
-def attention_fits(base, base_config, seed):
-    """Lorsa and SAE at the per-layer K on every slot (<method>_b<slot>_k_s<seed>), and at the scale's other
-    Ks on GRID_SLOT (<method>_b<GRID_SLOT>_grid<i>_s<seed>). Returns the fit names."""
-    names = []
-    for method in ["lorsa", "sae"]:
-        for slot in BLOCK_SLOTS:
-            names.append(seeded_name("%s_b%d_k" % (method, slot), seed))
-            attention_fit(names[-1], method, slot, {s: LORSA_SHAPE[s].k for s in SCALES}, base, base_config, seed)
-        for i in range(len(LORSA_SHAPE["cpu"].other_ks)):
-            names.append(seeded_name("%s_b%d_grid%d" % (method, GRID_SLOT, i), seed))
-            attention_fit(
-                names[-1],
-                method,
-                GRID_SLOT,
-                {s: LORSA_SHAPE[s].other_ks[i] for s in SCALES},
-                base,
-                base_config,
-                seed,
-            )
-    return names
+LORSA_FITS = _lorsa_fits()
 
 # evaluate_lorsa's tidy CSVs (each with the seed column) and its listing.
 EVALUATION_FILES = [
@@ -303,110 +253,44 @@ EVALUATION_FILES = [
     "top_activations.txt",
 ]
 
-def _evaluation(name, base, caches, fits, seed):
-    tool_run(
-        name = name,
+def _evaluate_lorsa(tables, fits, caches, args, message, file_args = {}):
+    return evaluation(
         tool = "//analysis/attention:evaluate_lorsa",
-        outs = ["%s/%s" % (name, f) for f in EVALUATION_FILES],
-        out_flags = [""] * len(EVALUATION_FILES),
-        out_dir_flag = "--out_dir=",
-        checkpoint_args = {base: "--base="},
+        tables = tables,
+        models = {"lm": "--base="},
+        fits = fits,
+        caches = caches,
         tokens = ":shards",
         token_args = {"--tokens=": "test"},
         tokenizer = LORSA_TOKENIZER,
-        layered_activations = [":" + c for c in caches],
-        layered_activations_flag = "--caches=",
+        file_args = file_args,
+        args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH] + args,
+        message = message,
+    )
+
+def _ablation(fits, what):
+    """evaluate_lorsa --fits_only on an ablation's fits on GRID_SLOT's cache: <ablation>_s<seed>/fits.csv."""
+    return _evaluate_lorsa(["fits.csv"], fits, [_cache(GRID_SLOT)], ["--fits_only"], "Evaluating the %s of seed %%d" % what)
+
+# Per seed: every attention fit with the caches of every slot (evaluation_s<seed>: FVU, CE, attribution, heads,
+# probes, QK spectra, operand heads); the binding (Fig. 9), QK-dimension (Fig. 8) and QK-initialisation (Table 3)
+# ablations' fits.csv.
+LORSA_EVALUATIONS = {
+    "evaluation": _evaluate_lorsa(
+        EVALUATION_FILES,
+        ATTENTION_FITS,
+        [_cache(slot) for slot in BLOCK_SLOTS],
+        [],
+        "Evaluating the Lorsa and SAE fits of seed %d",
         file_args = {":span_words.txt": "--probe_words="},
-        args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH],
-        checkpoints = [":" + f for f in fits],
-        message = "Evaluating the Lorsa and SAE fits of seed %d" % seed,
-        tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
-    )
-
-def _fits_evaluation(name, base, fits_by_scale, seed, what):
-    """<name>/fits.csv: evaluate_lorsa --fits_only on an ablation's fits ({scale: labels}) on GRID_SLOT's cache."""
-    tool_run(
-        name = name,
-        tool = "//analysis/attention:evaluate_lorsa",
-        outs = [name + "/fits.csv"],
-        out_flags = [""],
-        out_dir_flag = "--out_dir=",
-        checkpoint_args = {base: "--base="},
-        tokens = ":shards",
-        token_args = {"--tokens=": "test"},
-        tokenizer = LORSA_TOKENIZER,
-        layered_activations = [":" + _cache_name(GRID_SLOT, seed)],
-        layered_activations_flag = "--caches=",
-        args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH, "--fits_only"],
-        checkpoints = by_scale(fits_by_scale),
-        message = "Evaluating the %s of seed %d" % (what, seed),
-        tags = seed_tags(seed, SEED_PLAN["lorsa_attention"]),
-    )
-
-def lorsa_seeds(base_config, scale_configs):
-    """lorsa_seed for every seed of SEED_PLAN["lorsa_attention"]; with a pretrained base, its caches first, once."""
-    if PRETRAINED:
-        attention_caches(PRETRAINED_MODEL, None)
-    for seed in all_seeds(SEED_PLAN["lorsa_attention"]):
-        lorsa_seed(seed, base_config, scale_configs)
-
-def lorsa_seed(seed, base_config, scale_configs):
-    """Everything one seed builds: lm_s<seed>_config (base_config + scale_configs + the run's name
-    lorsa_base_lm_s<seed> + runtime.seed), lm_s<seed> on :shards, its caches and fits, and
-    evaluation_s<seed>. With a pretrained base: lm_s<seed>_config is its config + runtime.seed (the fits'
-    base config; no scale refines a model that exists), and the fits use the shared caches."""
-    lm = seeded_name("lm", seed)
-    if PRETRAINED:
-        seeded_config(name = lm, seed = seed, base = PRETRAINED_MODEL + ".textproto", scales = None)
-        base = PRETRAINED_MODEL
-        caches = [_cache_name(slot, seed) for slot in BLOCK_SLOTS]
-    else:
-        seeded_lm(
-            name = "lm",
-            seed = seed,
-            seeds = SEED_PLAN["lorsa_attention"],
-            base = base_config,
-            scales = scale_configs,
-            overlay_cmd = "echo 'name: \"%s\"' > $@" % seeded_name("lorsa_base_lm", seed),
-            data = ":shards",
-        )
-        base = ":" + lm
-        caches = attention_caches(base, seed)
-    fits = attention_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
-    _evaluation(seeded_name("evaluation", seed), base, caches, fits, seed)
-    binding = binding_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
-    _fits_evaluation(seeded_name("binding", seed), base, binding, seed, "QK-head binding ablation")
-    qk_dims = qk_dim_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
-    _fits_evaluation(seeded_name("qk_dim", seed), base, qk_dims, seed, "QK-dimension ablation")
-    qk_inits = qk_init_fits(base = base, base_config = ":%s_config" % lm, seed = seed)
-    _fits_evaluation(seeded_name("qk_init", seed), base, {s: qk_inits for s in SCALES}, seed, "QK initialisations")
-
-def evaluation_files(file):
-    """select() of each seed's evaluation_s<seed>/<file> (one of EVALUATION_FILES) at the active scale."""
-    return seeded_labels(["evaluation"], SEED_PLAN["lorsa_attention"], "/" + file)
-
-def ablation_files(ablation):
-    """select() of each seed's <ablation>_s<seed>/fits.csv at the active scale: "binding" (Fig. 9), "qk_dim"
-    (Fig. 8) or "qk_init" (Table 3)."""
-    return seeded_labels([ablation], SEED_PLAN["lorsa_attention"], "/fits.csv")
-
-def lorsa_lm_table(name):
-    """<name>.csv: one row per base LM (size, steps, loss, seed) from the trainer summaries; with a pretrained
-    base, the header alone (no LM is trained here)."""
-    if PRETRAINED:
-        native.genrule(
-            name = name,
-            outs = [name + ".csv"],
-            cmd = "echo 'arm,parameters,steps,validation_loss,seed' > $@",
-        )
-        return
-    summary_table(
-        name = name,
-        config_fields = ["seed=runtime.seed"],
-        fields = ["parameters", "steps", "validation_loss"],
-        runs = seeded_labels(["lm"], SEED_PLAN["lorsa_attention"]) +
-               seeded_labels(["lm"], SEED_PLAN["lorsa_attention"], "_config"),
-    )
+    ),
+    "binding": _ablation(
+        {scale: [_PER_LAYER_FIT] + [_binding_name(h) for h in QK_HEAD_SWEEP[scale]] for scale in SCALES},
+        "QK-head binding ablation",
+    ),
+    "qk_dim": _ablation({scale: [_qk_dim_fit(scale, d) for d in QK_DIM_SWEEP[scale]] for scale in SCALES}, "QK-dimension ablation"),
+    "qk_init": _ablation([_PER_LAYER_FIT] + [_qk_init_name(i) for i in QK_INITS], "QK initialisations"),
+}
 
 def pretrained_lorsa_manifests():
     """The import manifest of a pretrained base (HF_MODEL), named in the report's manifest."""

@@ -35,6 +35,7 @@ A report table is a list of labels, or "<evaluation>/<table>": that table of eve
 """
 
 load("//datasets/activations:activation_cache.bzl", "activation_cache")
+load("//tools/config:config.bzl", "experiment_config")
 load("//tools/report:experiment_report.bzl", "experiment_report", "listing")
 load("//tools/scale:scale.bzl", "SCALES", "by_scale")
 load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags", "seeded_config", "seeded_labels", "seeded_name")
@@ -104,8 +105,9 @@ def arm(
         scales = SCALES,
         judged = True,
         init_from = None,
+        pretrained = None,
         **lm_kwargs):
-    """A trained arm of a study.
+    """A trained arm of a study, or a user's pretrained model in its place.
 
     Args:
       overlays: config overlay files added to base and the scale's file, in order.
@@ -118,6 +120,9 @@ def arm(
         at the others through the report's arms_not_run.
       judged: False for an arm no claim names (an upcycling parent): never listed as not run.
       init_from: another arm of the study; the run upcycles from it at the same seed.
+      pretrained: a pretrained model's label (//datasets/pretrained:model) that stands for the arm at every seed:
+        nothing is trained, <arm>_s<seed>_config is its config with the seed (the fits' initialisation and row
+        order), and its caches are made once.
       **lm_kwargs: the rest goes to lm_checkpoint (data, tokenizer, threads, snapshot_percents, ...).
     """
     if config != None and overlay_cmd != None:
@@ -131,6 +136,7 @@ def arm(
         scales = scales,
         judged = judged,
         init_from = init_from,
+        pretrained = pretrained,
         lm_kwargs = lm_kwargs,
     )
 
@@ -139,27 +145,36 @@ def evaluation(
         tables,
         models = {},
         named_models = {},
+        fits = [],
+        caches = [],
+        caches_flag = "--caches=",
         out_flags = None,
         seed_column = False,
         message = None,
         **tool_kwargs):
-    """A tool run once per seed over that seed's arms.
+    """A tool run once per seed over that seed's arms, and the fits and caches made on them.
 
     Args:
       tool: the analysis binary.
-      tables: the CSV tables it writes, <evaluation>_s<seed>/<table>.csv.
+      tables: the CSV tables it writes, <evaluation>_s<seed>/<table>.csv (a name with an extension as it is).
       models: arm -> flag prefix given the arm's checkpoint at the seed ("--model=").
       named_models: arm -> model name, given as --models=<name>=<checkpoint>,... (tool_run's named_checkpoints).
+      fits: the seed's fits of the study (on an arm), passed last; or {scale: fits}.
+      caches: the seed's caches of the study (on an arm), given as caches_flag <layer>=<manifest>,...
       out_flags: table -> flag prefix given its path; None: the tool takes --out_dir= and names the files itself.
       seed_column: also write <table>_s<seed>.csv with a leading seed column (for a tool whose rows carry none).
       message: the progress message, "%d" the seed.
       **tool_kwargs: the rest goes to tool_run (tokens, token_args, tokenizer, file_args, args, ...).
     """
     return struct(
+        kind = "seed",
         tool = tool,
         tables = tables,
         models = models,
         named_models = named_models,
+        fits = fits,
+        caches = caches,
+        caches_flag = caches_flag,
         out_flags = out_flags,
         seed_column = seed_column,
         message = message,
@@ -198,6 +213,7 @@ def arm_evaluation(
       **tool_kwargs: the rest goes to tool_run (bsp_games, args, ...).
     """
     return struct(
+        kind = "arm",
         tool = tool,
         tables = tables,
         out_flags = out_flags,
@@ -230,6 +246,10 @@ def runs_table(fields, config_fields = [], name = "runs", arms = None, name_from
 
 def _lm(study_name, seeds, arm_name, spec, seed, base, scales, data):
     run = seeded_name(arm_name, seed)
+    if spec.pretrained:
+        # No training: the pretrained model's config with the seed, the base config of the fits on it.
+        seeded_config(name = run, seed = seed, base = spec.pretrained + ".textproto", scales = None)
+        return
     overlay_cmd = spec.overlay_cmd
     if type(overlay_cmd) == "dict":
         overlay_cmd = by_scale({s: c.replace("{run}", run) for s, c in overlay_cmd.items()})
@@ -269,21 +289,40 @@ def _lm(study_name, seeds, arm_name, spec, seed, base, scales, data):
             tags = seed_tags(seed, seeds, in_wildcard = spec.wildcard),
         )
 
-def _evaluation(eval_name, spec, seed, seeds):
+def _file(table):
+    """A table's file name: "<table>.csv", or the name itself when it has an extension."""
+    return table if "." in table else table + ".csv"
+
+def _arm_checkpoint(arms, name, seed):
+    """The checkpoint of arm `name` at `seed`: its run, or the pretrained model standing for it."""
+    return arms[name].pretrained or ":" + seeded_name(name, seed)
+
+def _seed_fits(fits, seed):
+    """The labels of `fits` (names, or {scale: names}) at `seed`: a list, or a select()."""
+    if type(fits) == "dict":
+        return by_scale({scale: [":" + seeded_name(f, seed) for f in names] for scale, names in fits.items()})
+    return [":" + seeded_name(f, seed) for f in fits]
+
+def _evaluation(eval_name, spec, seed, seeds, arms, caches):
     run = seeded_name(eval_name, seed)
     tags = seed_tags(seed, seeds)
-    outs = ["%s/%s.csv" % (run, t) for t in spec.tables]
+    outs = ["%s/%s" % (run, _file(t)) for t in spec.tables]
+    kwargs = dict(spec.tool_kwargs)
+    if spec.caches:
+        kwargs["layered_activations"] = [_arm_cache_label(c, caches[c], arms, seed) for c in spec.caches]
+        kwargs["layered_activations_flag"] = spec.caches_flag
     tool_run(
         name = run,
         tool = spec.tool,
         outs = outs,
         out_flags = [""] * len(outs) if spec.out_flags == None else [spec.out_flags[t] for t in spec.tables],
         out_dir_flag = "--out_dir=" if spec.out_flags == None else "",
-        checkpoint_args = {":" + seeded_name(a, seed): flag for a, flag in spec.models.items()},
-        named_checkpoints = {":" + seeded_name(a, seed): model for a, model in spec.named_models.items()},
+        checkpoint_args = {_arm_checkpoint(arms, a, seed): flag for a, flag in spec.models.items()},
+        named_checkpoints = {_arm_checkpoint(arms, a, seed): model for a, model in spec.named_models.items()},
+        checkpoints = _seed_fits(spec.fits, seed),
         message = spec.message % seed if spec.message else None,
         tags = tags,
-        **spec.tool_kwargs
+        **kwargs
     )
     if spec.seed_column:
         native.genrule(
@@ -401,7 +440,7 @@ def study_table(study_name, evaluation_name, table, evaluations):
         fail("table %s/%s: %s writes no table %s" % (evaluation_name, table, evaluation_name, table))
     if evaluations[evaluation_name].seed_column:
         return seeded_labels([table], seeds, ".csv")
-    return seeded_labels([evaluation_name], seeds, "/%s.csv" % table)
+    return seeded_labels([evaluation_name], seeds, "/" + _file(table))
 
 def study_runs(study_name, arms, suffixes = ["", "_config"]):
     """select() of the active scale's runs of `arms` (name -> arm()) that the scale trains, seed by seed, each with
@@ -411,7 +450,7 @@ def study_runs(study_name, arms, suffixes = ["", "_config"]):
             ":%s%s" % (seeded_name(name, s), suffix)
             for s in seeds
             for name, spec in arms.items()
-            if scale in spec.scales
+            if scale in spec.scales and not spec.pretrained
             for suffix in suffixes
         ]
         for scale, seeds in SEED_PLAN[study_name].items()
@@ -423,26 +462,31 @@ def study_runs(study_name, arms, suffixes = ["", "_config"]):
 # <base>_<evaluation><suffix>. A base is a struct with name, checkpoint, config, tokens, tokenizer and layer (the
 # replaced block, None: the fit scale file's), e.g. //experiments/mxd_frontier:mxd.bzl base_models().
 
-def cache(layer, rows, bases = None):
+def cache(layer, rows, bases = None, arm = None, data = None, site = "ffn", sequence_length = 0):
     """<base>_<cache>: an activation cache of each base (of `bases`, default every one) at `layer` (a select()), or
-    at the base's own replaced block when it has one (a pretrained model's)."""
-    return struct(layer = layer, rows = rows, bases = bases)
+    at the base's own replaced block when it has one (a pretrained model's). With `arm`, instead <cache>_s<seed>: a
+    cache of the arm's run at each seed on `data`, made once (<cache>) when a pretrained model stands for the arm.
+    site: "ffn" or "attn"; sequence_length: the window (0: the model's context)."""
+    return struct(layer = layer, rows = rows, bases = bases, arm = arm, data = data, site = site, sequence_length = sequence_length)
 
-def fit(ffn, top_k = 0, on_output = False, cache = "activations", layer = None, replacement = {}, layer_options = {}, bases = None):
-    """A replacement layer fitted per base and seed.
+def fit(ffn, top_k = 0, on_output = False, cache = "activations", layer = None, replacement = {}, layer_options = {}, bases = None, wildcard = True):
+    """A replacement layer fitted per base and seed (<base>_<fit>_s<seed>), or, on a cache of an arm, per seed
+    (<fit>_s<seed>, its config the arm's run's with the fit settings).
 
     Args:
       ffn: the layer's registry name, "{base}" the base's name ("mxd_{base}").
-      top_k: K.
+      top_k: K, or {scale: K}.
       on_output: fit the FFN's output alone (an SAE) instead of its input -> output map.
       cache: the study's cache it fits on, or a label with "{base}" (another study's cache).
       layer: the replaced block, an int or {scale: int}; None: the base's (its own layer, else the fit scale file's).
       replacement: more model.replacement fields, values as textproto() takes, a {scale: value} per scale.
       layer_options: model.layer_options fields.
       bases: the bases it is fitted on (default every one).
+      wildcard: False keeps the fit out of wildcard builds (a grid point only a larger scale's report reads).
     """
     return struct(
         ffn = ffn,
+        wildcard = wildcard,
         top_k = top_k,
         on_output = on_output,
         cache = cache,
@@ -483,6 +527,7 @@ def fits_evaluation(
       **tool_kwargs: the rest goes to tool_run (file_list_args, ...).
     """
     return struct(
+        kind = "fits",
         tool = tool,
         fits = fits,
         outs = outs,
@@ -495,13 +540,13 @@ def fits_evaluation(
         args = args,
         message = message,
         tool_kwargs = tool_kwargs,
-        pooled = False,
     )
 
 def fits_table(fits, fields, config_fields = [], constant_columns = [], bases = None):
     """Per base and seed, <base>_<evaluation>_s<seed>.csv: one row per fit from its trainer summary and merged config
     (summary_table); fits as fits_evaluation's, "{base}" in constant_columns the base's name."""
     return struct(
+        kind = "fits",
         fits = fits,
         fields = fields,
         config_fields = config_fields,
@@ -509,17 +554,16 @@ def fits_table(fits, fields, config_fields = [], constant_columns = [], bases = 
         bases = bases,
         outs = {".csv": None},
         log = None,
-        pooled = False,
         summary = True,
     )
 
 def pooled_evaluation(tool, inputs, bases = None, message = None):
     """A tool run once per base over every seed's table of other evaluations at the active scale:
     <base>_<evaluation>.csv (--out=). inputs: flag prefix -> "<evaluation>/<suffix>", the files joined by commas."""
-    return struct(tool = tool, inputs = inputs, bases = bases, message = message, pooled = True, tables = [".csv"])
+    return struct(kind = "pooled", tool = tool, inputs = inputs, bases = bases, message = message)
 
 def _fits_of(spec):
-    return hasattr(spec, "fits") and not getattr(spec, "pooled", False)
+    return spec.kind == "fits"
 
 def _base_names(bases, names):
     return [b.name for b in bases if names == None or b.name in names]
@@ -530,13 +574,13 @@ def _cache_label(cache_name, base_name):
     return ":%s_%s" % (base_name, cache_name)
 
 def _fit_overlay_fields(spec, base, run, scale):
-    def_layer = spec.layer if spec.layer != None else base.layer
+    layer_of = spec.layer if spec.layer != None or not base else base.layer
     replacement = {
-        "ffn": spec.ffn.replace("{base}", base.name),
-        "top_k": spec.top_k,
+        "ffn": spec.ffn.replace("{base}", base.name) if base else spec.ffn,
+        "top_k": spec.top_k[scale] if type(spec.top_k) == "dict" else spec.top_k,
         "on_output": spec.on_output,
     }
-    layer = def_layer[scale] if type(def_layer) == "dict" else def_layer
+    layer = layer_of[scale] if type(layer_of) == "dict" else layer_of
     if layer != None:
         replacement["layer"] = layer
     for key, value in spec.replacement.items():
@@ -546,9 +590,10 @@ def _fit_overlay_fields(spec, base, run, scale):
         model["layer_options"] = spec.layer_options
     return textproto({"name": "{run}", "model": model}, run)
 
-def _fit(study_name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays):
-    run = seeded_name("%s_%s" % (base.name, fit_name), seed)
-    tags = seed_tags(seed, seeds)
+def _fit_run(run, spec, base, seed, tags, base_checkpoint, base_config, activations, fit_scales, fit_overlays):
+    """<run>: the fit's overlay (its model.replacement, layer_options and name, one text or one per scale), config
+    (base_config, fit_scales, fit_overlays, the overlay, then runtime.seed when `seed` is given: a base config that
+    carries another seed) and replacement_checkpoint on `activations` of `base_checkpoint`."""
     contents = {scale: _fit_overlay_fields(spec, base, run, scale) for scale in SCALES}
     config_overlay(
         name = run + "_overlay",
@@ -556,21 +601,81 @@ def _fit(study_name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays
         content = by_scale(contents) if len({c: None for c in contents.values()}) > 1 else contents["smoke"],
         tags = tags,
     )
-    seeded_config(
-        name = run,
-        seed = seed,
-        base = base.config,
-        scales = fit_scales,
-        overlays = fit_overlays + [":%s_overlay" % run],
-        tags = tags,
-    )
+    if seed == None:
+        experiment_config(
+            name = run + "_config",
+            base = base_config,
+            scales = fit_scales,
+            overlays = fit_overlays + [":%s_overlay" % run],
+            tags = tags,
+        )
+    else:
+        seeded_config(
+            name = run,
+            seed = seed,
+            base = base_config,
+            scales = fit_scales,
+            overlays = fit_overlays + [":%s_overlay" % run],
+            tags = tags,
+        )
     replacement_checkpoint(
         name = run,
         config = ":%s_config" % run,
-        base = base.checkpoint,
-        activations = _cache_label(spec.cache, base.name),
+        base = base_checkpoint,
+        activations = activations,
         tags = tags,
     )
+
+def _fit(study_name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays):
+    """<base>_<fit>_s<seed> on the base's cache; the base's config carries its own seed, so the fit's is added."""
+    _fit_run(
+        seeded_name("%s_%s" % (base.name, fit_name), seed),
+        spec,
+        base,
+        seed,
+        seed_tags(seed, seeds),
+        base.checkpoint,
+        base.config,
+        _cache_label(spec.cache, base.name),
+        fit_scales,
+        fit_overlays,
+    )
+
+def _arm_cache_label(cache_name, spec, arms, seed):
+    """The label of an arm's cache at `seed`: <cache>_s<seed>, or <cache> when a pretrained model stands for the arm."""
+    return ":" + (cache_name if arms[spec.arm].pretrained else seeded_name(cache_name, seed))
+
+def _arm_fit(seeds, fit_name, spec, arms, cache_spec, seed, fit_scales, fit_overlays):
+    """<fit>_s<seed> on the arm's cache at `seed`, configured from the arm's run's config (which holds the seed)."""
+    _fit_run(
+        seeded_name(fit_name, seed),
+        spec,
+        None,
+        None,
+        seed_tags(seed, seeds, in_wildcard = spec.wildcard),
+        _arm_checkpoint(arms, cache_spec.arm, seed),
+        ":%s_config" % seeded_name(cache_spec.arm, seed),
+        _arm_cache_label(spec.cache, cache_spec, arms, seed),
+        fit_scales,
+        fit_overlays,
+    )
+
+def _arm_caches(seeds, caches, arms):
+    for cache_name, spec in caches.items():
+        if spec.arm == None:
+            continue
+        arm_spec = arms[spec.arm]
+        for seed in ([None] if arm_spec.pretrained else all_seeds(seeds)):
+            activation_cache(
+                name = cache_name if seed == None else seeded_name(cache_name, seed),
+                checkpoint = arm_spec.pretrained or ":" + seeded_name(spec.arm, seed),
+                data = spec.data,
+                layer = spec.layer,
+                rows = spec.rows,
+                sequence_length = spec.sequence_length,
+                site = spec.site,
+                tags = [] if seed == None else seed_tags(seed, seeds),
+            )
 
 def _fit_label(ref, base_name, seed, fits):
     if ref.startswith("//") or ref.startswith(":"):
@@ -633,7 +738,7 @@ def _base_table(study_name, ref, base_names, evaluations):
     if evaluation_name not in evaluations:
         fail("table %s: %s is not an evaluation of %s" % (ref, evaluation_name, study_name))
     spec = evaluations[evaluation_name]
-    if spec.pooled:
+    if spec.kind == "pooled":
         return [":%s_%s%s" % (b, evaluation_name, suffix) for b in base_names]
     if suffix not in spec.outs and suffix != spec.log:
         fail("table %s: %s writes no %s" % (ref, evaluation_name, suffix))
@@ -659,8 +764,11 @@ def fit_labels(study_name, bases, names):
         labels = labels + seeded_labels(["%s_%s" % (b.name, n) for n in names], SEED_PLAN[study_name])
     return labels
 
-def _fit_nodes(name, seeds, bases, caches, fits, evaluations, fit_scales, fit_overlays):
+def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays):
+    _arm_caches(seeds, caches, arms)
     for cache_name, spec in caches.items():
+        if spec.arm != None:
+            continue
         for base in bases:
             if spec.bases == None or base.name in spec.bases:
                 activation_cache(
@@ -672,6 +780,9 @@ def _fit_nodes(name, seeds, bases, caches, fits, evaluations, fit_scales, fit_ov
                 )
     for seed in all_seeds(seeds):
         for fit_name, spec in fits.items():
+            if spec.cache in caches and caches[spec.cache].arm != None:
+                _arm_fit(seeds, fit_name, spec, arms, caches[spec.cache], seed, fit_scales, fit_overlays)
+                continue
             for base in bases:
                 if spec.bases == None or base.name in spec.bases:
                     _fit(name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays)
@@ -695,13 +806,13 @@ def _fit_nodes(name, seeds, bases, caches, fits, evaluations, fit_scales, fit_ov
                 else:
                     run_fits_evaluation(run, spec, base, labels, tags = seed_tags(seed, seeds), seed = seed)
     for eval_name, spec in evaluations.items():
-        if getattr(spec, "pooled", False):
+        if spec.kind == "pooled":
             for base in bases:
                 if spec.bases == None or base.name in spec.bases:
                     _pooled(name, eval_name, spec, base, evaluations)
 
 def _is_per_arm(spec):
-    return hasattr(spec, "model_flag")
+    return spec.kind == "arm"
 
 def _arms_not_run(study_name, arms, evaluations):
     """select() of the judged arms and controls the active scale does not train: their claims read NOT TESTABLE."""
@@ -764,9 +875,9 @@ def study(
         for eval_name, spec in evaluations.items():
             if _is_per_arm(spec):
                 _arm_evaluation(eval_name, spec, arms, seed, seeds)
-            elif hasattr(spec, "seed_column"):
-                _evaluation(eval_name, spec, seed, seeds)
-    _fit_nodes(name, seeds, bases, caches, fits, evaluations, fit_scales, fit_overlays)
+            elif spec.kind == "seed":
+                _evaluation(eval_name, spec, seed, seeds, arms, caches)
+    _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays)
     if runs_table:
         summary_table(
             name = runs_table.name,
@@ -811,7 +922,7 @@ def _resolve_table(context, ref):
     if evaluation_name not in evaluations:
         fail("table %s: %s is not an evaluation of %s" % (ref.source, evaluation_name, name))
     spec = evaluations[evaluation_name]
-    if getattr(spec, "pooled", False):
+    if spec.kind == "pooled":
         return _base_table(name, ref.source, _base_names(context.bases, spec.bases), evaluations) + ref.also
     if _fits_of(spec):
         return _base_table(name, ref.source, _evaluation_bases(spec, context.bases, context.fits), evaluations) + ref.also

@@ -1,4 +1,5 @@
-"""seeded_lm: one language model of a study at one seed, the skeleton every experiment's trained arms share.
+"""seeded_lm: one language model of a study at one seed, the skeleton of every trained arm (the study rule,
+//tools/study, declares them).
 
     seeded_lm(
         name = "dense", seed = 1, seeds = SEED_PLAN["mohd_hidden_dims"],
