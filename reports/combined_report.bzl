@@ -1,11 +1,11 @@
-"""combined_report: every experiment's report section (tools/report/experiment_report.bzl) in one Markdown
+"""combined_report: every experiment's report section (pipelines/report/experiment_report.bzl) in one Markdown
 report, report/report.md, with each experiment's section folder (CSVs, figures, verdicts.csv, manifest) beside
 it in report/<name>/, and the same report as one self-contained HTML page, report/report.html (Debian's pandoc,
 figures embedded, verdicts coloured). The summary table is the claims engine's (`judge_claims --summarize`).
-The code revision comes from the workspace status (tools/report/workspace_status.sh), so only this cheap
+The code revision comes from the workspace status (pipelines/report/workspace_status.sh), so only this cheap
 action reruns after a commit."""
 
-load("//tools/scale:scale.bzl", "by_scale")
+load("//base/scale:scale.bzl", "by_scale")
 
 _SECTION_SUFFIX = "_section"
 
@@ -62,7 +62,7 @@ _combined_report = rule(
 )
 
 def combined_report(name, sections, **kwargs):
-    """The combined report of `sections` at the build's scale (--//tools/scale)."""
+    """The combined report of `sections` at the build's scale (--//base/scale)."""
     _combined_report(
         name = name,
         sections = sections,

@@ -4,7 +4,7 @@ def cc_proto_library(name, srcs, deps = [], visibility = None):
     """C++ code for `srcs` (.proto files of this package); `deps` are other cc_proto_library targets.
 
     Imports resolve from the workspace root, so a .proto imports others by workspace path
-    (import "tools/config/experiment.proto";).
+    (import "config/experiment.proto";).
     """
     headers = [src[:-len(".proto")] + ".pb.h" for src in srcs]
     sources = [src[:-len(".proto")] + ".pb.cc" for src in srcs]

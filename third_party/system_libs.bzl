@@ -134,7 +134,7 @@ def system_libraries():
         build_file = "//third_party:libtorch.BUILD",
     )
 
-    # One sgemm per batch entry on strided views (layers/backend:batched_gemm): ATen's CPU bmm loops over the
+    # One sgemm per batch entry on strided views (ops/backend:batched_gemm): ATen's CPU bmm loops over the
     # batch with a select and an addmm_ per entry.
     system_library(
         name = "cblas",

@@ -11,15 +11,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/activation_flow/activation_flow.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/file_io.h"
+#include "base/common/keyed_paths.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/shard_pairing.h"
 #include "datasets/text/token_shards.h"
-#include "layers/backend/torch_init.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
-#include "tools/common/keyed_paths.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "name=checkpoint.pt, ...");
 ABSL_FLAG(std::string, tokens, "", "Held-out token split manifest");

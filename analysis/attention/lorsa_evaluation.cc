@@ -18,14 +18,14 @@
 #include "analysis/attention/head_analysis.h"
 #include "analysis/attention/operand_heads.h"
 #include "analysis/replacement/ffn_ablation.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/running_text.h"
 #include "layers/attention/causal_attention.h"
-#include "layers/hooks/hook_point.h"
-#include "layers/models/hook_lookup.h"
 #include "layers/replacement/sparse_replacement.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
-#include "tools/train/replacement_metrics.h"
+#include "models/hook_lookup.h"
+#include "ops/hooks/hook_point.h"
+#include "pipelines/train/replacement_metrics.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -59,10 +59,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/models/model_loader.h"
+#include "models/model_loader.h"
+#include "pipelines/activations/activation_shards.h"
 
 namespace sparse_layers::analysis {
 

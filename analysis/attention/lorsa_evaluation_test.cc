@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/common/file_io.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
-#include "tools/common/file_io.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "datasets/text/tokenizer.h"
 #include "layers/attention/lorsa.h"
-#include "layers/models/gpt.h"
+#include "models/gpt.h"
 
 namespace sparse_layers::analysis {
 

@@ -9,8 +9,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/bsp/chess_board.h"
+#include "base/common/status_macros.h"
 #include "datasets/chess/chess_games.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -12,9 +12,9 @@
 #include "absl/time/time.h"
 #include "analysis/bsp/board_tracking.h"
 #include "analysis/bsp/feature_classifiers.h"
+#include "base/common/status_macros.h"
 #include "layers/ffn/mixture_of_experts.h"
-#include "layers/models/hook_lookup.h"
-#include "tools/common/status_macros.h"
+#include "models/hook_lookup.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "analysis/bsp/chess_board.h"
 #include "datasets/chess/chess_games.h"
-#include "layers/models/gpt.h"
+#include "models/gpt.h"
 
 namespace sparse_layers::analysis {
 

@@ -14,8 +14,8 @@
 #include "analysis/bsp/feature_classifiers.h"
 #include "datasets/chess/chess_games.h"
 #include "gtest/gtest.h"
-#include "layers/models/gpt.h"
-#include "layers/models/tiny_gpt.h"
+#include "models/gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

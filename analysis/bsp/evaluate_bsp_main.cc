@@ -14,15 +14,15 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/bsp/bsp_evaluation.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/file_io.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
+#include "config/config_loader.h"
 #include "datasets/chess/chess_games.h"
-#include "layers/backend/torch_init.h"
-#include "layers/backend/torch_runtime.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
-#include "tools/config/config_loader.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
+#include "ops/backend/torch_runtime.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "Trained model (lm_checkpoint .pt).");
 ABSL_FLAG(int, training_percent, -1,

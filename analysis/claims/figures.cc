@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "analysis/claims/seed_means.h"
 #include "analysis/claims/statistics.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {

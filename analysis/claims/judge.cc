@@ -9,9 +9,9 @@
 #include "analysis/claims/section_checks.h"
 #include "analysis/claims/section_renderer.h"
 #include "analysis/claims/verdict_files.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
-#include "tools/common/text_proto.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
+#include "base/common/text_proto.h"
 
 namespace sparse_layers::claims {
 

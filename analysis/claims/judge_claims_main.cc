@@ -22,8 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "analysis/claims/judge.h"
-#include "tools/common/main.h"
-#include "tools/common/status_macros.h"
+#include "base/common/main.h"
+#include "base/common/status_macros.h"
 
 namespace {
 

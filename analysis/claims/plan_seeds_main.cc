@@ -10,8 +10,8 @@
 #include "analysis/claims/judge.h"
 #include "analysis/claims/seed_plan.h"
 #include "analysis/claims/tidy_table.h"
-#include "tools/common/main.h"
-#include "tools/common/status_macros.h"
+#include "base/common/main.h"
+#include "base/common/status_macros.h"
 
 ABSL_FLAG(std::string, claims, "", "the experiment's claims.textproto");
 ABSL_FLAG(std::string, pilot, "",

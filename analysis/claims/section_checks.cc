@@ -12,8 +12,8 @@
 #include "absl/strings/str_split.h"
 #include "analysis/claims/claims_engine.h"
 #include "analysis/claims/verdict_files.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {

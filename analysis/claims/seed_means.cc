@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/claims/statistics.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::claims {
 

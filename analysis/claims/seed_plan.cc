@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "analysis/claims/claims_engine.h"
 #include "analysis/claims/statistics.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::claims {
 namespace {

@@ -16,12 +16,12 @@
 #include "absl/status/status.h"
 #include "analysis/bsp/bsp_evaluation.h"
 #include "analysis/expert_geometry/expert_encoders.h"
-#include "layers/backend/torch_init.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/output_paths.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/output_paths.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, checkpoint, "", "A trained mixture model (.pt)");
 ABSL_FLAG(std::string, name, "", "The model's name in the tables");

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/common/status_macros.h"
 #include "layers/ffn/mixture_of_experts.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 

@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "analysis/expert_geometry/tsne.h"
-#include "layers/models/gpt.h"
+#include "models/gpt.h"
 
 namespace sparse_layers::analysis {
 

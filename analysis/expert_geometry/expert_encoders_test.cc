@@ -6,7 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "layers/ffn/mixture_of_experts.h"
-#include "layers/models/tiny_gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

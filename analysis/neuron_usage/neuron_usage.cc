@@ -8,10 +8,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/held_out_windows.h"
-#include "layers/hooks/hook_point.h"
-#include "layers/models/hook_lookup.h"
-#include "tools/common/status_macros.h"
+#include "models/hook_lookup.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::analysis {
 

@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "datasets/text/token_shards.h"
-#include "layers/models/gpt.h"
+#include "models/gpt.h"
 
 namespace sparse_layers::analysis {
 

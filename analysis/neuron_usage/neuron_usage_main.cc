@@ -14,13 +14,13 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "analysis/neuron_usage/neuron_usage.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/shard_pairing.h"
 #include "datasets/text/token_shards.h"
-#include "layers/backend/torch_init.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, model, "", "A trained product-key FFN model (.pt)");
 ABSL_FLAG(std::string, name, "sgatlin", "The model's name in the tables");

@@ -5,8 +5,8 @@
 #include "absl/strings/str_split.h"
 #include "datasets/text/test_token_split.h"
 #include "gtest/gtest.h"
-#include "layers/models/gpt.h"
-#include "layers/models/tiny_gpt.h"
+#include "models/gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

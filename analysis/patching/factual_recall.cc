@@ -16,11 +16,11 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 #include "datasets/synthetic/capital_facts.h"
 #include "datasets/text/held_out_windows.h"
 #include "datasets/text/token_shards.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "analysis/patching/router_patching.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/models/gpt.h"
+#include "models/gpt.h"
 
 namespace sparse_layers::analysis {
 

@@ -9,13 +9,13 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/patching/factual_recall.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/file_io.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/backend/torch_init.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, model, "", "The product-key (sgatlin) LM, .pt");
 ABSL_FLAG(std::string, dense_model, "", "The dense-FFN LM trained alike, .pt");

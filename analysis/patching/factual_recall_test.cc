@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/common/file_io.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
-#include "layers/models/tiny_gpt.h"
-#include "tools/common/file_io.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

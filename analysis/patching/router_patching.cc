@@ -9,8 +9,8 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "layers/models/hook_lookup.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
+#include "models/hook_lookup.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "layers/ffn/sgatlin.h"
-#include "layers/models/gpt.h"
+#include "models/gpt.h"
 
 namespace sparse_layers::analysis {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "layers/models/tiny_gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

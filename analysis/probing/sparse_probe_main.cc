@@ -12,13 +12,13 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "analysis/probing/unit_probing.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/file_io.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/backend/torch_init.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, base, "", "The base model (.pt)");
 ABSL_FLAG(std::string, base_name, "base", "The base model's name in the CSV");

@@ -12,12 +12,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "analysis/probing/sparse_probing.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/corpus_readers.h"
-#include "layers/hooks/hook_point.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
+#include "models/model_loader.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::analysis {
 

@@ -30,10 +30,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "config/experiment.pb.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/models/gpt.h"
 #include "layers/replacement/sparse_replacement.h"
-#include "tools/config/experiment.pb.h"
+#include "models/gpt.h"
 
 namespace sparse_layers::analysis {
 

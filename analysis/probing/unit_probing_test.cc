@@ -12,12 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/common/file_io.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
-#include "layers/backend/allocation_counter.h"
-#include "layers/hooks/hook_point.h"
-#include "layers/models/tiny_gpt.h"
-#include "tools/common/file_io.h"
+#include "models/tiny_gpt.h"
+#include "ops/backend/allocation_counter.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::analysis {
 namespace {

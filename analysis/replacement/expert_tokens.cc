@@ -10,12 +10,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/types/span.h"
+#include "base/common/status_macros.h"
+#include "config/config_loader.h"
 #include "datasets/text/held_out_windows.h"
 #include "datasets/text/running_text.h"
-#include "layers/hooks/hook_point.h"
-#include "layers/models/hook_lookup.h"
-#include "tools/common/status_macros.h"
-#include "tools/config/config_loader.h"
+#include "models/hook_lookup.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::analysis {
 

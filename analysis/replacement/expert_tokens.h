@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/models/model_loader.h"
+#include "models/model_loader.h"
 
 namespace sparse_layers::analysis {
 

@@ -17,15 +17,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "analysis/replacement/ffn_ablation.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
+#include "config/config_loader.h"
 #include "datasets/text/shard_pairing.h"
 #include "datasets/text/token_shards.h"
-#include "layers/backend/torch_init.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
-#include "tools/config/config_loader.h"
-#include "tools/train/replacement_metrics.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
+#include "pipelines/train/replacement_metrics.h"
 
 ABSL_FLAG(std::string, base, "", "The language model (.pt)");
 ABSL_FLAG(std::string, base_name, "base", "The model's name in the CSV");

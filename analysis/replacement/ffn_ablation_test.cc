@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "layers/ffn/dense_mlp.h"
-#include "layers/models/gpt.h"
-#include "layers/models/tiny_gpt.h"
+#include "models/gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 namespace {

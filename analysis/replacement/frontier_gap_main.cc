@@ -14,9 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "analysis/claims/tidy_table.h"
 #include "analysis/replacement/frontier_gap.h"
-#include "tools/common/file_io.h"
-#include "tools/common/main.h"
-#include "tools/common/status_macros.h"
+#include "base/common/file_io.h"
+#include "base/common/main.h"
+#include "base/common/status_macros.h"
 
 ABSL_FLAG(
     std::vector<std::string>, frontier, {},

@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/models/gpt.h"
-#include "layers/models/model_loader.h"
+#include "models/gpt.h"
+#include "models/model_loader.h"
 
 namespace sparse_layers::analysis {
 

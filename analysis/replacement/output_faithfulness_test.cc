@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
-#include "layers/models/gpt.h"
-#include "layers/models/tiny_gpt.h"
+#include "models/gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

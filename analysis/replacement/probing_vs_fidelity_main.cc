@@ -12,9 +12,9 @@
 #include "absl/status/status.h"
 #include "analysis/claims/tidy_table.h"
 #include "analysis/replacement/probing_vs_fidelity.h"
-#include "tools/common/file_io.h"
-#include "tools/common/main.h"
-#include "tools/common/status_macros.h"
+#include "base/common/file_io.h"
+#include "base/common/main.h"
+#include "base/common/status_macros.h"
 
 ABSL_FLAG(std::vector<std::string>, probing, {},
           "sparse_probe tables (--out) with the same header.");

@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/replacement/ffn_ablation.h"
-#include "tools/common/status_macros.h"
-#include "tools/config/config_loader.h"
-#include "tools/config/config_validator.h"
-#include "tools/train/replacement_metrics.h"
+#include "base/common/status_macros.h"
+#include "config/config_loader.h"
+#include "config/config_validator.h"
+#include "pipelines/train/replacement_metrics.h"
 
 namespace sparse_layers::analysis {
 

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "datasets/activations/activation_shards.h"
 #include "datasets/text/token_shards.h"
-#include "layers/models/model_loader.h"
 #include "layers/replacement/sparse_replacement.h"
+#include "models/model_loader.h"
+#include "pipelines/activations/activation_shards.h"
 
 namespace sparse_layers::analysis {
 

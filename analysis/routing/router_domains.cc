@@ -10,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/corpus_readers.h"
-#include "layers/hooks/hook_point.h"
-#include "layers/models/hook_lookup.h"
 #include "layers/mohd/mohd.h"
-#include "tools/common/status_macros.h"
+#include "models/hook_lookup.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::analysis {
 namespace {

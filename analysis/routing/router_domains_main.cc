@@ -15,14 +15,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/routing/router_domains.h"
+#include "base/common/cpu_slots.h"
+#include "base/common/file_io.h"
+#include "base/common/keyed_paths.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/backend/torch_init.h"
-#include "layers/models/model_loader.h"
-#include "tools/common/cpu_slots.h"
-#include "tools/common/file_io.h"
-#include "tools/common/keyed_paths.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "models/model_loader.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::vector<std::string>, models, {}, "name=checkpoint.pt, ...");
 ABSL_FLAG(std::string, corpus_dir, "",

@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "base/common/file_io.h"
 #include "datasets/text/tokenizer.h"
 #include "gtest/gtest.h"
-#include "layers/models/gpt.h"
-#include "layers/models/tiny_gpt.h"
 #include "layers/mohd/mohd.h"
-#include "tools/common/file_io.h"
+#include "models/gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

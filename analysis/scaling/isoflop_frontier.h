@@ -1,6 +1,7 @@
 // The derived tables of the sgatlin isoflop study (arXiv:2606.07414 Sec. 3.1,
 // Figs. 1 and 3), computed from the runs' tidy CSV
-// (//tools/train:summary_table) so that the claims engine judges plain columns:
+// (//pipelines/train:summary_table) so that the claims engine judges plain
+// columns:
 //   runs      every input row plus compute_sparsity (parameters per training
 //             FLOP per token, Fig. 1's ratio), sorted by budget, ffn,
 //             parameters and seed;

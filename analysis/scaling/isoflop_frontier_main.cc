@@ -13,14 +13,14 @@
 #include "analysis/claims/tidy_table.h"
 #include "analysis/scaling/isoflop_frontier.h"
 #include "analysis/scaling/unigram_baseline.h"
+#include "base/common/file_io.h"
+#include "base/common/main.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/token_shards.h"
-#include "tools/common/file_io.h"
-#include "tools/common/main.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, runs, "",
-          "Tidy CSV of the runs (//tools/train:summary_table).");
+          "Tidy CSV of the runs (//pipelines/train:summary_table).");
 ABSL_FLAG(std::string, runs_out, "", "The runs with compute_sparsity.");
 ABSL_FLAG(std::string, frontier_out, "", "Best run per (ffn, budget, seed).");
 ABSL_FLAG(std::string, train_tokens, "",
@@ -60,7 +60,7 @@ absl::Status Run() {
 }  // namespace sparse_layers::analysis
 
 int main(int argc, char** argv) {
-  // No LibTorch here (layers/backend:torch_init would link it): a table needs
+  // No LibTorch here (ops/backend:torch_init would link it): a table needs
   // none.
   sparse_layers::ParseMainFlags(
       argc, argv, "isoflop_frontier --runs=F --runs_out=F --frontier_out=F");

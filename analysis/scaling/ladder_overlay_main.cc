@@ -6,9 +6,9 @@
 
 #include "absl/flags/flag.h"
 #include "analysis/scaling/scaling_ladder.h"
+#include "base/common/status_macros.h"
 #include "google/protobuf/text_format.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, ladder, "tiny",
           "paper (arXiv:2606.07414 App. B.2, Listing 2) or tiny (our CPU "

@@ -11,11 +11,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/scaling/mohd_design.h"
-#include "tools/common/file_io.h"
-#include "tools/common/main.h"
-#include "tools/common/status_macros.h"
-#include "tools/common/text_proto.h"
-#include "tools/config/experiment.pb.h"
+#include "base/common/file_io.h"
+#include "base/common/main.h"
+#include "base/common/status_macros.h"
+#include "base/common/text_proto.h"
+#include "config/experiment.pb.h"
 
 ABSL_FLAG(std::string, out, "", "design.csv to write.");
 

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "tools/config/experiment.pb.h"
+#include "config/experiment.pb.h"
 
 namespace sparse_layers::analysis {
 

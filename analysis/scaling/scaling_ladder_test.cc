@@ -5,8 +5,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "layers/models/gpt.h"
-#include "tools/train/trainer.h"
+#include "models/gpt.h"
+#include "pipelines/train/trainer.h"
 
 namespace sparse_layers::analysis {
 namespace {

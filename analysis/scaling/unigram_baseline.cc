@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::analysis {
 

@@ -17,9 +17,9 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "analysis/steering/steering_metrics.h"
-#include "layers/hooks/hook_point.h"
-#include "layers/models/sampling.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
+#include "models/sampling.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::analysis {
 namespace {

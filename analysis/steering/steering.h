@@ -28,7 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/models/model_loader.h"
+#include "models/model_loader.h"
 
 namespace sparse_layers::analysis {
 

@@ -10,8 +10,8 @@
 #include <set>
 #include <vector>
 
-#include "layers/hooks/hook_point.h"
-#include "layers/models/gpt.h"
+#include "models/gpt.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::analysis {
 

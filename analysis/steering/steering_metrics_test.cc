@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "layers/models/tiny_gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

@@ -13,7 +13,7 @@
 #include "datasets/text/test_bpe.h"
 #include "datasets/text/test_token_split.h"
 #include "gtest/gtest.h"
-#include "layers/models/tiny_gpt.h"
+#include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
 namespace {

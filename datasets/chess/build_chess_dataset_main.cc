@@ -11,11 +11,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "base/common/main.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/chess/chess_dataset.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/main.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, pgn, "", "pgn-extract output (SAN with FEN comments).");
 ABSL_FLAG(std::string, games_manifest, "", "generate_games' manifest.");

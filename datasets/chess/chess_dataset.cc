@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
+#include "base/common/text_proto.h"
 #include "datasets/chess/chess_games.h"
 #include "datasets/text/token_shards.h"
 #include "google/protobuf/text_format.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
-#include "tools/common/text_proto.h"
 
 namespace sparse_layers::datasets::chess {
 

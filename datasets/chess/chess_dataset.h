@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/common/staged_outputs.h"
 #include "datasets/chess/chess.pb.h"
-#include "tools/common/staged_outputs.h"
 
 namespace sparse_layers::datasets::chess {
 

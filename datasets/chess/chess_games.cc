@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/common/status_macros.h"
 #include "datasets/chess/chess_rules.h"
 #include "google/protobuf/util/json_util.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets::chess {
 namespace {

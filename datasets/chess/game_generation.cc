@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
 
 namespace sparse_layers::datasets::chess {
 

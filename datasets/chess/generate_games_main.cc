@@ -11,11 +11,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "base/common/main.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/chess/game_generation.h"
 #include "google/protobuf/text_format.h"
-#include "tools/common/main.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
 
 ABSL_FLAG(std::string, engine, "/usr/games/stockfish", "UCI engine binary.");
 ABSL_FLAG(double, engine_timeout_seconds, 30,

@@ -12,11 +12,11 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/common/main.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/probing/probing_sets.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/main.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::vector<std::string>, corpus, {},
           "The corpus split JSONL files (datasets/text:mixed)");

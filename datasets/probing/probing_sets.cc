@@ -6,10 +6,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 #include "datasets/probing/pos_windows.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 

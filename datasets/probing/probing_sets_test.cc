@@ -10,8 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/common/digest.h"
 #include "gtest/gtest.h"
-#include "tools/common/digest.h"
 
 namespace sparse_layers::datasets {
 namespace {

@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/common/file_io.h"
+#include "base/common/output_paths.h"
+#include "base/common/status_macros.h"
 #include "datasets/synthetic/capital_facts.h"
 #include "datasets/text/corpus_readers.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/file_io.h"
-#include "tools/common/output_paths.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, facts, "",
           "CSV whose header names answer (or capital) and subject (or state)");

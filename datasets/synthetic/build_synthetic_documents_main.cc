@@ -14,12 +14,12 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 #include "datasets/synthetic/synthetic_documents.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/tokenizer.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, tokenizer, "",
           "SentencePiece model the LM is trained with (span words)");

@@ -9,11 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/corpus_readers.h"
 #include "google/protobuf/text_format.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 

@@ -13,9 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/common/staged_outputs.h"
 #include "datasets/text/corpus.pb.h"
 #include "datasets/text/document_split.h"
-#include "tools/common/staged_outputs.h"
 
 namespace sparse_layers::datasets {
 

@@ -10,14 +10,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/staged_outputs.h"
 #include "datasets/text/corpus.pb.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/document_split.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/staged_outputs.h"
 
 namespace sparse_layers::datasets {
 namespace {

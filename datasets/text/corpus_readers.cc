@@ -12,12 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/common/file_io.h"
+#include "base/common/json_object.h"
+#include "base/common/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/wrappers.pb.h"
-#include "tools/common/file_io.h"
-#include "tools/common/json_object.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 namespace {

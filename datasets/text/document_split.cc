@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "tools/common/digest.h"
+#include "base/common/digest.h"
 
 namespace sparse_layers::datasets {
 

@@ -10,15 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/token_shards.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, input, "", "A JSONL split");
 ABSL_FLAG(std::string, split, "", "Split name recorded in the manifest");

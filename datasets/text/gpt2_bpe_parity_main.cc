@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/common/file_io.h"
+#include "base/common/main.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/gpt2_bpe.h"
-#include "tools/common/file_io.h"
-#include "tools/common/main.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 namespace {

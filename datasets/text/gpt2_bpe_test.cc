@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/common/file_io.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/test_tokenizer_json.h"
 #include "datasets/text/tokenizer.h"
@@ -17,7 +18,6 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "tools/common/file_io.h"
 
 namespace sparse_layers::datasets {
 namespace {

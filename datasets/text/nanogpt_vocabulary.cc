@@ -2,8 +2,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "layers/models/torch_pickle.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
+#include "models/checkpoints/torch_pickle.h"
 
 namespace sparse_layers::datasets {
 namespace {

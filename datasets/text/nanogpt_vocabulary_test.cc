@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/common/file_io.h"
 #include "datasets/text/tokenizer.h"
-#include "tools/common/file_io.h"
 
 namespace sparse_layers::datasets {
 namespace {

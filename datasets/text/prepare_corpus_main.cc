@@ -9,12 +9,12 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "base/common/main.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/corpus_preparation.h"
 #include "datasets/text/document_split.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/main.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(
     std::vector<std::string>, sources, {},

@@ -1,9 +1,9 @@
 #include "datasets/text/shard_pairing.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/common/digest.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/tokenizer.h"
-#include "tools/common/digest.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 

@@ -3,9 +3,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/common/file_io.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "tools/common/file_io.h"
 
 namespace sparse_layers::datasets::tokenizer_json {
 

@@ -8,11 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/mapped_file.h"
+#include "base/common/status_macros.h"
 #include "google/protobuf/text_format.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/mapped_file.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 namespace {

@@ -13,8 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "base/common/mapped_file.h"
 #include "datasets/text/corpus.pb.h"
-#include "tools/common/mapped_file.h"
 
 namespace sparse_layers::datasets {
 

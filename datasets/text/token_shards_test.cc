@@ -9,11 +9,11 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
 
 namespace sparse_layers::datasets {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "absl/strings/str_split.h"
+#include "base/common/file_io.h"
 #include "datasets/text/corpus_readers.h"
 #include "gtest/gtest.h"
-#include "tools/common/file_io.h"
 
 namespace sparse_layers::datasets {
 namespace {

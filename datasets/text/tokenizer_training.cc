@@ -11,13 +11,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/corpus.pb.h"
 #include "datasets/text/corpus_readers.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/status_macros.h"
 
 namespace sparse_layers::datasets {
 

@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "tools/common/staged_outputs.h"
+#include "base/common/staged_outputs.h"
 
 namespace sparse_layers::datasets {
 

@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/common/digest.h"
+#include "base/common/file_io.h"
+#include "base/common/staged_outputs.h"
 #include "datasets/text/corpus.pb.h"
 #include "datasets/text/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tools/common/digest.h"
-#include "tools/common/file_io.h"
-#include "tools/common/staged_outputs.h"
 
 namespace sparse_layers::datasets {
 namespace {

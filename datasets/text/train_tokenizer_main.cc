@@ -7,11 +7,11 @@
 
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
+#include "base/common/main.h"
+#include "base/common/staged_outputs.h"
+#include "base/common/status_macros.h"
 #include "datasets/text/tokenizer_training.h"
-#include "layers/backend/torch_init.h"
-#include "tools/common/main.h"
-#include "tools/common/staged_outputs.h"
-#include "tools/common/status_macros.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, input, "", "Training split (JSONL documents)");
 ABSL_FLAG(std::string, out_prefix, "", "Output prefix: <prefix>.model etc.");

@@ -1,11 +1,11 @@
-"""The MoE-X (arXiv:2503.07639) chess BSP study's arms and evaluations as data for the study rule (//tools/study):
+"""The MoE-X (arXiv:2503.07639) chess BSP study's arms and evaluations as data for the study rule (//pipelines/study):
 chess_arm (one chess GPT, models/<name>.textproto over base and scale; a mixture upcycles from its parent at the
 same seed), the scale's model sets, and the user's nanoGPT chess model (CHESS_MODEL) as the arm `chessgpt`."""
 
 load("@chess_model//:settings.bzl", "CHESS_MODEL")
-load("//tools/scale:scale.bzl", "SCALES")
-load("//tools/study:study.bzl", "arm", "control")
-load("//tools/train:tool_run.bzl", "tool_run")
+load("//base/scale:scale.bzl", "SCALES")
+load("//pipelines/study:study.bzl", "arm", "control")
+load("//pipelines/train:tool_run.bzl", "tool_run")
 
 GAMES = "//datasets/chess:games"
 
@@ -70,7 +70,7 @@ def random_controls(models):
     }
 
 # A user's nanoGPT chess model (--repo_env=CHESS_MODEL=/path/to/ckpt.pt: Karvonen's ChessGPT, MoE-X Sec. 5.1's
-# base), imported by //datasets/pretrained:chess_model and measured as the arm `chessgpt` at every scale: one
+# base), imported by //pipelines/pretrained:chess_model and measured as the arm `chessgpt` at every scale: one
 # checkpoint, so one seed (its imported runtime.seed) and no interval of its own; no claim names it.
 PRETRAINED_ARM = "chessgpt"
 
@@ -83,7 +83,7 @@ def pretrained_chess_arm():
         tool = "//analysis/bsp:evaluate_bsp",
         outs = [PRETRAINED_ARM + ".bsp.csv", PRETRAINED_ARM + ".board.csv"],
         out_flags = ["--out=", "--board_tracking_out="],
-        checkpoint_args = {"//datasets/pretrained:chess_model": "--checkpoint="},
+        checkpoint_args = {"//pipelines/pretrained:chess_model": "--checkpoint="},
         bsp_games = GAMES,
         args = ["--name=" + PRETRAINED_ARM],
         message = "BSP coverage of the user's chess model (CHESS_MODEL)",
@@ -95,4 +95,4 @@ def pretrained_files(suffix):
 
 def pretrained_chess_manifests():
     """The import manifest of the user's chess model (CHESS_MODEL), named in the report's manifest."""
-    return ["//datasets/pretrained:chess_model.manifest.textproto"] if CHESS_MODEL else []
+    return ["//pipelines/pretrained:chess_model.manifest.textproto"] if CHESS_MODEL else []

@@ -1,4 +1,4 @@
-"""The Lorsa experiment (arXiv:2504.20938) as data for the study rule (//tools/study): the base LM arm (trained per
+"""The Lorsa experiment (arXiv:2504.20938) as data for the study rule (//pipelines/study): the base LM arm (trained per
 seed, or a user's pretrained model with --repo_env=HF_MODEL=/path/to/model_dir), its per-block attention caches,
 the Lorsa and TopK SAE fits on them (LORSA_FITS: <method>_b<slot>_k_s<seed>, <method>_b<slot>_grid<i>_s<seed>,
 and the ablations' lorsa_b<slot>_qk<H_QK>_s<seed>, lorsa_b<slot>_dqk<D_QK>_s<seed>,
@@ -11,12 +11,12 @@ blocks spread over the model's depth, the Lorsa shape follows the paper's rule f
 varies the fits alone."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_HEAD_DIM", "HF_MODEL_N_HEADS", "HF_MODEL_N_LAYERS", "HF_MODEL_TYPE")
-load("//tools/scale:scale.bzl", "SCALES", "by_scale")
-load("//tools/study:study.bzl", "arm", "cache", "evaluation", "fit", "literal")
+load("//base/scale:scale.bzl", "SCALES", "by_scale")
+load("//pipelines/study:study.bzl", "arm", "cache", "evaluation", "fit", "literal")
 
 # A user's pretrained model is the base (HF_MODEL); else each seed trains its own LM.
 PRETRAINED = bool(HF_MODEL)
-PRETRAINED_MODEL = "//datasets/pretrained:model"
+PRETRAINED_MODEL = "//pipelines/pretrained:model"
 
 # The base LM's tokenizer: the pretrained model's own, or the LM core's small BPE.
 LORSA_TOKENIZER = PRETRAINED_MODEL if PRETRAINED else "//datasets/text:bpe_small"

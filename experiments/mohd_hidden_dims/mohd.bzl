@@ -1,8 +1,8 @@
 """The MoHD study's arms (MoHD, arXiv:2412.05644, Tables 2, 4 and 5, Fig. 12(a)) as data for the study rule
-(//tools/study): MOHD_ARMS, each variant's config fields per scale (its name, MoHD shape at the scale's width)."""
+(//pipelines/study): MOHD_ARMS, each variant's config fields per scale (its name, MoHD shape at the scale's width)."""
 
-load("//tools/scale:scale.bzl", "SCALES")
-load("//tools/study:study.bzl", "arm", "literal")
+load("//base/scale:scale.bzl", "SCALES")
+load("//pipelines/study:study.bzl", "arm", "literal")
 
 # The dense model's width d per scale, as base.textproto + <scale>.textproto set it: MoHD expansion xk sets
 # D = k d with the attention's inner width kept at d. d_ffn_matching_x2: the FFN width that gives a dense model

@@ -1,14 +1,14 @@
 """The MxD experiments (arXiv:2505.21364; mxd_frontier, sparse_probing, steering, and the atlas that reads their
-fits) as data for the study rule (//tools/study): the bases, the fits every base gets per seed (MXD_FITS:
+fits) as data for the study rule (//pipelines/study): the bases, the fits every base gets per seed (MXD_FITS:
 <base>_<fit>_s<seed>), the evaluations over them (frontier(), faithfulness, the App. B and C comparisons,
 feature_analysis() for probing and steering) and the user's SAELens SAE as an extra arm."""
 
 load("@hf_model//:settings.bzl", "HF_MODEL", "HF_MODEL_BASE", "HF_MODEL_LAYER")
 load("@saelens_sae//:settings.bzl", "SAELENS_BASE", "SAELENS_SAE")
-load("//datasets/pretrained:pretrained.bzl", "saelens_fit")
-load("//tools/scale:scale.bzl", "by_scale")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags")
-load("//tools/study:study.bzl", "fit", "fits_evaluation", "literal", "pooled_evaluation", "run_fits_evaluation")
+load("//base/scale:scale.bzl", "by_scale")
+load("//base/seeds:seeds.bzl", "SEED_PLAN", "all_seeds", "seed_tags")
+load("//pipelines/pretrained:pretrained.bzl", "saelens_fit")
+load("//pipelines/study:study.bzl", "fit", "fits_evaluation", "literal", "pooled_evaluation", "run_fits_evaluation")
 
 FIT_SCALES = {
     "smoke": "//experiments/mxd_frontier:fit_smoke.textproto",
@@ -26,18 +26,18 @@ PRETRAINED_BASE_LINE = ("Base model: the pretrained %s of HF_MODEL, in place of 
 def base_models():
     """The base LMs the MxD experiments (frontier, probing, steering) fit and compare layers on: our GELU-MLP
     (GPT-2 / Pythia analogue) and SwiGLU (Llama analogue) models, or, with --repo_env=HF_MODEL, the user's
-    pretrained model alone (datasets/pretrained), named by its FFN family so the claims read it as that base.
+    pretrained model alone (pipelines/pretrained), named by its FFN family so the claims read it as that base.
     Each: name, checkpoint, config (what fits build on), tokens, tokenizer, layer (the replaced block; None: the
     scale's, REPLACED_BLOCK) and extra_results (files the report's manifest records)."""
     if HF_MODEL:
         return [struct(
             name = HF_MODEL_BASE,
-            checkpoint = "//datasets/pretrained:model",
-            config = "//datasets/pretrained:model.textproto",
-            tokens = "//datasets/pretrained:shards",
-            tokenizer = "//datasets/pretrained:model",
+            checkpoint = "//pipelines/pretrained:model",
+            config = "//pipelines/pretrained:model.textproto",
+            tokens = "//pipelines/pretrained:shards",
+            tokenizer = "//pipelines/pretrained:model",
             layer = HF_MODEL_LAYER,
-            extra_results = ["//datasets/pretrained:model.manifest.textproto"],
+            extra_results = ["//pipelines/pretrained:model.manifest.textproto"],
         )]
     return [
         struct(

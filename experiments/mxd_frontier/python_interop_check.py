@@ -4,7 +4,7 @@ Arguments: <cache export dir> <raw cache split dir> <transcoder export> <mxd exp
 Checks, each a failing assertion:
   1. every exported shard file is a valid safetensors file (read here with struct and json, the tensors with
      torch.frombuffer), and its "inputs"/"targets" equal the raw cache shard's interleaved rows bit for bit
-     (the shard format of datasets/activations/activation_shards.h, parsed independently here);
+     (the shard format of pipelines/activations/activation_shards.h, parsed independently here);
   2. the Transcoder, run in PyTorch from its exported tensors as fit_export.h documents it
      (y = TopK(ReLU(x encoder + encoder_bias)) decoder + output_bias), gives on the exported test rows the
      relative MSE that the experiment's own frontier CSV reports for that fit;

@@ -1,10 +1,10 @@
 """The sgatlin (arXiv:2606.07414) isoflop study's arms (Sec. 3.1, Table 1) as data for the study rule
-(//tools/study): ISOFLOP_ARMS, one arm per FFN type x budget x ladder size some scale sweeps,
+(//pipelines/study): ISOFLOP_ARMS, one arm per FFN type x budget x ladder size some scale sweeps,
 <type>_budget<i>_size<j>, its overlay written by //analysis/scaling:ladder_overlay (the ladder model and FLOP
 budget)."""
 
-load("//tools/scale:scale.bzl", "SCALES")
-load("//tools/study:study.bzl", "arm")
+load("//base/scale:scale.bzl", "SCALES")
+load("//pipelines/study:study.bzl", "arm")
 
 # Per experiment scale: which ladder, the FLOP budgets (training FLOPs counted as the paper's code does), and
 # for each budget the ladder scales swept (the paper slides its window of scales up with the budget, App. B.2).

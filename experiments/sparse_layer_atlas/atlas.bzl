@@ -4,11 +4,11 @@ and the TopK SAE at FEATURE_K are //experiments/mxd_frontier's nodes (shared, no
 the TopK SAE at the rest of the grid and the SAE variants researchers compare today: BatchTopK (Bussmann et
 al., arXiv:2412.06410), ReLU + L1 (Bricken et al. 2023 with the decoder-norm-weighted penalty) and JumpReLU
 (Rajamanoharan et al., arXiv:2407.14435), each an SAE on the FFN output. This file holds the atlas's layers as
-data for the study rule (//tools/study): ATLAS_FITS, ATLAS_LAYERS and PROBED_LAYERS."""
+data for the study rule (//pipelines/study): ATLAS_FITS, ATLAS_LAYERS and PROBED_LAYERS."""
 
+load("//base/seeds:seeds.bzl", "SEED_PLAN")
 load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "METHODS", "feature_layers")
-load("//tools/seeds:seeds.bzl", "SEED_PLAN")
-load("//tools/study:study.bzl", "fit", "literal")
+load("//pipelines/study:study.bzl", "fit", "literal")
 
 # The frontier's cache of each base: the atlas fits the same rows.
 FRONTIER_CACHE = "//experiments/mxd_frontier:{base}_activations"

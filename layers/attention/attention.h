@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "layers/core/layer_variants.h"
-#include "layers/core/rotary.h"
-#include "layers/hooks/hook_point.h"
-#include "tools/config/layer_shapes.h"
+#include "config/layer_shapes.h"
+#include "ops/core/layer_variants.h"
+#include "ops/core/rotary.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::layers {
 

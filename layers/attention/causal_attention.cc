@@ -2,13 +2,13 @@
 
 #include <cmath>
 
-#include "layers/core/block_causal_attention.h"
+#include "ops/core/block_causal_attention.h"
 
 namespace sparse_layers::layers {
 namespace {
 
 // Query rows per block of the causal kernel: at T = 256, 10 of the 16 score
-// tiles are computed (//layers/core:block_causal_attention_benchmark).
+// tiles are computed (//ops/core:block_causal_attention_benchmark).
 constexpr int64_t kAttentionBlockTokens = 64;
 
 const AttentionRegistration kMha(

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "layers/attention/attention.h"
-#include "layers/core/causal_mask.h"
-#include "layers/core/rms_norm.h"
-#include "layers/core/rotary.h"
-#include "layers/hooks/hook_point.h"
+#include "ops/core/causal_mask.h"
+#include "ops/core/rms_norm.h"
+#include "ops/core/rotary.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::layers {
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <utility>
 
-#include "layers/core/block_causal_attention.h"
-#include "layers/core/topk.h"
+#include "ops/core/block_causal_attention.h"
+#include "ops/core/topk.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -119,7 +119,7 @@ LorsaOutput LorsaImpl::Run(const torch::Tensor& x, int64_t k) const {
 
 torch::Tensor LorsaImpl::forward(const torch::Tensor& x) {
   // Only the output: the groups' mixing in query blocks, one sgemm per
-  // (window, group) entry (layers/core/block_causal_attention.h), no
+  // (window, group) entry (ops/core/block_causal_attention.h), no
   // pattern beyond what its backward keeps; Run's output, row for row.
   TORCH_CHECK(x.size(1) <= options_.context_length, "Lorsa: ", x.size(1),
               " tokens exceed the context length ", options_.context_length);

@@ -12,9 +12,9 @@
 
 #include "layers/attention/attention.h"
 #include "layers/attention/causal_attention.h"
-#include "layers/core/causal_mask.h"
-#include "layers/core/rotary.h"
-#include "layers/core/topk.h"
+#include "ops/core/causal_mask.h"
+#include "ops/core/rotary.h"
+#include "ops/core/topk.h"
 
 namespace sparse_layers::layers {
 

@@ -1,8 +1,8 @@
 #include "layers/ffn/feed_forward.h"
 
 #include "absl/strings/str_cat.h"
-#include "layers/core/name_registry.h"
-#include "tools/common/status_macros.h"
+#include "base/common/status_macros.h"
+#include "ops/core/name_registry.h"
 
 namespace sparse_layers::layers {
 

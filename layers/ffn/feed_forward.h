@@ -13,9 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "layers/core/layer_variants.h"
-#include "layers/hooks/hook_point.h"
-#include "tools/config/layer_shapes.h"
+#include "config/layer_shapes.h"
+#include "ops/core/layer_variants.h"
+#include "ops/hooks/hook_point.h"
 
 namespace sparse_layers::layers {
 

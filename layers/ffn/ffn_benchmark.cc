@@ -3,10 +3,10 @@
 //   ./tools/bazel run //layers/ffn:ffn_benchmark
 #include "benchmark/benchmark.h"
 #include "layers/attention/lorsa.h"
-#include "layers/backend/torch_runtime.h"
 #include "layers/ffn/mixture_of_experts.h"
 #include "layers/ffn/sgatlin.h"
 #include "layers/mohd/mohd.h"
+#include "ops/backend/torch_runtime.h"
 
 namespace sparse_layers::layers {
 namespace {

@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
-#include "layers/core/parameter_count.h"
+#include "ops/core/parameter_count.h"
 
 namespace sparse_layers::layers {
 namespace {

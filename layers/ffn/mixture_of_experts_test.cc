@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "layers/core/parameter_count.h"
-#include "layers/testing/gradient_check.h"
+#include "ops/core/parameter_count.h"
+#include "ops/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {

@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "gtest/gtest.h"
-#include "layers/testing/gradient_check.h"
+#include "ops/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "layers/backend/batched_gemm.h"
-#include "layers/core/topk.h"
+#include "ops/backend/batched_gemm.h"
+#include "ops/core/topk.h"
 
 namespace sparse_layers::layers {
 namespace {

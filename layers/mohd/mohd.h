@@ -12,9 +12,9 @@
 #include <string>
 
 #include "layers/attention/attention.h"
-#include "layers/core/causal_mask.h"
-#include "layers/core/rotary.h"
 #include "layers/ffn/feed_forward.h"
+#include "ops/core/causal_mask.h"
+#include "ops/core/rotary.h"
 
 namespace sparse_layers::layers {
 

@@ -7,8 +7,8 @@
 
 #include "gtest/gtest.h"
 #include "layers/attention/causal_attention.h"
-#include "layers/core/rotary.h"
-#include "layers/testing/gradient_check.h"
+#include "ops/core/rotary.h"
+#include "ops/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {

@@ -3,9 +3,9 @@
 // full width, then a dense matmul). Numbers go in notes:
 //   ./tools/bazel run //layers/replacement:replacement_benchmark
 #include "benchmark/benchmark.h"
-#include "layers/backend/torch_runtime.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
+#include "ops/backend/torch_runtime.h"
 
 namespace sparse_layers::layers {
 namespace {

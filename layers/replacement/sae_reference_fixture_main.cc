@@ -14,11 +14,11 @@
 #include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "layers/backend/torch_init.h"
+#include "base/common/file_io.h"
+#include "base/common/main.h"
 #include "layers/replacement/nmse.h"
 #include "layers/replacement/sparse_replacement.h"
-#include "tools/common/file_io.h"
-#include "tools/common/main.h"
+#include "ops/backend/torch_init.h"
 
 ABSL_FLAG(std::string, out, "", "Output file (torch pickle)");
 

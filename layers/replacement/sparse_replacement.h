@@ -8,9 +8,9 @@
 
 #include <torch/torch.h>
 
-#include "layers/core/topk.h"
+#include "config/experiment.pb.h"
 #include "layers/ffn/feed_forward.h"
-#include "tools/config/experiment.pb.h"
+#include "ops/core/topk.h"
 
 namespace sparse_layers::layers {
 

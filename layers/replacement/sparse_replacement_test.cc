@@ -2,12 +2,12 @@
 
 #include <torch/torch.h>
 
+#include "config/config_validator.h"
+#include "config/parameter_matching.h"
 #include "gtest/gtest.h"
-#include "layers/core/parameter_count.h"
 #include "layers/replacement/nmse.h"
-#include "layers/testing/gradient_check.h"
-#include "tools/config/config_validator.h"
-#include "tools/config/parameter_matching.h"
+#include "ops/core/parameter_count.h"
+#include "ops/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -180,8 +180,8 @@ TEST(RandomKTest, DrawsWithinHalfKInTrainingAndExactKInEval) {
 }
 
 // K' follows the default generator, whose state checkpoints save and restore
-// (layers/models/checkpoint): the draws after a restore are the uninterrupted
-// run's, and another seed draws another sequence.
+// (models/checkpoints/checkpoint.h): the draws after a restore are the
+// uninterrupted run's, and another seed draws another sequence.
 TEST(RandomKTest, DrawsFollowTheRunsGeneratorState) {
   ReplacementOptions options = MxdOptions();
   options.random_k = true;

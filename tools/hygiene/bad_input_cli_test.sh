@@ -133,7 +133,7 @@ expect train - "--out $work/parent.pt is also an input ($work/parent.pt); write 
   --init_from="$work/parent.pt"
 cmp "$work/lm.pt" "$work/parent.pt" || fail "train replaced its --init_from"
 # Each trainer binary runs its own objective: an activation cache belongs to fit, tokens to train.
-expect train "$out" "--train_activations fits a replacement layer: run //tools/train:fit" \
+expect train "$out" "--train_activations fits a replacement layer: run //pipelines/train:fit" \
   --config="$config,$work/short.textproto" --train_data="$shards/train/train.tokens.textproto" \
   --validation_data="$shards/validation/validation.tokens.textproto" --out="$out" \
   --train_activations="$config"

@@ -44,7 +44,7 @@ nested() {
   bases+=("$base")
   local start=$SECONDS
   if ! /usr/bin/bazel-4 --nohome_rc --output_base="$base" --max_idle_secs=60 build --noshow_progress \
-    --//tools/scale=smoke --disk_cache= --symlink_prefix=/ "${cache_flags[@]}" \
+    --//base/scale=smoke --disk_cache= --symlink_prefix=/ "${cache_flags[@]}" \
     --execution_log_json_file="$log.json" "$@" "$target" >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     fail "nested build ($name) failed"

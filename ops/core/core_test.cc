@@ -1,0 +1,77 @@
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "gtest/gtest.h"
+#include "ops/core/rms_norm.h"
+#include "ops/core/rotary.h"
+#include "ops/core/topk.h"
+
+namespace sparse_layers::layers {
+namespace {
+
+TEST(RmsNormTest, MatchesTheFormula) {
+  torch::manual_seed(0);
+  RmsNorm norm(8);
+  {
+    torch::NoGradGuard no_grad;
+    norm->weight.copy_(torch::arange(1, 9, torch::kFloat));
+  }
+  const torch::Tensor x = torch::randn({3, 8});
+  const torch::Tensor expected =
+      x / torch::sqrt(x.pow(2).mean(-1, true) + 1e-6) * torch::arange(1, 9);
+  EXPECT_TRUE(torch::allclose(norm(x), expected, 1e-5, 1e-6));
+  // Scale invariance: RMSNorm(c x) = RMSNorm(x) for c > 0.
+  EXPECT_TRUE(torch::allclose(norm(7 * x), norm(x), 1e-4, 1e-5));
+}
+
+TEST(RotaryTest, PreservesNormsAndScoresDependOnOffsetOnly) {
+  torch::manual_seed(1);
+  RotaryEmbedding rotary(16, 64);
+  const torch::Tensor q = torch::randn({16});
+  const torch::Tensor k = torch::randn({16});
+  // Same vector at every position: rotated copies.
+  const torch::Tensor rq = rotary.Apply(q.expand({64, 16}).contiguous());
+  const torch::Tensor rk = rotary.Apply(k.expand({64, 16}).contiguous());
+  EXPECT_TRUE(torch::allclose(rq.norm(2, -1), q.norm().expand({64}), 1e-4));
+  // <R_m q, R_n k> depends only on m - n (RoFormer eq. 16).
+  const double score_a = torch::dot(rq[10], rk[3]).item<double>();
+  const double score_b = torch::dot(rq[40], rk[33]).item<double>();
+  EXPECT_NEAR(score_a, score_b, 1e-4);
+  EXPECT_TRUE(torch::allclose(rq[0], q, 1e-6));  // Position 0 is unrotated.
+}
+
+// The fused kernel against index_select-multiply-sum, values and both
+// gradients, with rows repeated within and across tokens (so the scatter
+// accumulates) and enough tokens and columns to split over threads.
+TEST(SparseDotTest, MatchesTheGatheredReferenceAndItsGradients) {
+  torch::manual_seed(0);
+  at::set_num_threads(2);
+  const torch::Tensor x = torch::randn({300, 40}, torch::requires_grad());
+  const torch::Tensor rows = torch::randn({17, 40}, torch::requires_grad());
+  const torch::Tensor indices = torch::randint(17, {300, 6}, torch::kLong);
+  const torch::Tensor upstream = torch::randn({300, 6});
+  const torch::Tensor fused = SparseDot(x, rows, indices);
+  const auto fused_grads =
+      torch::autograd::grad({fused}, {x, rows}, {upstream});
+  const torch::Tensor reference = SparseDotReference(x, rows, indices);
+  const auto reference_grads =
+      torch::autograd::grad({reference}, {x, rows}, {upstream});
+  EXPECT_TRUE(torch::allclose(fused, reference, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(fused_grads[0], reference_grads[0], 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(fused_grads[1], reference_grads[1], 1e-4, 1e-5));
+  // One entry by hand: rows[indices[b, j]] . x[b].
+  EXPECT_NEAR(
+      fused[7][3].item<float>(),
+      torch::dot(rows[indices[7][3].item<int64_t>()], x[7]).item<float>(),
+      1e-5);
+  // A row no token selects gets no gradient.
+  const torch::Tensor unused = torch::ones({17}, torch::kBool)
+                                   .index_put_({indices.reshape({-1})}, false);
+  if (unused.any().item<bool>()) {
+    EXPECT_EQ(fused_grads[1].index({unused}).abs().sum().item<float>(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace sparse_layers::layers

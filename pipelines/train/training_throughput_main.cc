@@ -1,0 +1,113 @@
+// training_throughput: training tokens/s of the project's GPT (the trainer's
+// step: forward, backward, clipping, AdamW) on random tokens, with model-FLOP
+// utilisation against a measured 2-thread matmul peak. One line per size,
+// comparable with pytorch_eager_throughput.py (same model, same sizes).
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "base/common/status_macros.h"
+#include "models/gpt.h"
+#include "ops/backend/torch_init.h"
+#include "pipelines/train/benchmark_gpt.h"
+#include "pipelines/train/flat_adamw.h"
+#include "pipelines/train/op_profile.h"
+
+ABSL_FLAG(int, steps, 10, "Timed steps per size (after 3 warm-up steps)");
+ABSL_FLAG(int, batch_size, 16, "Sequences per step");
+ABSL_FLAG(bool, profile, false,
+          "Also print one step's self time per ATen operator");
+// Every block's FFN; pytorch_eager_ffns.py has an eager reference of the
+// sparse ones benchmark_vs_pytorch compares (switch, moe_x, gpt_oss_moe,
+// sgatlin, peer, mohd_swiglu).
+ABSL_FLAG(std::string, ffn, "gelu_mlp",
+          "Registry name of every block's FFN (switch, moe_x, sgatlin, peer, "
+          "mxd_gelu, ...)");
+ABSL_FLAG(int64_t, d_ffn, 0, "FFN width (0: 4 d_model)");
+ABSL_FLAG(int64_t, n_experts, 0, "Experts or channels of a sparse FFN");
+ABSL_FLAG(int64_t, top_k, 0, "Active experts or units of a sparse FFN");
+ABSL_FLAG(int64_t, d_key, 0, "Product-key width of sgatlin and PEER (0: 128)");
+
+namespace sparse_layers::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double MatmulPeakGflops() {
+  const torch::Tensor a = torch::randn({1024, 1024});
+  const torch::Tensor b = torch::randn({1024, 1024});
+  torch::Tensor c = torch::empty({1024, 1024});
+  for (int i = 0; i < 3; ++i) torch::matmul_out(c, a, b);
+  const auto start = Clock::now();
+  constexpr int kRepeats = 30;
+  for (int i = 0; i < kRepeats; ++i) torch::matmul_out(c, a, b);
+  return 2.0 * 1024 * 1024 * 1024 * kRepeats / Seconds(start) / 1e9;
+}
+
+absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
+  torch::manual_seed(0);
+  layers::GptOptions options = BenchmarkGptOptions(d_model, n_layers);
+  options.ffn = absl::GetFlag(FLAGS_ffn);
+  if (absl::GetFlag(FLAGS_d_ffn) > 0)
+    options.d_ffn = absl::GetFlag(FLAGS_d_ffn);
+  options.n_experts = absl::GetFlag(FLAGS_n_experts);
+  options.top_k = absl::GetFlag(FLAGS_top_k);
+  options.d_key = absl::GetFlag(FLAGS_d_key);
+  ASSIGN_OR_RETURN(std::shared_ptr<layers::GptImpl> model,
+                   layers::GptImpl::Create(options));
+  // The trainer's optimizer: every parameter decayed, as pytorch_eager's.
+  auto optimizer = *FlatAdamW::Create({{model->parameters(), 0.1}}, {});
+  const int batch = absl::GetFlag(FLAGS_batch_size);
+  const torch::Tensor tokens =
+      torch::randint(0, 8192, {batch, 256}, torch::kLong);
+  const torch::Tensor targets =
+      torch::randint(0, 8192, {batch, 256}, torch::kLong);
+  auto step = [&] {
+    optimizer->ZeroGrad();
+    torch::Tensor loss = model->Loss(tokens, targets);
+    loss.backward();
+    optimizer->ClipGradNorm(1.0);
+    optimizer->Step();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  const int steps = absl::GetFlag(FLAGS_steps);
+  const auto start = Clock::now();
+  for (int i = 0; i < steps; ++i) step();
+  const double tokens_per_second = double(steps) * batch * 256 / Seconds(start);
+  const double gflops =
+      3.0 * model->ForwardFlopsPerToken(256) * tokens_per_second / 1e9;
+  const std::string ffn = options.ffn == "gelu_mlp" ? "" : " " + options.ffn;
+  std::printf(
+      "libtorch d=%lld L=%lld T=256 V=8192 B=%d%s: %.0f tokens/s, %.1f "
+      "GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
+      static_cast<long long>(d_model), static_cast<long long>(n_layers), batch,
+      ffn.c_str(), tokens_per_second, gflops, 100 * gflops / peak, peak);
+  if (absl::GetFlag(FLAGS_profile)) {
+    std::printf("%s", FormatOpProfile(ProfileOps(step), 15).c_str());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace sparse_layers::train
+
+int main(int argc, char** argv) {
+  sparse_layers::InitMain(argc, argv,
+                          "Training throughput of the LibTorch GPT.");
+  return sparse_layers::RunMain([]() -> absl::Status {
+    RETURN_IF_ERROR(sparse_layers::FirstError(
+        {sparse_layers::FlagAtLeast(FLAGS_steps, 1),
+         sparse_layers::FlagAtLeast(FLAGS_batch_size, 1)}));
+    const double peak = sparse_layers::train::MatmulPeakGflops();
+    RETURN_IF_ERROR(sparse_layers::train::Measure(128, 4, peak));
+    return sparse_layers::train::Measure(256, 6, peak);
+  });
+}
