@@ -1,6 +1,7 @@
-"""The MoE-X (arXiv:2503.07639) chess BSP study's arms and evaluations as data for the study rule (//pipelines/study):
-chess_arm (one chess GPT, models/<name>.textproto over base and scale; a mixture upcycles from its parent at the
-same seed), the scale's model sets, and the user's nanoGPT chess model (CHESS_MODEL) as the arm `chessgpt`."""
+"""The MoE-X (arXiv:2503.07639) chess BSP study's arms as data for the study rule (//pipelines/study): chess_arm (one
+chess GPT, models/<name>.textproto over base and scale; a mixture upcycles from its parent at the same seed), the
+scale's model sets, and, only when CHESS_MODEL is set, the user's nanoGPT chess model as the arm `chessgpt`: one
+checkpoint measured once (no seed), outside the study's seeded nodes."""
 
 load("@chess_model//:settings.bzl", "CHESS_MODEL")
 load("//base/scale:scale.bzl", "SCALES")

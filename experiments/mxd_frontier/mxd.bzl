@@ -28,7 +28,7 @@ def base_models():
     (GPT-2 / Pythia analogue) and SwiGLU (Llama analogue) models, or, with --repo_env=HF_MODEL, the user's
     pretrained model alone (pipelines/pretrained), named by its FFN family so the claims read it as that base.
     Each: name, checkpoint, config (what fits build on), tokens, tokenizer, layer (the replaced block; None: the
-    scale's, REPLACED_BLOCK) and extra_results (files the report's manifest records)."""
+    scale's, BUILD.bazel's REPLACED_BLOCK) and extra_results (files the report's manifest records)."""
     if HF_MODEL:
         return [struct(
             name = HF_MODEL_BASE,

@@ -41,7 +41,7 @@ def _points():
                     points.append((b, s))
     return points
 
-def _overlay_cmd(arm_name, ffn_type, budget_index, size_index):
+def _overlay_cmd(ffn_type, budget_index, size_index):
     """{scale: a genrule command writing the point's ladder overlay}; a scale whose grid lacks the point fails with a
     message."""
     name = "{run}"
@@ -74,7 +74,7 @@ def _arms():
 # scales sweep; the report pulls in the rest of its scale's grid.
 ISOFLOP_ARMS = {
     name: arm(
-        overlay_cmd = _overlay_cmd(name, ffn_type, b, s),
+        overlay_cmd = _overlay_cmd(ffn_type, b, s),
         overlay_tools = ["//analysis/scaling:ladder_overlay"],
         wildcard = _in_grid("smoke", b, s) and _in_grid("cpu", b, s),
         scales = [scale for scale in SCALES if _in_grid(scale, b, s)],

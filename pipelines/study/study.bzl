@@ -1,9 +1,10 @@
-"""study: an experiment declared as data. Its arms (language models trained from config overlays), its seeds (the
-seed plan's, by the experiment's name), the evaluations it runs on each seed's arms (a tool and its arguments per
-scale), and the tidy tables the claims engine reads; the macro builds the seeded nodes, the runs table and the
-report (experiment_report: section, `bazel run` printer, generic smoke check).
+"""study: an experiment declared as data. Its arms (language models trained from config overlays, or a user's
+pretrained model), its bases (fixed models whose layers it replaces), its seeds (the seed plan's, by the
+experiment's name), the caches and fits it makes, the evaluations it runs (a tool and its arguments per scale) and
+the tidy tables the claims engine reads; the macro builds the seeded nodes, the runs table and the report
+(experiment_report: section, `bazel run` printer, generic smoke check).
 
-    load("//pipelines/study:study.bzl", "arm", "evaluation", "study")
+    load("//pipelines/study:study.bzl", "arm", "evaluation", "runs_table", "study")
 
     study(
         name = "factual_recall_patching",            # seeds: SEED_PLAN["factual_recall_patching"]
@@ -20,18 +21,23 @@ report (experiment_report: section, `bazel run` printer, generic smoke check).
                 message = "Patching the fact LMs, seed %d",
             ),
         },
-        runs_table = runs_table(fields = ["parameters"], config_fields = ["seed=runtime.seed"]),
+        runs_table = runs_table(name = "models", fields = ["parameters"], config_fields = ["seed=runtime.seed"]),
         tables = {"models.csv": [":models.csv"], "recall.csv": "patching/recall"},
     )
 
 Targets, per seed s of any scale (a scale builds its own seeds; the one tag rule, seed_tags, keeps other scales'
-seeds and arms with `wildcard = False` out of `bazel build //...`):
+seeds and arms, fits or caches with `wildcard = False` out of `bazel build //...`):
   <arm>_s<s>_overlay    the arm's generated overlay (`config`, "{run}" replaced by <arm>_s<s>), when given
   <arm>_s<s>_config     base, the scale's file, the arm's overlays, the generated overlay, runtime.seed
-  <arm>_s<s>            lm_checkpoint of that config
-  <evaluation>_s<s>     tool_run over the seed's arms: <evaluation>_s<s>/<table>.csv, or with `seed_column`
-                        also <table>_s<s>.csv with a leading seed column
-A report table is a list of labels, or "<evaluation>/<table>": that table of every seed of the active scale.
+  <arm>_s<s>            lm_checkpoint of that config (none for a pretrained arm)
+  <cache>_s<s>          activation cache of an arm's run (<cache> once for a pretrained arm); <base>_<cache> of a base
+  <fit>_s<s>            a fit on an arm's cache; <base>_<fit>_s<s> a fit on a base's cache (_overlay, _config too)
+  <evaluation>_s<s>     evaluation(): <evaluation>_s<s>/<table>.csv, or with `seed_column` also <table>_s<s>.csv
+  <arm>_s<s>_<evaluation>            arm_evaluation(): <arm>_s<s>.<table>.csv
+  <base>_<evaluation>_s<s>           fits_evaluation() or fits_table(): <base>_<evaluation>_s<s><suffix>
+  <base>_<evaluation>                pooled_evaluation(): <base>_<evaluation>.csv over every seed
+A report table is a list of labels, "<evaluation>/<table or suffix>" or a table(): that table of every seed of the
+active scale.
 """
 
 load("//base/scale:scale.bzl", "SCALES", "by_scale")
@@ -127,6 +133,8 @@ def arm(
     """
     if config != None and overlay_cmd != None:
         fail("an arm takes config or overlay_cmd, not both")
+    if pretrained and (overlays or config != None or overlay_cmd != None or init_from or lm_kwargs):
+        fail("a pretrained arm is the model as it is: no overlays, config, overlay_cmd, init_from or training settings")
     return struct(
         overlays = overlays,
         config = config,
@@ -244,11 +252,25 @@ def runs_table(fields, config_fields = [], name = "runs", arms = None, name_from
     seed; `name_from_path` names each row by its run (<arm>_s<seed>) instead of the config's name."""
     return struct(name = name, fields = fields, config_fields = config_fields, arms = arms, name_from_path = name_from_path)
 
-def _lm(study_name, seeds, arm_name, spec, seed, base, scales, data):
+def _per_scale(value):
+    """`value` when it is {scale: ...} with every scale, None when it is a plain value; fails on some scales only."""
+    if type(value) != "dict" or not any([k in SCALES for k in value]):
+        return None
+    if sorted(value.keys()) != sorted(SCALES):
+        fail("%r: a per-scale value names every scale (%s)" % (value, ", ".join(SCALES)))
+    return value
+
+def _lm(seeds, arm_name, spec, seed, base, scales, data):
     run = seeded_name(arm_name, seed)
     if spec.pretrained:
         # No training: the pretrained model's config with the seed, the base config of the fits on it.
-        seeded_config(name = run, seed = seed, base = spec.pretrained + ".textproto", scales = None)
+        seeded_config(
+            name = run,
+            seed = seed,
+            base = spec.pretrained + ".textproto",
+            scales = None,
+            tags = seed_tags(seed, seeds, in_wildcard = spec.wildcard),
+        )
         return
     overlay_cmd = spec.overlay_cmd
     if type(overlay_cmd) == "dict":
@@ -257,7 +279,7 @@ def _lm(study_name, seeds, arm_name, spec, seed, base, scales, data):
         overlay_cmd = overlay_cmd.replace("{run}", run)
     generated = []
     if spec.config != None:
-        by_scale_fields = spec.config if sorted(spec.config.keys()) == sorted(SCALES) else None
+        by_scale_fields = _per_scale(spec.config)
         config_overlay(
             name = run + "_overlay",
             out = run + "_overlay.textproto",
@@ -305,7 +327,8 @@ def _seed_fits(fits, seed):
 
 def _evaluation(eval_name, spec, seed, seeds, arms, caches):
     run = seeded_name(eval_name, seed)
-    tags = seed_tags(seed, seeds)
+    read = list(spec.models.keys()) + list(spec.named_models.keys())
+    tags = seed_tags(seed, seeds, in_wildcard = all([arms[a].wildcard for a in read]))
     outs = ["%s/%s" % (run, _file(t)) for t in spec.tables]
     kwargs = dict(spec.tool_kwargs)
     if spec.caches:
@@ -330,7 +353,7 @@ def _evaluation(eval_name, spec, seed, seeds, arms, caches):
             srcs = outs,
             outs = [seeded_name(t, seed) + ".csv" for t in spec.tables],
             cmd = "for t in %s; do sed '1s/^/seed,/; 2,$$s/^/%d,/' $(RULEDIR)/%s/$$t.csv > $(RULEDIR)/$${t}_s%d.csv; done" % (
-                " ".join(spec.tables),
+                " ".join([_file(t)[:-len(".csv")] for t in spec.tables]),
                 seed,
                 run,
                 seed,
@@ -366,7 +389,7 @@ def _arm_evaluation(eval_name, spec, arms, seed, seeds):
         a = arms[arm_name]
         run = seeded_name(arm_name, seed)
         tags = seed_tags(seed, seeds, in_wildcard = a.wildcard)
-        for percent in (a.lm_kwargs.get("snapshot_percents", []) if spec.snapshot_flag else []):
+        for percent in (a.lm_kwargs.get("snapshot_percents", []) if spec.snapshot_flag and not a.pretrained else []):
             snapshot = "%s_at%dpct" % (run, percent)
             _arm_tool_run(
                 eval_name,
@@ -388,7 +411,7 @@ def _arm_evaluation(eval_name, spec, arms, seed, seeds):
             arm_name,
             tables,
             tags,
-            checkpoint = ":" + run,
+            checkpoint = _arm_checkpoint(arms, arm_name, seed),
             message = spec.message % run if spec.message else None,
         )
     for control_name, c in spec.controls.items():
@@ -410,7 +433,8 @@ def _arm_table(study_name, ref, spec, arms):
     seeds_by_scale = SEED_PLAN[study_name]
     evaluation_name, _, table_name = ref.source.partition("/")
     names = ref.arms or spec.arms or arms.keys()
-    controls = {} if ref.arms else spec.controls
+    first_seed = table_name in spec.first_seed_tables
+    controls = {} if ref.arms or first_seed else spec.controls
     files = {}
     for scale, seeds in seeds_by_scale.items():
         if table_name in spec.first_seed_tables:
@@ -421,7 +445,7 @@ def _arm_table(study_name, ref, spec, arms):
             for s in seeds
             for n in trained
             for percent in arms[n].lm_kwargs.get("snapshot_percents", [])
-        ] if ref.snapshots else []
+        ] if ref.snapshots and not first_seed else []
         files[scale] = snapshot_files + [":%s.%s.csv" % (seeded_name(n, s), table_name) for s in seeds for n in trained] + [
             ":%s.%s.csv" % (seeded_name(c, s), table_name)
             for s in seeds
@@ -430,7 +454,7 @@ def _arm_table(study_name, ref, spec, arms):
         ]
     return by_scale(files) + ref.also
 
-def study_table(study_name, evaluation_name, table, evaluations):
+def _study_table(study_name, evaluation_name, table, evaluations):
     """select() of an evaluation's table at every seed of the active scale (its seed-column copies when it has
     them)."""
     seeds = SEED_PLAN[study_name]
@@ -442,7 +466,7 @@ def study_table(study_name, evaluation_name, table, evaluations):
         return seeded_labels([table], seeds, ".csv")
     return seeded_labels([evaluation_name], seeds, "/" + _file(table))
 
-def study_runs(study_name, arms, suffixes = ["", "_config"]):
+def _study_runs(study_name, arms, suffixes = ["", "_config"]):
     """select() of the active scale's runs of `arms` (name -> arm()) that the scale trains, seed by seed, each with
     the suffixes in order (a checkpoint, then its merged config)."""
     return by_scale({
@@ -568,6 +592,10 @@ def _fits_of(spec):
 def _base_names(bases, names):
     return [b.name for b in bases if names == None or b.name in names]
 
+def _on_base(spec, base):
+    """Whether a cache, fit or pooled evaluation (its `bases`) exists on `base`."""
+    return spec.bases == None or base.name in spec.bases
+
 def _cache_label(cache_name, base_name):
     if cache_name.startswith("//") or cache_name.startswith(":"):
         return cache_name.replace("{base}", base_name)
@@ -626,14 +654,14 @@ def _fit_run(run, spec, base, seed, tags, base_checkpoint, base_config, activati
         tags = tags,
     )
 
-def _fit(study_name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays):
+def _fit(seeds, fit_name, spec, base, seed, fit_scales, fit_overlays):
     """<base>_<fit>_s<seed> on the base's cache; the base's config carries its own seed, so the fit's is added."""
     _fit_run(
         seeded_name("%s_%s" % (base.name, fit_name), seed),
         spec,
         base,
         seed,
-        seed_tags(seed, seeds),
+        seed_tags(seed, seeds, in_wildcard = spec.wildcard),
         base.checkpoint,
         base.config,
         _cache_label(spec.cache, base.name),
@@ -674,7 +702,7 @@ def _arm_caches(seeds, caches, arms):
                 rows = spec.rows,
                 sequence_length = spec.sequence_length,
                 site = spec.site,
-                tags = [] if seed == None else seed_tags(seed, seeds),
+                tags = [] if seed == None else seed_tags(seed, seeds, in_wildcard = arm_spec.wildcard),
             )
 
 def _fit_label(ref, base_name, seed, fits):
@@ -749,6 +777,8 @@ def _base_table(study_name, ref, base_names, evaluations):
 
 def _evaluation_bases(spec, bases, fits):
     names = _base_names(bases, spec.bases)
+    if _fits_of(spec) and type(spec.fits) == "dict":
+        names = [n for n in names if n in spec.fits]
     if _fits_of(spec) and type(spec.fits) != "dict":
         # Only the bases every named fit of the study exists on.
         for ref in spec.fits:
@@ -770,13 +800,15 @@ def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, 
         if spec.arm != None:
             continue
         for base in bases:
-            if spec.bases == None or base.name in spec.bases:
+            if _on_base(spec, base):
                 activation_cache(
                     name = "%s_%s" % (base.name, cache_name),
                     checkpoint = base.checkpoint,
-                    data = base.tokens,
+                    data = spec.data or base.tokens,
                     layer = spec.layer if base.layer == None else base.layer,
                     rows = spec.rows,
+                    sequence_length = spec.sequence_length,
+                    site = spec.site,
                 )
     for seed in all_seeds(seeds):
         for fit_name, spec in fits.items():
@@ -784,8 +816,8 @@ def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, 
                 _arm_fit(seeds, fit_name, spec, arms, caches[spec.cache], seed, fit_scales, fit_overlays)
                 continue
             for base in bases:
-                if spec.bases == None or base.name in spec.bases:
-                    _fit(name, seeds, fit_name, spec, base, seed, fit_scales, fit_overlays)
+                if _on_base(spec, base):
+                    _fit(seeds, fit_name, spec, base, seed, fit_scales, fit_overlays)
         for eval_name, spec in evaluations.items():
             if not _fits_of(spec):
                 continue
@@ -808,7 +840,7 @@ def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, 
     for eval_name, spec in evaluations.items():
         if spec.kind == "pooled":
             for base in bases:
-                if spec.bases == None or base.name in spec.bases:
+                if _on_base(spec, base):
                     _pooled(name, eval_name, spec, base, evaluations)
 
 def _is_per_arm(spec):
@@ -853,8 +885,8 @@ def study(
       data: what every arm trains on, unless the arm says otherwise.
       bases: fixed base models the fits replace a layer of (structs: name, checkpoint, config, tokens, tokenizer,
         layer).
-      caches: name -> cache(), one per base.
-      fits: name -> fit(), one per base and seed.
+      caches: name -> cache(): one per base, or with `arm` one per seed of the arm's run.
+      fits: name -> fit(): one per base and seed, or on an arm's cache one per seed.
       fit_scales: {scale: file} refining each fit's config (the base's config) first.
       fit_overlays: config files every fit adds after fit_scales' (its generated overlay last).
       evaluations: name -> evaluation() (once per seed), arm_evaluation() (once per arm and seed), fits_evaluation()
@@ -871,7 +903,7 @@ def study(
     scales = scales or {s: s + ".textproto" for s in SCALES}
     for seed in all_seeds(seeds):
         for arm_name, spec in arms.items():
-            _lm(name, seeds, arm_name, spec, seed, base, scales, data)
+            _lm(seeds, arm_name, spec, seed, base, scales, data)
         for eval_name, spec in evaluations.items():
             if _is_per_arm(spec):
                 _arm_evaluation(eval_name, spec, arms, seed, seeds)
@@ -884,22 +916,22 @@ def study(
             config_fields = runs_table.config_fields,
             fields = runs_table.fields,
             name_from_path = runs_table.name_from_path,
-            runs = study_runs(name, {a: arms[a] for a in runs_table.arms} if runs_table.arms else arms),
+            runs = _study_runs(name, {a: arms[a] for a in runs_table.arms} if runs_table.arms else arms),
         )
     if curves:
-        training_curves(name = "curves", runs = study_runs(name, arms, [""]))
+        training_curves(name = "curves", runs = _study_runs(name, arms, [""]))
 
     context = struct(name = name, arms = arms, bases = bases, fits = fits, evaluations = evaluations)
     resolved = {}
-    results_srcs = study_runs(name, arms) + results
+    results_srcs = _study_runs(name, arms) + results
     for table_name, source in tables.items():
         if type(source) == "string" or type(source) == "struct":
             resolved[table_name] = _resolve_table(context, table(source) if type(source) == "string" else source)
-
-            # The report's filegroup of the table (experiment_report): a label may sit in several tables.
-            results_srcs = results_srcs + [":%s_table_%s" % (name, table_name.replace(".", "_").replace("/", "_"))]
         else:
             resolved[table_name] = source
+
+        # The report's filegroup of the table (experiment_report): a label may sit in several tables.
+        results_srcs = results_srcs + [":%s_table_%s" % (name, table_name.replace(".", "_").replace("/", "_"))]
     native.filegroup(name = "results", srcs = results_srcs)
     if "arms_not_run" not in report_kwargs:
         report_kwargs["arms_not_run"] = _arms_not_run(name, arms, evaluations)
@@ -930,4 +962,4 @@ def _resolve_table(context, ref):
         fail("table %s: %s writes no table %s" % (ref.source, evaluation_name, part))
     if _is_per_arm(spec):
         return _arm_table(name, ref, spec, context.arms)
-    return study_table(name, evaluation_name, part, evaluations) + ref.also
+    return _study_table(name, evaluation_name, part, evaluations) + ref.also
