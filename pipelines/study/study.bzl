@@ -260,6 +260,19 @@ def _per_scale(value):
         fail("%r: a per-scale value names every scale (%s)" % (value, ", ".join(SCALES)))
     return value
 
+def _at_scale(value, scale):
+    """`value` at `scale`: its entry when it is a per-scale value (_per_scale), else itself."""
+    return value[scale] if _per_scale(value) else value
+
+def _write_overlay(run, contents, tags):
+    """<run>_overlay: a config overlay of {scale: text}, one text when every scale's is the same."""
+    config_overlay(
+        name = run + "_overlay",
+        out = run + "_overlay.textproto",
+        content = by_scale(contents) if len({c: None for c in contents.values()}) > 1 else contents["smoke"],
+        tags = tags,
+    )
+
 def _lm(seeds, arm_name, spec, seed, base, scales, data):
     run = seeded_name(arm_name, seed)
     if spec.pretrained:
@@ -273,18 +286,16 @@ def _lm(seeds, arm_name, spec, seed, base, scales, data):
         )
         return
     overlay_cmd = spec.overlay_cmd
-    if type(overlay_cmd) == "dict":
+    if _per_scale(overlay_cmd):
         overlay_cmd = by_scale({s: c.replace("{run}", run) for s, c in overlay_cmd.items()})
     elif overlay_cmd != None:
         overlay_cmd = overlay_cmd.replace("{run}", run)
     generated = []
     if spec.config != None:
-        by_scale_fields = _per_scale(spec.config)
-        config_overlay(
-            name = run + "_overlay",
-            out = run + "_overlay.textproto",
-            content = by_scale({s: textproto(f, run) for s, f in by_scale_fields.items()}) if by_scale_fields else textproto(spec.config, run),
-            tags = seed_tags(seed, seeds, in_wildcard = spec.wildcard),
+        _write_overlay(
+            run,
+            {scale: textproto(_at_scale(spec.config, scale), run) for scale in SCALES},
+            seed_tags(seed, seeds, in_wildcard = spec.wildcard),
         )
         generated = [":%s_overlay" % run]
     kwargs = dict(spec.lm_kwargs)
@@ -605,14 +616,14 @@ def _fit_overlay_fields(spec, base, run, scale):
     layer_of = spec.layer if spec.layer != None or not base else base.layer
     replacement = {
         "ffn": spec.ffn.replace("{base}", base.name) if base else spec.ffn,
-        "top_k": spec.top_k[scale] if type(spec.top_k) == "dict" else spec.top_k,
+        "top_k": _at_scale(spec.top_k, scale),
         "on_output": spec.on_output,
     }
-    layer = layer_of[scale] if type(layer_of) == "dict" else layer_of
+    layer = _at_scale(layer_of, scale)
     if layer != None:
         replacement["layer"] = layer
     for key, value in spec.replacement.items():
-        replacement[key] = value[scale] if type(value) == "dict" else value
+        replacement[key] = _at_scale(value, scale)
     model = {"replacement": replacement}
     if spec.layer_options:
         model["layer_options"] = spec.layer_options
@@ -622,13 +633,7 @@ def _fit_run(run, spec, base, seed, tags, base_checkpoint, base_config, activati
     """<run>: the fit's overlay (its model.replacement, layer_options and name, one text or one per scale), config
     (base_config, fit_scales, fit_overlays, the overlay, then runtime.seed when `seed` is given: a base config that
     carries another seed) and replacement_checkpoint on `activations` of `base_checkpoint`."""
-    contents = {scale: _fit_overlay_fields(spec, base, run, scale) for scale in SCALES}
-    config_overlay(
-        name = run + "_overlay",
-        out = run + "_overlay.textproto",
-        content = by_scale(contents) if len({c: None for c in contents.values()}) > 1 else contents["smoke"],
-        tags = tags,
-    )
+    _write_overlay(run, {scale: _fit_overlay_fields(spec, base, run, scale) for scale in SCALES}, tags)
     if seed == None:
         experiment_config(
             name = run + "_config",
