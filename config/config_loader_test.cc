@@ -408,6 +408,22 @@ TEST_F(ConstraintTest, ReplacementOptions) {
                    "expansion: 2 jump_relu_bandwidth: 0.01 } }"),
             "field 'model.replacement.jump_relu_bandwidth': only JUMP_RELU has "
             "a bandwidth, finite and >= 0 (0: 0.001)");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"topk_sae\" top_k: 4 "
+                   "expansion: 2 on_output: true "
+                   "jump_relu_initial_threshold: 0.1 } }"),
+            "field 'model.replacement.jump_relu_initial_threshold': only "
+            "JUMP_RELU has an initial threshold, finite and >= 0 (0: 0.001)");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"jump_relu_sae\" "
+                   "expansion: 2 on_output: true sparsity_penalty: 0.1 "
+                   "jump_relu_initial_threshold: -0.1 } }"),
+            "field 'model.replacement.jump_relu_initial_threshold': only "
+            "JUMP_RELU has an initial threshold, finite and >= 0 (0: 0.001)");
+  EXPECT_EQ(Reject("model { replacement { ffn: \"jump_relu_sae\" "
+                   "expansion: 2 on_output: true sparsity_penalty: 0.1 "
+                   "jump_relu_initial_threshold: 0.1 } }"),
+            "accepted: model { replacement { ffn: \"jump_relu_sae\" "
+            "expansion: 2 on_output: true sparsity_penalty: 0.1 "
+            "jump_relu_initial_threshold: 0.1 } }");
   EXPECT_EQ(Reject("model { replacement { ffn: \"transcoder\" expansion: 2 "
                    "sparsity: RELU_L1 sparsity_penalty: 0.01 } }"),
             "accepted: model { replacement { ffn: \"transcoder\" expansion: 2 "

@@ -206,6 +206,14 @@ absl::Status CheckSparsity(const FfnReplacement& r, const At& at) {
     return at("jump_relu_bandwidth",
               "only JUMP_RELU has a bandwidth, finite and >= 0 (0: 0.001)");
   }
+  if (sparsity == FfnReplacement::JUMP_RELU
+          ? !(r.jump_relu_initial_threshold() >= 0 &&
+              std::isfinite(r.jump_relu_initial_threshold()))
+          : r.jump_relu_initial_threshold() != 0) {
+    return at("jump_relu_initial_threshold",
+              "only JUMP_RELU has an initial threshold, finite and >= 0 (0: "
+              "0.001)");
+  }
   return absl::OkStatus();
 }
 

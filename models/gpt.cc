@@ -125,7 +125,9 @@ absl::StatusOr<GptOptions> GptOptionsFromConfig(
         sizes.rank,
         config::EffectiveSparsity(r),
         r.sparsity_penalty(),
-        r.jump_relu_bandwidth() > 0 ? r.jump_relu_bandwidth() : 0.001};
+        r.jump_relu_bandwidth() > 0 ? r.jump_relu_bandwidth() : 0.001,
+        r.jump_relu_initial_threshold() > 0 ? r.jump_relu_initial_threshold()
+                                            : 0.001};
   }
   return options;
 }
@@ -245,6 +247,8 @@ absl::StatusOr<std::shared_ptr<GptImpl>> GptImpl::Create(
   replacement_options.sparsity = replacement.sparsity;
   replacement_options.sparsity_penalty = replacement.sparsity_penalty;
   replacement_options.jump_relu_bandwidth = replacement.jump_relu_bandwidth;
+  replacement_options.jump_relu_initial_threshold =
+      replacement.jump_relu_initial_threshold;
   AttentionOptions attention_options;
   attention_options.d_model = options.d_model;
   attention_options.n_heads = options.n_heads;

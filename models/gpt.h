@@ -61,6 +61,7 @@ struct GptOptions {
     config::FfnReplacement::Sparsity sparsity = config::FfnReplacement::TOPK;
     double sparsity_penalty = 0;
     double jump_relu_bandwidth = 0.001;
+    double jump_relu_initial_threshold = 0.001;
   } replacement;
   bool rotary = false;
   bool qk_norm = false;

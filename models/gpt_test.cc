@@ -306,6 +306,26 @@ TEST(GptTest, LayerOptionsInTheConfigReachTheLayers) {
     EXPECT_EQ(mohd.top_k, 3);
   }
   EXPECT_TRUE(attention->gather_sparse);
+
+  // JumpReLU's thresholds start at the config's value (0.001 when unset).
+  for (const double initial : {0.0, 0.25}) {
+    model = MixtureConfig();
+    config::FfnReplacement* sae = model.mutable_replacement();
+    sae->set_ffn("jump_relu_sae");
+    sae->set_expansion(2);
+    sae->set_on_output(true);
+    sae->set_sparsity_penalty(0.1);
+    sae->set_jump_relu_initial_threshold(initial);
+    auto sae_options = GptOptionsFromConfig(model);
+    ASSERT_TRUE(sae_options.ok()) << sae_options.status();
+    auto fitted = std::dynamic_pointer_cast<SparseReplacementImpl>(
+        MakeModel(*sae_options)->ReplacementLayer());
+    ASSERT_TRUE(fitted);
+    EXPECT_TRUE(torch::allclose(
+        fitted->log_threshold.exp(),
+        torch::full({fitted->units()}, initial > 0 ? initial : 0.001)))
+        << initial;
+  }
 }
 
 // What import_pretrained stores: the config of a pretrained architecture's

@@ -30,10 +30,11 @@ struct FeedForwardOptions {
   // Decoder rank of the low-rank CP-MoE replacement (0: full rank).
   int64_t rank = 0;
   // Replacement layers: how codes are made sparse, its penalty lambda and
-  // JumpReLU's bandwidth (config FfnReplacement).
+  // JumpReLU's bandwidth and initial threshold (config FfnReplacement).
   config::FfnReplacement::Sparsity sparsity = config::FfnReplacement::TOPK;
   double sparsity_penalty = 0;
   double jump_relu_bandwidth = 0.001;
+  double jump_relu_initial_threshold = 0.001;
   // Output projection init std is 0.02 / sqrt(2 * n_layers) (GPT-2 sec. 2.3).
   int64_t n_layers = 1;
   // Options of pretrained dense MLPs ("gelu_mlp"): biases on both matrices,

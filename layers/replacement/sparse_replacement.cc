@@ -28,6 +28,7 @@ ReplacementOptions FromFeedForward(const FeedForwardOptions& o,
   options.sparsity = o.sparsity;
   options.sparsity_penalty = o.sparsity_penalty;
   options.jump_relu_bandwidth = o.jump_relu_bandwidth;
+  options.jump_relu_initial_threshold = o.jump_relu_initial_threshold;
   return options;
 }
 
@@ -146,16 +147,20 @@ SparseReplacementImpl::SparseReplacementImpl(const ReplacementOptions& options)
     : options_(options) {
   TORCH_CHECK(options.d_in > 0 && options.d_out > 0 && options.d_ffn > 0,
               "replacement layer needs positive sizes");
-  TORCH_CHECK(options.sparsity_penalty >= 0 && options.jump_relu_bandwidth > 0,
-              "replacement layer needs a penalty >= 0 and a bandwidth > 0");
+  TORCH_CHECK(options.sparsity_penalty >= 0 &&
+                  options.jump_relu_bandwidth > 0 &&
+                  options.jump_relu_initial_threshold > 0,
+              "replacement layer needs a penalty >= 0, a bandwidth > 0 and an "
+              "initial threshold > 0");
   output_bias =
       register_parameter("output_bias", torch::zeros({options.d_out}));
   // Units: MxD and CP-MoE experts, else the code width (as units()).
   const int64_t units =
       options.n_experts > 0 ? options.n_experts : options.d_ffn;
   if (options.sparsity == config::FfnReplacement::JUMP_RELU) {
-    log_threshold = register_parameter("log_threshold",
-                                       torch::full({units}, std::log(0.001)));
+    log_threshold = register_parameter(
+        "log_threshold",
+        torch::full({units}, std::log(options.jump_relu_initial_threshold)));
   } else if (options.sparsity == config::FfnReplacement::BATCH_TOPK) {
     threshold_sum = register_buffer("threshold_sum", torch::zeros({}));
     threshold_weight = register_buffer("threshold_weight", torch::zeros({}));

@@ -36,6 +36,8 @@ struct ReplacementOptions {
   double sparsity_penalty = 0;
   // JumpReLU's rectangle-kernel width epsilon (arXiv:2407.14435 Sec. 4).
   double jump_relu_bandwidth = 0.001;
+  // JumpReLU's threshold at initialisation (arXiv:2407.14435 Sec. 4: 0.001).
+  double jump_relu_initial_threshold = 0.001;
 };
 
 // JumpReLU(z; theta) = z H(z - theta) (Rajamanoharan et al., arXiv:2407.14435
