@@ -62,6 +62,13 @@ SEED_PLAN = {
         "cpu": SEEDS["cpu"],
         "paper": SEEDS["paper"],
     },
+    # MoE-X Sec. 3's width and sparsity studies on the same chess GPTs: three seeds at cpu as the chess study (no
+    # pilot of its own; the four cpu models of a seed train in about 18 min), one at smoke.
+    "chess_width_sparsity": {
+        "smoke": [1],
+        "cpu": SEEDS["cpu"],
+        "paper": SEEDS["paper"],
+    },
 }
 
 def all_seeds(seeds = SEEDS):

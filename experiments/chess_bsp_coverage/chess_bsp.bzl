@@ -51,22 +51,26 @@ SNAPSHOT_PERCENTS = [50, 75]
 def _scales(in_cpu):
     return SCALES if in_cpu else [s for s in SCALES if s != "cpu"]
 
-def chess_arm(name, init_from = None, snapshots = False, judged = True):
-    """models/<name>.textproto trained on the games; `snapshots`: also kept at SNAPSHOT_PERCENTS of its steps."""
+def chess_arm(name, init_from = None, snapshots = False, judged = True, in_cpu = None, config = None):
+    """models/<name>.textproto (of the calling package) trained on the games; `snapshots`: also kept at
+    SNAPSHOT_PERCENTS of its steps; `in_cpu`: whether cpu trains it (None: name in CPU_MODELS); `config`: arm()'s."""
+    in_cpu = name in CPU_MODELS if in_cpu == None else in_cpu
     return arm(
         overlays = ["models/%s.textproto" % name],
-        wildcard = name in CPU_MODELS,
-        scales = _scales(name in CPU_MODELS),
+        config = config,
+        wildcard = in_cpu,
+        scales = _scales(in_cpu),
         judged = judged,
         init_from = init_from,
         tokenizer = "//datasets/chess:vocabulary.chars",
         snapshot_percents = SNAPSHOT_PERCENTS if snapshots else [],
     )
 
-def random_controls(models):
-    """random_<model>: a random initialisation of each model's config, evaluated like the trained models."""
+def random_controls(models, cpu_controls = CPU_CONTROLS):
+    """random_<model>: a random initialisation of each model's config, evaluated like the trained models; cpu
+    evaluates those in `cpu_controls`."""
     return {
-        "random_" + m: control(m, scales = _scales(m in CPU_CONTROLS), wildcard = m in CPU_CONTROLS)
+        "random_" + m: control(m, scales = _scales(m in cpu_controls), wildcard = m in cpu_controls)
         for m in models
     }
 
