@@ -77,7 +77,7 @@ start=$(date +%s%N)
 rebuild_ms=$((($(date +%s%N) - start) / 1000000))
 grep '^train:' rebuild.log  # The resumed training's own lines: its step rate and where it began.
 resumed_at=$(sed -n 's/.*resuming .* at step \([0-9]*\).*/\1/p' rebuild.log)
-[[ -n "$resumed_at" && "$resumed_at" -gt 0 && "$resumed_at" -lt "$steps" ]] ||
+[[ -n "$resumed_at" && "$resumed_at" -gt $((steps / 2)) && "$resumed_at" -lt "$steps" ]] ||
   { cat rebuild.log >&2; fail "the rebuild did not resume mid-run"; }
 # Information only (the same 400 steps took 21 s and 54 s on one loaded 2-core machine): the time is no test.
 echo "the rebuild resumed at step $resumed_at of $steps and took ${rebuild_ms} ms (from scratch: ${full} s)"
