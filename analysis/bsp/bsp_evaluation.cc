@@ -75,11 +75,13 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
   std::string csv =
       "model,ffn,layer,bsp_set,coverage_code,coverage_paper,"
       "reconstruction_code,reconstruction_paper,best_t_coverage,"
-      "best_t_reconstruction,live_features,features,l0_per_token,"
+      "best_t_reconstruction,live_features,features,routed_features,"
+      "l0_per_token,"
       "router_l0_pearson_pairs,router_l0_pearson_experts,"
       "sparsest_k_agreement,headline_block,seed,training_percent\n";
   const std::vector<double> thresholds = DefaultThresholds();
   const int headline = HeadlineBlock(static_cast<int>(model.blocks.size()));
+  const int sae_block = OutputSaeBlock(model);
   // The boards' properties are the same for every block: built once per set.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> properties;
   for (const bool mask_initial : {false, true}) {
@@ -87,14 +89,29 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
                             Properties(test.boards, mask_initial));
   }
   for (size_t l = 0; l < model.blocks.size(); ++l) {
+    // An SAE's rows are its block's alone: the other blocks are the base's.
+    if (sae_block >= 0 && static_cast<int>(l) != sae_block) continue;
+    const std::string features_of =
+        sae_block >= 0 ? model.options().replacement.ffn : model.options().ffn;
     const torch::Tensor train_features = torch::cat(train.at_dots[l]);
     const torch::Tensor test_features = torch::cat(test.at_dots[l]);
     const torch::Tensor all_positions = torch::cat(train.everywhere[l]);
     const torch::Tensor maxima = FeatureMaxima(all_positions);
     const double l0 =
         (all_positions != 0).sum(1).to(torch::kDouble).mean().item<double>();
+    // Units a token's router can reach: the k routed experts' of a mixture,
+    // every unit otherwise (MoE-X Fig. 5 matches mixtures to dense models by
+    // this active width).
+    auto* mixture =
+        dynamic_cast<layers::MixtureOfExpertsImpl*>(model.blocks[l]->ffn.get());
+    const int64_t routed = sae_block < 0 && mixture != nullptr
+                               ? maxima.numel() / mixture->options().n_experts *
+                                     mixture->options().top_k
+                               : maxima.numel();
     const RouterAgreement router =
-        MeasureRouterAgreement(*model.blocks[l]->ffn, train.ffn_inputs[l]);
+        sae_block >= 0 ? RouterAgreement{}
+                       : MeasureRouterAgreement(*model.blocks[l]->ffn,
+                                                train.ffn_inputs[l]);
     for (const bool mask_initial : {false, true}) {
       const auto& [train_properties, test_properties] =
           properties[mask_initial ? 1 : 0];
@@ -106,17 +123,18 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
       absl::StrAppend(
           &csv,
           absl::StrFormat(
-              "%s,%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.1f,%.1f,%d,%d,%.3f,%.4f,%.4f,"
+              "%s,%s,%d,%s,%.6f,%.6f,%.6f,%.6f,%.1f,%.1f,%d,%d,%d,%.3f,%.4f,"
+              "%.4f,"
               "%.4f,%d,%d,%d\n",
-              options.model_name, model.options().ffn, l,
+              options.model_name, features_of, l,
               mask_initial ? "masked_blank_and_initial" : "masked_blank",
               coverage.coverage_code, coverage.coverage_paper,
               reconstruction.reconstruction_code,
               reconstruction.reconstruction_paper,
               thresholds[coverage.best_threshold_code],
               thresholds[reconstruction.best_threshold_code],
-              coverage.live_features, maxima.numel(), l0, router.pairs_r,
-              router.experts_r, router.sparsest_k_agreement,
+              coverage.live_features, maxima.numel(), routed, l0,
+              router.pairs_r, router.experts_r, router.sparsest_k_agreement,
               static_cast<int>(l) == headline ? 1 : 0, seed,
               options.training_percent));
     }
@@ -167,10 +185,19 @@ absl::StatusOr<std::string> BoardTrackingTable(
 
 int HeadlineBlock(int n_layers) { return (3 * n_layers + 3) / 4 - 1; }
 
+int OutputSaeBlock(const layers::GptImpl& model) {
+  const auto& replacement = model.options().replacement;
+  return replacement.layer >= 0 && replacement.on_output &&
+                 !replacement.attention_site
+             ? static_cast<int>(replacement.layer)
+             : -1;
+}
+
 absl::StatusOr<BspFeatures> CollectBspFeatures(
     layers::GptImpl& model, const std::vector<ChessGame>& games,
     int characters) {
   const int layers = static_cast<int>(model.blocks.size());
+  const int sae_block = OutputSaeBlock(model);
   BspFeatures collected;
   collected.at_dots.resize(layers);
   collected.everywhere.resize(layers);
@@ -184,8 +211,10 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
     for (int l = 0; l < layers; ++l) {
       ASSIGN_OR_RETURN(
           layers::HookPoint* const hidden_hook,
-          layers::RequireHook(model,
-                              absl::StrCat("blocks.", l, ".ffn.hook_hidden")));
+          layers::RequireHook(
+              model, absl::StrCat("blocks.", l,
+                                  l == sae_block ? ".ffn.sae.hook_codes"
+                                                 : ".ffn.hook_hidden")));
       ASSIGN_OR_RETURN(layers::HookPoint* const input_hook,
                        layers::RequireHook(
                            model, absl::StrCat("blocks.", l, ".ffn.hook_in")));

@@ -3,7 +3,10 @@
 // board reconstruction in the paper's and the evaluation code's variants, on
 // the masked-blank and masked-blank-and-initial BSP sets; l0 of the hidden
 // code; for mixtures, the correlation of the router score with each expert's
-// true l0 (Fig. 9). Optionally whether the model tracks the board at all
+// true l0 (Fig. 9). With an SAE spliced onto one block's FFN output
+// (replacement.on_output), that block's SAE latents instead of its units: the
+// SAE baseline of MoE-X Figs. 3 and 5. Optionally whether the model tracks the
+// board at all
 // (board_tracking.h): legal-move rate and loss against the uniform-legal-move
 // floor, one row per game policy.
 #ifndef SPARSE_LAYERS_ANALYSIS_BSP_BSP_EVALUATION_H_
@@ -34,7 +37,12 @@ struct BspFeatures {
   std::vector<ChessBoard> boards;
 };
 
-// Runs each game's first `characters` characters through `model` once.
+// The block whose FFN output an SAE of `model` reconstructs
+// (replacement.on_output at an FFN site), or -1 when it has none.
+int OutputSaeBlock(const layers::GptImpl& model);
+
+// Runs each game's first `characters` characters through `model` once. At
+// OutputSaeBlock(model) the collected code is the SAE's latents.
 absl::StatusOr<BspFeatures> CollectBspFeatures(
     layers::GptImpl& model,
     const std::vector<datasets::chess::ChessGame>& games, int characters);
@@ -51,7 +59,9 @@ struct BspEvaluationOptions {
 };
 
 struct BspTables {
-  std::string coverage;        // One row per (block, BSP set).
+  // One row per (block, BSP set); with an output SAE, of its block only (the
+  // `ffn` column then names the SAE, `features` its latents).
+  std::string coverage;
   std::string board_tracking;  // One row per game policy; empty unless asked.
 };
 

@@ -14,6 +14,7 @@
 #include "analysis/bsp/feature_classifiers.h"
 #include "datasets/chess/chess_games.h"
 #include "gtest/gtest.h"
+#include "layers/replacement/sparse_replacement.h"
 #include "models/gpt.h"
 #include "models/tiny_gpt.h"
 
@@ -87,12 +88,22 @@ ChessGame RandomGame(int plies, unsigned seed) {
   return game;
 }
 
-std::shared_ptr<layers::GptImpl> ChessModel(const std::string& ffn) {
+// `sae_block` >= 0: with a TopK SAE of 24 latents (k = 3) on that block's FFN
+// output, as //pipelines/train:fit splices one in.
+std::shared_ptr<layers::GptImpl> ChessModel(const std::string& ffn,
+                                            int sae_block = -1) {
   torch::manual_seed(0);
   layers::GptOptions options = layers::testing::TinyGptOptions(
       static_cast<int64_t>(datasets::chess::kVocabulary.size()), 16, 4);
   options.context_length = 256;
   options.ffn = ffn;
+  if (sae_block >= 0) {
+    options.replacement.ffn = "topk_sae";
+    options.replacement.layer = sae_block;
+    options.replacement.d_ffn = 24;
+    options.replacement.top_k = 3;
+    options.replacement.on_output = true;
+  }
   if (ffn != "gelu_mlp") {
     options.n_experts = 4;
     options.top_k = 2;
@@ -217,6 +228,8 @@ TEST(EvaluateBspTest, CoverageRowsMatchTheClassifiersOnCollectedFeatures) {
     EXPECT_EQ(Field(rows, row, "headline_block"), block == 2 ? 1 : 0);
     EXPECT_EQ(Field(rows, row, "seed"), 3);
     EXPECT_TRUE(std::isnan(Field(rows, row, "router_l0_pearson_pairs")));
+    EXPECT_EQ(Field(rows, row, "routed_features"),
+              Field(rows, row, "features"));
   }
 }
 
@@ -238,6 +251,9 @@ TEST(EvaluateBspTest, MixtureRouterColumnsAndBoardTracking) {
     EXPECT_EQ(Field(rows, row, "training_percent"), 75);
     const double r = Field(rows, row, "router_l0_pearson_pairs");
     EXPECT_TRUE(r >= -1 && r <= 1) << r;
+    // 4 experts of 8 units, 2 routed (MoE-X Fig. 5's active width).
+    EXPECT_EQ(Field(rows, row, "features"), 32);
+    EXPECT_EQ(Field(rows, row, "routed_features"), 16);
     const double agreement = Field(rows, row, "sparsest_k_agreement");
     EXPECT_TRUE(agreement >= 0 && agreement <= 1) << agreement;
   }
@@ -246,6 +262,69 @@ TEST(EvaluateBspTest, MixtureRouterColumnsAndBoardTracking) {
   EXPECT_EQ(tracking[0][0], "model");
   EXPECT_EQ(Field(tracking, 1, "games"), 1);
   EXPECT_EQ(Field(tracking, 1, "training_percent"), 75);
+}
+
+// With an SAE on block 1's FFN output (MoE-X Figs. 3 and 5's baseline), that
+// block's features are the SAE's TopK codes of the FFN output at each dot, and
+// the table has that block's rows only, naming the SAE and its width.
+TEST(EvaluateBspTest, OutputSaeLatentsStandForTheirBlocksUnits) {
+  auto model = ChessModel("gelu_mlp", /*sae_block=*/1);
+  ASSERT_EQ(OutputSaeBlock(*model), 1);
+  EXPECT_EQ(OutputSaeBlock(*ChessModel("gelu_mlp")), -1);
+  auto sae = std::dynamic_pointer_cast<layers::SparseReplacementImpl>(
+      model->ReplacementLayer());
+  ASSERT_TRUE(sae);
+  const std::vector<ChessGame> train = Games(3, 13), test = Games(2, 37);
+  auto features = CollectBspFeatures(*model, train, 256);
+  ASSERT_TRUE(features.ok()) << features.status();
+
+  // The FFN's output at every character, from its input, independently.
+  const std::string text = train[0].text().substr(0, 256);
+  std::vector<torch::Tensor> ffn_in;
+  model->FindHook("blocks.1.ffn.hook_in")->Add(layers::CaptureHook(&ffn_in));
+  auto ids = datasets::chess::EncodeGame(text);
+  ASSERT_TRUE(ids.ok());
+  torch::NoGradGuard no_grad;
+  model->forward(torch::tensor(std::vector<int64_t>(ids->begin(), ids->end()))
+                     .unsqueeze(0));
+  model->ClearHooks();
+  const torch::Tensor x = ffn_in[0].reshape({-1, ffn_in[0].size(-1)});
+  const torch::Tensor ffn_out =
+      model->blocks[1]->ffn->Forward(x, layers::HookPoint());
+  const torch::Tensor codes = Densify(sae->Encode(ffn_out, 3), sae->units());
+  ASSERT_EQ(features->everywhere[1][0].sizes(), codes.sizes());
+  EXPECT_TRUE(torch::allclose(features->everywhere[1][0], codes, 1e-5, 1e-6));
+  EXPECT_EQ((features->everywhere[1][0] != 0).sum(1).max().item<int64_t>(), 3);
+  // The other blocks keep the model's own units.
+  EXPECT_EQ(features->everywhere[0][0].sizes(),
+            features->everywhere[3][0].sizes());
+  EXPECT_NE(features->everywhere[0][0].size(1), sae->units());
+
+  BspEvaluationOptions options;
+  options.model_name = "sae";
+  auto tables = EvaluateBsp(*model, 5, train, test, options);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  const auto rows = Rows(tables->coverage);
+  ASSERT_EQ(rows.size(), 1u + 2);  // Header, block 1 x 2 BSP sets.
+  for (size_t row = 1; row < rows.size(); ++row) {
+    EXPECT_EQ(rows[row][1], "topk_sae");
+    EXPECT_EQ(Field(rows, row, "layer"), 1);
+    EXPECT_EQ(Field(rows, row, "features"), 24);
+    EXPECT_EQ(Field(rows, row, "routed_features"), 24);
+    EXPECT_LE(Field(rows, row, "l0_per_token"), 3);
+    EXPECT_EQ(Field(rows, row, "headline_block"), 0);
+  }
+  const torch::Tensor maxima =
+      FeatureMaxima(torch::cat(features->everywhere[1]));
+  std::vector<torch::Tensor> properties;
+  for (const ChessBoard& board : features->boards) {
+    properties.push_back(PieceOnSquareProperties(board, false));
+  }
+  EXPECT_NEAR(Field(rows, 1, "coverage_code"),
+              Coverage(torch::cat(features->at_dots[1]), maxima,
+                       torch::stack(properties), DefaultThresholds())
+                  .coverage_code,
+              1e-6);
 }
 
 }  // namespace

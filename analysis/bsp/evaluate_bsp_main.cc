@@ -2,11 +2,15 @@
 // classifiers (analysis/bsp/bsp_evaluation.h; MoE-X arXiv:2503.07639 Sec. 3.1,
 // App. B), and with --board_tracking_out whether it tracks the board at all.
 // Without --checkpoint the model is the randomly initialised control of
-// --config. Every row carries the model's runtime.seed (`seed`, the claims
+// --config. A positional argument is an SAE fitted on one block's FFN output
+// of --checkpoint (//pipelines/train:fit, on_output): that block's SAE latents
+// are evaluated instead of the model's units (MoE-X Figs. 3 and 5's SAE
+// baseline). Every row carries the model's runtime.seed (`seed`, the claims
 // engine's seed column).
 //
 //   evaluate_bsp --checkpoint=gelu_s1.pt --name=gelu --bsp_train=T.jsonl
 //       --bsp_test=E.jsonl --out=bsp.csv --board_tracking_out=tracking.csv
+//   evaluate_bsp --checkpoint=alpha4_s1.pt --name=sae_alpha4 ... sae_s1.pt
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,12 +52,24 @@ namespace {
 
 using datasets::chess::ChessGame;
 
-// The trained model of --checkpoint, or a random initialisation of --config's
-// model from its runtime.seed (the controls).
-absl::StatusOr<layers::LoadedModel> TrainedOrControl() {
+// The trained model of --checkpoint, with the SAE of `fit_path` spliced in
+// when given, or a random initialisation of --config's model from its
+// runtime.seed (the controls).
+absl::StatusOr<layers::LoadedModel> TrainedOrControl(
+    const std::string& fit_path) {
   if (const std::string checkpoint = absl::GetFlag(FLAGS_checkpoint);
       !checkpoint.empty()) {
-    return layers::LoadModel(checkpoint);
+    ASSIGN_OR_RETURN(layers::LoadedModel base, layers::LoadModel(checkpoint));
+    if (fit_path.empty()) return base;
+    ASSIGN_OR_RETURN(layers::LoadedReplacement fit,
+                     layers::LoadReplacement(fit_path));
+    RETURN_IF_ERROR(layers::CheckFittedOn(fit, base, checkpoint));
+    if (OutputSaeBlock(*fit.loaded.model) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          fit_path, " is not an SAE on an FFN output (replacement.on_output)"));
+    }
+    fit.loaded.model->eval();
+    return fit.loaded;
   }
   layers::LoadedModel control;
   ASSIGN_OR_RETURN(control.config,
@@ -68,7 +84,8 @@ absl::StatusOr<std::vector<ChessGame>> ReadGames(const std::string& path) {
   return datasets::chess::ParseGamesJsonl(jsonl);
 }
 
-absl::Status Run() {
+absl::Status Run(const std::vector<std::string>& fits) {
+  RETURN_IF_ERROR(FilesExist("fit", fits));
   RETURN_IF_ERROR(FirstError(
       {FlagFilesExist(FLAGS_checkpoint), FlagFilesExist(FLAGS_config),
        RequiredFile(FLAGS_bsp_train), RequiredFile(FLAGS_bsp_test),
@@ -81,6 +98,14 @@ absl::Status Run() {
         "randomly initialised control)");
   }
   const bool trained = !absl::GetFlag(FLAGS_checkpoint).empty();
+  if (fits.size() > 1 || (!fits.empty() && !trained)) {
+    return absl::InvalidArgumentError(
+        "give at most one fit, an SAE on --checkpoint's FFN output");
+  }
+  if (!fits.empty() && !absl::GetFlag(FLAGS_board_tracking_out).empty()) {
+    return absl::InvalidArgumentError(
+        "--board_tracking_out reads the model itself: run it without the fit");
+  }
   const int percent = absl::GetFlag(FLAGS_training_percent);
   if (percent < -1 || percent > 100 ||
       (percent >= 0 && !trained && percent != 0)) {
@@ -91,7 +116,8 @@ absl::Status Run() {
   }
   // Evaluation is as heavy as training: share the cores through the slots.
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
-  ASSIGN_OR_RETURN(const layers::LoadedModel model, TrainedOrControl());
+  ASSIGN_OR_RETURN(const layers::LoadedModel model,
+                   TrainedOrControl(fits.empty() ? "" : fits[0]));
   ASSIGN_OR_RETURN(const std::vector<ChessGame> bsp_train,
                    ReadGames(absl::GetFlag(FLAGS_bsp_train)));
   ASSIGN_OR_RETURN(const std::vector<ChessGame> bsp_test,
@@ -118,8 +144,11 @@ absl::Status Run() {
 }  // namespace sparse_layers::analysis
 
 int main(int argc, char** argv) {
-  sparse_layers::InitMain(
-      argc, argv, "BSP coverage and reconstruction of one chess model.");
+  const std::vector<std::string> fits = sparse_layers::InitMain(
+      argc, argv,
+      "BSP coverage and reconstruction of one chess model (or of an SAE on "
+      "its FFN output, given as the positional argument).");
   (void)sparse_layers::backend::SetTorchThreads(2);
-  return sparse_layers::RunMain(sparse_layers::analysis::Run);
+  return sparse_layers::RunMain(
+      [&] { return sparse_layers::analysis::Run(fits); });
 }

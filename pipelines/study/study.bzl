@@ -244,7 +244,7 @@ def control(arm, scales = SCALES, wildcard = True):
 def table(source, arms = None, snapshots = False, also = []):
     """A report table from an evaluation, "<evaluation>/<table>", at the active scale's seeds: of `arms` only (default
     the evaluation's arms, then its controls), their snapshots' rows before the finished runs' with `snapshots`,
-    then the labels `also`."""
+    then `also`: labels, or another evaluation's table of the study as "<evaluation>/<table>" (its rows after)."""
     return struct(source = source, arms = arms, snapshots = snapshots, also = also)
 
 def runs_table(fields, config_fields = [], name = "runs", arms = None, name_from_path = False):
@@ -463,7 +463,7 @@ def _arm_table(study_name, ref, spec, arms):
             for c, spec_c in controls.items()
             if scale in spec_c.scales
         ]
-    return by_scale(files) + ref.also
+    return by_scale(files)
 
 def _study_table(study_name, evaluation_name, table, evaluations):
     """select() of an evaluation's table at every seed of the active scale (its seed-column copies when it has
@@ -953,6 +953,15 @@ def study(
 
 def _resolve_table(context, ref):
     """The files of a table() of the study (context: its name, arms, bases, fits and evaluations)."""
+    also = []
+    for item in ref.also:
+        if item.startswith(":") or item.startswith("//"):
+            also = also + [item]
+        else:
+            also = also + _evaluation_files(context, table(item))
+    return _evaluation_files(context, ref) + also
+
+def _evaluation_files(context, ref):
     name = context.name
     evaluations = context.evaluations
     evaluation_name, _, part = ref.source.partition("/")
@@ -960,11 +969,11 @@ def _resolve_table(context, ref):
         fail("table %s: %s is not an evaluation of %s" % (ref.source, evaluation_name, name))
     spec = evaluations[evaluation_name]
     if spec.kind == "pooled":
-        return _base_table(name, ref.source, _base_names(context.bases, spec.bases), evaluations) + ref.also
+        return _base_table(name, ref.source, _base_names(context.bases, spec.bases), evaluations)
     if _fits_of(spec):
-        return _base_table(name, ref.source, _evaluation_bases(spec, context.bases, context.fits), evaluations) + ref.also
+        return _base_table(name, ref.source, _evaluation_bases(spec, context.bases, context.fits), evaluations)
     if part not in spec.tables:
         fail("table %s: %s writes no table %s" % (ref.source, evaluation_name, part))
     if _is_per_arm(spec):
         return _arm_table(name, ref, spec, context.arms)
-    return _study_table(name, evaluation_name, part, evaluations) + ref.also
+    return _study_table(name, evaluation_name, part, evaluations)
