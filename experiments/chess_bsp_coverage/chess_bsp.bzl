@@ -51,9 +51,10 @@ SNAPSHOT_PERCENTS = [50, 75]
 def _scales(in_cpu):
     return SCALES if in_cpu else [s for s in SCALES if s != "cpu"]
 
-def chess_arm(name, init_from = None, snapshots = False, judged = True, in_cpu = None, config = None):
+def chess_arm(name, init_from = None, snapshots = False, judged = True, in_cpu = None, config = None, claim_group = None):
     """models/<name>.textproto (of the calling package) trained on the games; `snapshots`: also kept at
-    SNAPSHOT_PERCENTS of its steps; `in_cpu`: whether cpu trains it (None: name in CPU_MODELS); `config`: arm()'s."""
+    SNAPSHOT_PERCENTS of its steps; `in_cpu`: whether cpu trains it (None: name in CPU_MODELS); `config` and
+    `claim_group`: arm()'s."""
     in_cpu = name in CPU_MODELS if in_cpu == None else in_cpu
     return arm(
         overlays = ["models/%s.textproto" % name],
@@ -61,6 +62,7 @@ def chess_arm(name, init_from = None, snapshots = False, judged = True, in_cpu =
         wildcard = in_cpu,
         scales = _scales(in_cpu),
         judged = judged,
+        claim_group = claim_group,
         init_from = init_from,
         tokenizer = "//datasets/chess:vocabulary.chars",
         snapshot_percents = SNAPSHOT_PERCENTS if snapshots else [],

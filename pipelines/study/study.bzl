@@ -110,6 +110,7 @@ def arm(
         wildcard = True,
         scales = SCALES,
         judged = True,
+        claim_group = None,
         init_from = None,
         pretrained = None,
         **lm_kwargs):
@@ -125,6 +126,8 @@ def arm(
       scales: the scales that train the arm (their runs table and results include it); its claims read NOT TESTABLE
         at the others through the report's arms_not_run.
       judged: False for an arm no claim names (an upcycling parent): never listed as not run.
+      claim_group: the value of another column by which claims name this arm's rows with others' (its ffn, "moe_x",
+        for a claim over the routed widths of moe_x_k1, _k2, _k4): listed as not run at a scale training no arm of it.
       init_from: another arm of the study; the run upcycles from it at the same seed.
       pretrained: a pretrained model's label (//pipelines/pretrained:model) that stands for the arm at every seed:
         nothing is trained, <arm>_s<seed>_config is its config with the seed (the fits' initialisation and row
@@ -143,6 +146,7 @@ def arm(
         wildcard = wildcard,
         scales = scales,
         judged = judged,
+        claim_group = claim_group,
         init_from = init_from,
         pretrained = pretrained,
         lm_kwargs = lm_kwargs,
@@ -857,10 +861,15 @@ def _arms_not_run(study_name, arms, evaluations):
     for spec in evaluations.values():
         if _is_per_arm(spec):
             everything.update(spec.controls)
-    return by_scale({
-        scale: [n for n, spec in everything.items() if spec.judged and scale not in spec.scales]
-        for scale in SEED_PLAN[study_name]
-    })
+    not_run = {}
+    for scale in SEED_PLAN[study_name]:
+        names = [n for n, spec in everything.items() if spec.judged and scale not in spec.scales]
+        group_names = {}
+        for spec in arms.values():
+            if spec.claim_group:
+                group_names[spec.claim_group] = group_names.get(spec.claim_group, False) or scale in spec.scales
+        not_run[scale] = names + sorted([g for g, run in group_names.items() if not run])
+    return by_scale(not_run)
 
 def study(
         name,
