@@ -41,6 +41,8 @@ ABSL_FLAG(double, top_p, 0.1, "Nucleus mass (paper: 0.1)");
 ABSL_FLAG(double, frequency_penalty, 1.0, "Frequency penalty (paper: 1.0)");
 ABSL_FLAG(uint64_t, seed, 42,
           "Seed of each unit's samples (the CSV's seed column)");
+ABSL_FLAG(bool, dense_baseline, true,
+          "Also steer the base model's own FFN neurons (rows mlp_neurons)");
 ABSL_FLAG(std::string, out, "", "CSV path");
 ABSL_FLAG(std::string, examples, "", "Text file with example generations");
 
@@ -92,6 +94,7 @@ absl::Status Run(const std::vector<std::string>& fit_paths) {
   options.top_p = absl::GetFlag(FLAGS_top_p);
   options.frequency_penalty = absl::GetFlag(FLAGS_frequency_penalty);
   options.seed = absl::GetFlag(FLAGS_seed);
+  options.dense_baseline = absl::GetFlag(FLAGS_dense_baseline);
   ASSIGN_OR_RETURN(const SteeringTables tables,
                    Steer(base_path, base, *tokenizer, *tokens, fits, options));
 

@@ -271,10 +271,12 @@ absl::StatusOr<SteeringTables> Steer(
     return absl::InvalidArgumentError(
         absl::StrCat(base_path, ": the base model has no block ", block));
   }
-  RETURN_IF_ERROR(
-      SteerLayer({run.base, neurons, absl::StrCat(options.base_name, "_mlp"),
-                  "mlp_neurons"},
-                 run));
+  if (options.dense_baseline) {
+    RETURN_IF_ERROR(
+        SteerLayer({run.base, neurons, absl::StrCat(options.base_name, "_mlp"),
+                    "mlp_neurons"},
+                   run));
+  }
   for (const layers::LoadedReplacement& fit : fits) {
     const config::FfnReplacement& spec = fit.spec;
     layers::GptImpl& model = *fit.loaded.model;

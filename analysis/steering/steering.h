@@ -50,6 +50,10 @@ struct SteeringOptions {
   double top_p = 0.1;              // Nucleus mass (paper: 0.1).
   double frequency_penalty = 1.0;  // Paper: 1.0.
   uint64_t seed = 42;              // Sample s of a unit draws from seed + s.
+  // Also steer the base model's own FFN neurons (the dense baseline, MxD
+  // arXiv:2505.21364 Fig. 5); off where another run of the same base already
+  // has them (the atlas's steering beside //experiments/steering's).
+  bool dense_baseline = true;
 };
 
 // The steering CSV (one row per layer and steered unit, with its header) and
@@ -58,9 +62,10 @@ struct SteeringTables {
   std::string csv, examples;
 };
 
-// Steers the base model's FFN neurons at the first fit's block, then every
-// fit in order (layers::LoadReplacements), on reference and held-out windows
-// of `tokens`. `base_path` and each fit's path name them in errors.
+// Steers the base model's FFN neurons at the first fit's block (with
+// dense_baseline), then every fit in order (layers::LoadReplacements), on
+// reference and held-out windows of `tokens`. `base_path` and each fit's path
+// name them in errors.
 absl::StatusOr<SteeringTables> Steer(
     const std::string& base_path, const layers::LoadedModel& base,
     const datasets::Tokenizer& tokenizer, const datasets::TokenShardSet& tokens,

@@ -109,6 +109,25 @@ class SteerTest : public ::testing::Test {
   SteeringOptions options_;
 };
 
+// Without the dense baseline only the fits' units are steered, and each
+// fit's rows are those of the run with the baseline (its draws do not depend
+// on the baseline's).
+TEST_F(SteerTest, WithoutTheDenseBaselineOnlyTheFitsRowsRemain) {
+  const auto with_baseline = Run();
+  ASSERT_TRUE(with_baseline.ok()) << with_baseline.status();
+  options_.dense_baseline = false;
+  const auto without = Run();
+  ASSERT_TRUE(without.ok()) << without.status();
+  const auto all_rows = Rows(with_baseline->csv);
+  const auto fit_rows = Rows(without->csv);
+  ASSERT_EQ(all_rows.size(), 6u);
+  ASSERT_EQ(fit_rows.size(), 3u);
+  for (size_t i = 0; i < fit_rows.size(); ++i) {
+    EXPECT_EQ(fit_rows[i].at("layer_kind"), "transcoder");
+    EXPECT_EQ(fit_rows[i], all_rows[3 + i]) << "unit " << i;
+  }
+}
+
 // alpha 0 steers nothing: the steered samples are the unsteered ones (same
 // seeds, same model), so every difference in the table is exactly 0.
 TEST_F(SteerTest, ZeroAlphaLeavesEveryGenerationAsItWas) {

@@ -275,6 +275,30 @@ def feature_layers():
         "//experiments/mxd_frontier:{base}_sae_k%d_s{seed}" % FEATURE_K,
     ]
 
+# The steering tool's settings per scale (MxD arXiv:2505.21364 Fig. 5 at our scale): //experiments/steering's, and
+# the atlas's steering of its own SAEs on the same terms.
+STEERING_ARGS = by_scale({
+    "smoke": [
+        "--units=3",
+        "--samples=2",
+        "--new_tokens=8",
+        "--reference_batches=2",
+        "--calibration_units=2",
+        "--sweep_batches=1",
+        "--alpha_grid=1,4",
+    ],
+    "cpu": [
+        "--units=32",
+        "--samples=4",
+        "--new_tokens=32",
+    ],
+    "paper": [
+        "--units=100",
+        "--samples=10",
+        "--new_tokens=32",
+    ],
+})
+
 def feature_analysis(tool, fits, outs, **kwargs):
     """`tool` (sparse_probe or steer) over the base model and each seed's `fits` with --seed=<seed> (its random
     control and splits, or samples); kwargs as fits_evaluation's."""

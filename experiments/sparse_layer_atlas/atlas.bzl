@@ -4,10 +4,12 @@ and the TopK SAE at FEATURE_K are //experiments/mxd_frontier's nodes (shared, no
 the TopK SAE at the rest of the grid and the SAE variants researchers compare today: BatchTopK (Bussmann et
 al., arXiv:2412.06410), ReLU + L1 (Bricken et al. 2023 with the decoder-norm-weighted penalty) and JumpReLU
 (Rajamanoharan et al., arXiv:2407.14435), each an SAE on the FFN output. This file holds the atlas's layers as
-data for the study rule (//pipelines/study): ATLAS_FITS, ATLAS_LAYERS and PROBED_LAYERS."""
+data for the study rule (//pipelines/study): ATLAS_FITS, ATLAS_LAYERS, PROBED_LAYERS, OWN_FEATURE_LAYERS and
+steering_tables()."""
 
+load("//base/scale:scale.bzl", "by_scale")
 load("//base/seeds:seeds.bzl", "SEED_PLAN")
-load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "METHODS", "feature_layers")
+load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "METHODS", "base_models", "feature_layers")
 load("//pipelines/study:study.bzl", "fit", "literal")
 
 # The frontier's cache of each base: the atlas fits the same rows.
@@ -92,7 +94,18 @@ ATLAS_LAYERS = [_frontier_fit("%s_k%d" % (method, k)) for method in METHODS for 
 
 # The layers the atlas probes: the frontier's at FEATURE_K and its TopK SAE, the BatchTopK SAE at FEATURE_K, and
 # each penalised SAE at PROBED_PENALTY.
-PROBED_LAYERS = feature_layers() + [_k_sae_name("batch_topk_sae", FEATURE_K)] + [
+# The atlas's own SAEs among them: steered here (the frontier's are steered by //experiments/steering).
+OWN_FEATURE_LAYERS = [_k_sae_name("batch_topk_sae", FEATURE_K)] + [
     "%s_%s" % (ffn, label)
     for ffn, label in PROBED_PENALTY.items()
 ]
+
+PROBED_LAYERS = feature_layers() + OWN_FEATURE_LAYERS
+
+def steering_tables():
+    """select() of //experiments/steering's table files (the frontier's layers and the base neurons), per base and
+    seed of the active scale: the atlas's steering table adds its own SAEs' rows to them."""
+    return by_scale({
+        scale: ["//experiments/steering:%s_steering_s%d.csv" % (base.name, seed) for seed in seeds for base in base_models()]
+        for scale, seeds in SEED_PLAN["steering"].items()
+    })

@@ -248,7 +248,8 @@ def control(arm, scales = SCALES, wildcard = True):
 def table(source, arms = None, snapshots = False, also = []):
     """A report table from an evaluation, "<evaluation>/<table>", at the active scale's seeds: of `arms` only (default
     the evaluation's arms, then its controls), their snapshots' rows before the finished runs' with `snapshots`,
-    then `also`: labels, or another evaluation's table of the study as "<evaluation>/<table>" (its rows after)."""
+    then `also`: labels (or a select() of them), or another evaluation's table of the study as "<evaluation>/<table>"
+    (its rows after)."""
     return struct(source = source, arms = arms, snapshots = snapshots, also = also)
 
 def runs_table(fields, config_fields = [], name = "runs", arms = None, name_from_path = False):
@@ -962,6 +963,8 @@ def study(
 
 def _resolve_table(context, ref):
     """The files of a table() of the study (context: its name, arms, bases, fits and evaluations)."""
+    if type(ref.also) != "list":
+        return _evaluation_files(context, ref) + ref.also  # A select() of labels.
     also = []
     for item in ref.also:
         if item.startswith(":") or item.startswith("//"):
