@@ -36,11 +36,16 @@ K_SAES = {
 # L0 range is 2 to 32 at cpu, 2 to 27 at smoke). RELU_L1 adds lambda mean_b sum_n a_bn |d_n| to the normalised
 # MSE: cpu L0 2.0 at 0.03, 3.9 at 0.01, 17 at 0.003, 192 at 0.001 (1.5 at 0.1); smoke 1.1 at 1e-3, 21 at 1e-4,
 # 27-28 at 1e-5 and below. JUMP_RELU adds lambda mean_b L0_b, which reaches the codes only through the
-# threshold (arXiv:2407.14435 Eq. 12); the threshold starts at 0.001 and Adam moves its log by about the
-# learning rate per step, so at 600 steps it cannot rise to the codes' scale: the pilot's L0 was 1839 of 4,096
-# units at both lambda = 1 and 0.001. Two lambdas three decades apart show that; a threshold initialised from
-# the activation scale needs a trainer change. Paper scale: the cpu values, untested there. A fit whose L0
-# falls outside the TopK SAEs' range is listed, not compared (analysis/replacement:frontier_gap).
+# threshold (arXiv:2407.14435 Eq. 12); Adam moves log theta by about the learning rate per step, so in 600 steps
+# the threshold stays near its start and sets L0, not lambda: from the paper's 0.001, L0 was 1839 of 4,096 units
+# at both lambda = 1 and 0.001. The JumpReLU fits therefore start from thresholds chosen by a second pilot
+# (2026-11-29, seed 1 of the cpu GELU base, lambda 0.01, L0 from the summaries): initial threshold 0.03 -> L0
+# 1757 (1757 at lambda 1 too), 0.1 -> 1520 (1519 at lambda 1), 0.3 -> 655, 1 -> 77, 3 -> 10.0, 10 -> 1.2. Log-log
+# interpolation puts L0 32, 8, 4 and 2 (the TopK grid's) at about 1.7, 3.4, 5 and 7.5 (JUMP_RELU_THRESHOLDS);
+# each is paired with its own lambda (0.001, 0.1, 0.3, 1; none of the ReLU SAE's), so the tables' sparsity_penalty
+# column names the setting.
+# Paper scale and the SwiGLU base: the same values, untested there. A fit whose L0 falls outside the TopK SAEs'
+# range is listed, not compared (analysis/replacement:frontier_gap).
 PENALISED_SAES = {
     "relu_sae": {
         "l1a": {"smoke": "0.0005", "cpu": "0.03", "paper": "0.03"},
@@ -49,16 +54,31 @@ PENALISED_SAES = {
         "l1d": {"smoke": "0.0001", "cpu": "0.003", "paper": "0.003"},
     },
     "jump_relu_sae": {
-        "l0a": {"smoke": "1", "cpu": "1", "paper": "1"},
-        "l0b": {"smoke": "0.001", "cpu": "0.001", "paper": "0.001"},
+        "t1": {"smoke": "0.001", "cpu": "0.001", "paper": "0.001"},
+        "t2": {"smoke": "0.1", "cpu": "0.1", "paper": "0.1"},
+        "t3": {"smoke": "0.3", "cpu": "0.3", "paper": "0.3"},
+        "t4": {"smoke": "1", "cpu": "1", "paper": "1"},
     },
 }
 
-# The penalised SAE of each rule that the probing run reads beside the K = FEATURE_K layers: the lambda whose
-# expected L0 is nearest FEATURE_K at cpu (fixed with the lambdas, before the run); JumpReLU's two are alike.
+# The JumpReLU fits' initial thresholds (model.replacement.jump_relu_initial_threshold): expected L0 about 32, 8, 4
+# and 2 at cpu (the pilot above), the same at paper scale; at smoke the paper's 0.001, as the 20-step smoke bases'
+# codes are far smaller (at 3.4 no unit of the smoke GELU base's t2 fired on the steering text).
+JUMP_RELU_THRESHOLDS = {
+    label: {"smoke": "0.001", "cpu": value, "paper": value}
+    for label, value in {
+        "t1": "1.7",
+        "t2": "3.4",
+        "t3": "5",
+        "t4": "7.5",
+    }.items()
+}
+
+# The penalised SAE of each rule that the probing run reads beside the K = FEATURE_K layers: the setting whose
+# expected L0 is nearest FEATURE_K at cpu (fixed with the lambdas and thresholds, before the run).
 PROBED_PENALTY = {
     "relu_sae": "l1c",
-    "jump_relu_sae": "l0a",
+    "jump_relu_sae": "t2",
 }
 
 def _k_sae_name(label, k):
@@ -77,7 +97,10 @@ def _atlas_fits():
                 ffn,
                 on_output = True,
                 cache = FRONTIER_CACHE,
-                replacement = {"sparsity_penalty": {scale: literal(value) for scale, value in penalty.items()}},
+                replacement = dict(
+                    {"sparsity_penalty": {scale: literal(value) for scale, value in penalty.items()}},
+                    **({"jump_relu_initial_threshold": {scale: literal(value) for scale, value in JUMP_RELU_THRESHOLDS[label].items()}} if ffn == "jump_relu_sae" else {})
+                ),
             )
     return fits
 
