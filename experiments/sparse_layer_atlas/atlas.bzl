@@ -41,7 +41,8 @@ K_SAES = {
 # at both lambda = 1 and 0.001. The JumpReLU fits therefore start from thresholds chosen by a second pilot
 # (2026-11-29, seed 1 of the cpu GELU base, lambda 0.01, L0 from the summaries): initial threshold 0.03 -> L0
 # 1757 (1757 at lambda 1 too), 0.1 -> 1520 (1519 at lambda 1), 0.3 -> 655, 1 -> 77, 3 -> 10.0, 10 -> 1.2. Log-log
-# interpolation puts L0 32, 8, 4 and 2 (the TopK grid's) at about 1.7, 3.4, 5 and 7.5 (JUMP_RELU_THRESHOLDS);
+# interpolation puts L0 24, 8, 5 and 3 (inside the TopK SAEs' range 2-32, whose ends a seed's fit would leave by
+# chance) at about 1.9, 3.4, 4.5 and 6 (JUMP_RELU_THRESHOLDS);
 # each is paired with its own lambda (0.001, 0.1, 0.3, 1; none of the ReLU SAE's), so the tables' sparsity_penalty
 # column names the setting.
 # Paper scale and the SwiGLU base: the same values, untested there. A fit whose L0 falls outside the TopK SAEs'
@@ -61,16 +62,16 @@ PENALISED_SAES = {
     },
 }
 
-# The JumpReLU fits' initial thresholds (model.replacement.jump_relu_initial_threshold): expected L0 about 32, 8, 4
-# and 2 at cpu (the pilot above), the same at paper scale; at smoke the paper's 0.001, as the 20-step smoke bases'
+# The JumpReLU fits' initial thresholds (model.replacement.jump_relu_initial_threshold): expected L0 about 24, 8, 5
+# and 3 at cpu (the pilot above), the same at paper scale; at smoke the paper's 0.001, as the 20-step smoke bases'
 # codes are far smaller (at 3.4 no unit of the smoke GELU base's t2 fired on the steering text).
 JUMP_RELU_THRESHOLDS = {
     label: {"smoke": "0.001", "cpu": value, "paper": value}
     for label, value in {
-        "t1": "1.7",
+        "t1": "1.9",
         "t2": "3.4",
-        "t3": "5",
-        "t4": "7.5",
+        "t3": "4.5",
+        "t4": "6",
     }.items()
 }
 
@@ -124,6 +125,9 @@ OWN_FEATURE_LAYERS = [_k_sae_name("batch_topk_sae", FEATURE_K)] + [
 ]
 
 PROBED_LAYERS = feature_layers() + OWN_FEATURE_LAYERS
+
+# The atlas's steering table joins //experiments/steering's files seed by seed: both read the same seeds.
+(SEED_PLAN["steering"] == SEED_PLAN["sparse_layer_atlas"]) or fail("steering_tables() needs the atlas's seeds to be steering's")
 
 def steering_tables():
     """select() of //experiments/steering's table files (the frontier's layers and the base neurons), per base and
