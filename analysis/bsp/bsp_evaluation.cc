@@ -14,6 +14,7 @@
 #include "analysis/bsp/feature_classifiers.h"
 #include "base/common/status_macros.h"
 #include "layers/ffn/mixture_of_experts.h"
+#include "layers/ffn/sgatlin.h"
 #include "models/hook_lookup.h"
 
 namespace sparse_layers::analysis {
@@ -38,6 +39,24 @@ double Pearson(const torch::Tensor& a, const torch::Tensor& b) {
                          : std::nan("");
 }
 
+// A product-key layer's hidden code is its C*k selected neurons per token;
+// scattered into its whole pool (summed where several heads pick one neuron)
+// it is PEER's feature vector g_{h,i} sigma(u_i . x) in R^N (MoE-X Table 1's
+// PEER row; He 2024). sgatlin's channels own separate pools of d_ffn neurons.
+torch::Tensor ScatteredProductKeyCode(const layers::ProductKeyFfnImpl& ffn,
+                                      const torch::Tensor& hidden,
+                                      const torch::Tensor& indices) {
+  const auto& options = ffn.options();
+  const int64_t tokens = hidden.size(0), c = options.channels;
+  torch::Tensor rows = indices.reshape({tokens, c, -1});
+  if (!options.peer) {
+    rows =
+        rows + torch::arange(c, rows.options()).view({1, c, 1}) * options.d_ffn;
+  }
+  return torch::zeros({tokens, ffn.experts_in.size(0)}, hidden.options())
+      .scatter_add_(1, rows.reshape({tokens, -1}), hidden);
+}
+
 // Router score against each expert's true l0 (MoE-X Fig. 9): over (token,
 // expert) pairs, over experts' means, and how often the top-k scores pick the
 // k sparsest experts. NaN for a model whose block is not a mixture.
@@ -47,21 +66,17 @@ struct RouterAgreement {
   double sparsest_k_agreement = std::nan("");
 };
 
-RouterAgreement MeasureRouterAgreement(
-    layers::FeedForwardImpl& ffn, const std::vector<torch::Tensor>& inputs) {
+RouterAgreement MeasureRouterAgreement(const std::vector<torch::Tensor>& scores,
+                                       const std::vector<torch::Tensor>& l0,
+                                       int64_t k) {
   RouterAgreement agreement;
-  auto* mixture = dynamic_cast<layers::MixtureOfExpertsImpl*>(&ffn);
-  if (mixture == nullptr) return agreement;
-  torch::NoGradGuard no_grad;
-  const torch::Tensor x = torch::cat(inputs);
-  const torch::Tensor true_l0 =
-      (mixture->AllPreActivations(x) > 0).sum(-1).to(torch::kFloat);
-  const torch::Tensor scores = mixture->Route(x).scores;  // (N, M)
-  agreement.pairs_r = Pearson(scores.flatten(), true_l0.flatten());
-  agreement.experts_r = Pearson(scores.mean(0), true_l0.mean(0));
-  const int64_t k = mixture->options().top_k;
+  if (scores.empty()) return agreement;
+  const torch::Tensor router = torch::cat(scores);  // (N, M)
+  const torch::Tensor true_l0 = torch::cat(l0);     // (N, M)
+  agreement.pairs_r = Pearson(router.flatten(), true_l0.flatten());
+  agreement.experts_r = Pearson(router.mean(0), true_l0.mean(0));
   const torch::Tensor chosen =
-      std::get<0>(std::get<1>(scores.topk(k, -1)).sort(-1));
+      std::get<0>(std::get<1>(router.topk(k, -1)).sort(-1));
   const torch::Tensor sparsest =
       std::get<0>(std::get<1>((-true_l0).topk(k, -1)).sort(-1));
   agreement.sparsest_k_agreement =
@@ -95,23 +110,28 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
         sae_block >= 0 ? model.options().replacement.ffn : model.options().ffn;
     const torch::Tensor train_features = torch::cat(train.at_dots[l]);
     const torch::Tensor test_features = torch::cat(test.at_dots[l]);
-    const torch::Tensor all_positions = torch::cat(train.everywhere[l]);
-    const torch::Tensor maxima = FeatureMaxima(all_positions);
-    const double l0 =
-        (all_positions != 0).sum(1).to(torch::kDouble).mean().item<double>();
+    const torch::Tensor& maxima = train.maxima[l];
+    const double l0 = train.active_units[l] / train.positions;
     // Units a token's router can reach: the k routed experts' of a mixture,
-    // every unit otherwise (MoE-X Fig. 5 matches mixtures to dense models by
-    // this active width).
+    // a product-key layer's C heads x k neurons, every unit otherwise (MoE-X
+    // Fig. 5 matches mixtures to dense models by this active width).
     auto* mixture =
         dynamic_cast<layers::MixtureOfExpertsImpl*>(model.blocks[l]->ffn.get());
-    const int64_t routed = sae_block < 0 && mixture != nullptr
-                               ? maxima.numel() / mixture->options().n_experts *
-                                     mixture->options().top_k
-                               : maxima.numel();
+    const auto* product_key =
+        dynamic_cast<layers::ProductKeyFfnImpl*>(model.blocks[l]->ffn.get());
+    const bool routed_code = sae_block < 0 && mixture != nullptr;
+    int64_t routed = maxima.numel();
+    if (routed_code) {
+      routed = maxima.numel() / mixture->options().n_experts *
+               mixture->options().top_k;
+    } else if (sae_block < 0 && product_key != nullptr) {
+      routed = product_key->options().channels * product_key->options().top_k;
+    }
     const RouterAgreement router =
-        sae_block >= 0 ? RouterAgreement{}
-                       : MeasureRouterAgreement(*model.blocks[l]->ffn,
-                                                train.ffn_inputs[l]);
+        routed_code
+            ? MeasureRouterAgreement(train.router_scores[l], train.expert_l0[l],
+                                     mixture->options().top_k)
+            : RouterAgreement{};
     for (const bool mask_initial : {false, true}) {
       const auto& [train_properties, test_properties] =
           properties[mask_initial ? 1 : 0];
@@ -137,6 +157,31 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
               router.pairs_r, router.experts_r, router.sparsest_k_agreement,
               static_cast<int>(l) == headline ? 1 : 0, seed,
               options.training_percent));
+    }
+  }
+  return csv;
+}
+
+std::string RouterExpertsTable(const layers::GptImpl& model, uint64_t seed,
+                               const BspFeatures& train,
+                               const BspEvaluationOptions& options) {
+  std::string csv =
+      "model,ffn,layer,expert,mean_active_units,mean_router_score,"
+      "headline_block,seed,training_percent\n";
+  const int headline = HeadlineBlock(static_cast<int>(model.blocks.size()));
+  for (size_t l = 0; l < train.router_scores.size(); ++l) {
+    if (train.router_scores[l].empty()) continue;
+    const torch::Tensor scores =
+        torch::cat(train.router_scores[l]).to(torch::kDouble).mean(0);
+    const torch::Tensor l0 =
+        torch::cat(train.expert_l0[l]).to(torch::kDouble).mean(0);
+    for (int64_t m = 0; m < scores.size(0); ++m) {
+      absl::StrAppend(
+          &csv, absl::StrFormat("%s,%s,%d,%d,%.4f,%.6f,%d,%d,%d\n",
+                                options.model_name, model.options().ffn, l, m,
+                                l0[m].item<double>(), scores[m].item<double>(),
+                                static_cast<int>(l) == headline ? 1 : 0, seed,
+                                options.training_percent));
     }
   }
   return csv;
@@ -198,17 +243,24 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
     int characters) {
   const int layers = static_cast<int>(model.blocks.size());
   const int sae_block = OutputSaeBlock(model);
+  std::vector<int> read;
+  for (int l = 0; l < layers; ++l) {
+    if (sae_block < 0 || l == sae_block) read.push_back(l);
+  }
   BspFeatures collected;
   collected.at_dots.resize(layers);
-  collected.everywhere.resize(layers);
-  collected.ffn_inputs.resize(layers);
+  collected.maxima.resize(layers);
+  collected.active_units.assign(layers, 0.0);
+  collected.router_scores.resize(layers);
+  collected.expert_l0.resize(layers);
   torch::NoGradGuard no_grad;
   for (const ChessGame& game : games) {
     const std::string text = game.text().substr(0, characters);
     ASSIGN_OR_RETURN(const std::vector<int> ids,
                      datasets::chess::EncodeGame(text));
-    std::vector<std::vector<torch::Tensor>> hidden(layers), inputs(layers);
-    for (int l = 0; l < layers; ++l) {
+    std::vector<std::vector<torch::Tensor>> hidden(layers), inputs(layers),
+        indices(layers);
+    for (int l : read) {
       ASSIGN_OR_RETURN(
           layers::HookPoint* const hidden_hook,
           layers::RequireHook(
@@ -220,6 +272,14 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
                            model, absl::StrCat("blocks.", l, ".ffn.hook_in")));
       hidden_hook->Add(layers::CaptureHook(&hidden[l]));
       input_hook->Add(layers::CaptureHook(&inputs[l]));
+      if (l != sae_block && dynamic_cast<layers::ProductKeyFfnImpl*>(
+                                model.blocks[l]->ffn.get()) != nullptr) {
+        ASSIGN_OR_RETURN(
+            layers::HookPoint* const indices_hook,
+            layers::RequireHook(
+                model, absl::StrCat("blocks.", l, ".ffn.hook_router_indices")));
+        indices_hook->Add(layers::CaptureHook(&indices[l]));
+      }
     }
     const torch::Tensor tokens =
         torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()))
@@ -229,14 +289,30 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
     const std::vector<int> dots = EvaluatedDots(text);
     const torch::Tensor dot_index =
         torch::tensor(std::vector<int64_t>(dots.begin(), dots.end()));
-    for (int l = 0; l < layers; ++l) {
-      const torch::Tensor h =
-          hidden[l].at(0).reshape({-1, hidden[l][0].size(-1)});
+    for (int l : read) {
+      torch::Tensor h = hidden[l].at(0).reshape({-1, hidden[l][0].size(-1)});
+      if (!indices[l].empty()) {
+        h = ScatteredProductKeyCode(*dynamic_cast<layers::ProductKeyFfnImpl*>(
+                                        model.blocks[l]->ffn.get()),
+                                    h, indices[l].at(0));
+      }
       collected.at_dots[l].push_back(h.index_select(0, dot_index));
-      collected.everywhere[l].push_back(h);
-      collected.ffn_inputs[l].push_back(
-          inputs[l].at(0).reshape({-1, inputs[l][0].size(-1)}));
+      const torch::Tensor maxima = FeatureMaxima(h);
+      collected.maxima[l] = collected.maxima[l].defined()
+                                ? torch::maximum(collected.maxima[l], maxima)
+                                : maxima;
+      collected.active_units[l] += (h != 0).sum().item<double>();
+      auto* mixture = dynamic_cast<layers::MixtureOfExpertsImpl*>(
+          model.blocks[l]->ffn.get());
+      if (l != sae_block && mixture != nullptr) {
+        const torch::Tensor x =
+            inputs[l].at(0).reshape({-1, inputs[l][0].size(-1)});
+        collected.router_scores[l].push_back(mixture->Route(x).scores);
+        collected.expert_l0[l].push_back(
+            (mixture->AllPreActivations(x) > 0).sum(-1).to(torch::kFloat));
+      }
     }
+    collected.positions += static_cast<int64_t>(text.size());
     for (int dot : dots) {
       ASSIGN_OR_RETURN(
           const ChessBoard board,
@@ -258,6 +334,7 @@ absl::StatusOr<BspTables> EvaluateBsp(layers::GptImpl& model, uint64_t seed,
                    CollectBspFeatures(model, bsp_test, options.characters));
   BspTables tables;
   tables.coverage = CoverageTable(model, seed, train, test, options);
+  tables.router_experts = RouterExpertsTable(model, seed, train, options);
   std::fputs(tables.coverage.c_str(), stderr);
   std::fprintf(stderr, "evaluate_bsp: coverage and reconstruction: %.1f s\n",
                absl::ToDoubleSeconds(absl::Now() - start));

@@ -29,11 +29,20 @@ namespace sparse_layers::analysis {
 // (MoE-X Sec. 3.1; App. A Fig. 11), 0-indexed; block 2 of a 4-block model.
 int HeadlineBlock(int n_layers);
 
-// What one pass over a BSP split collects, per block: the FFN hidden code at
-// the evaluated '.' positions (EvaluatedDots) and at every position, the FFN
-// input at every position; and the board each evaluated '.' sees.
+// What one pass over a BSP split collects, per block read: the FFN hidden
+// code at the evaluated '.' positions (EvaluatedDots), each unit's largest
+// |activation| over every position and the summed count of active units (the
+// whole code is never kept: at paper scale a mixture's 8 blocks x 16,384 units
+// x 256k positions would be about 270 GB), a mixture's router scores and each
+// expert's active units per token (MoE-X Fig. 9); and the board each
+// evaluated '.' sees. With an output SAE only its block is read; the other
+// blocks' entries stay empty.
 struct BspFeatures {
-  std::vector<std::vector<torch::Tensor>> at_dots, everywhere, ffn_inputs;
+  std::vector<std::vector<torch::Tensor>> at_dots;
+  std::vector<torch::Tensor> maxima;  // (units,) float, per block.
+  std::vector<double> active_units;   // Summed over every position.
+  int64_t positions = 0;              // Characters run, all games.
+  std::vector<std::vector<torch::Tensor>> router_scores, expert_l0;  // (n, M)
   std::vector<ChessBoard> boards;
 };
 
@@ -63,6 +72,10 @@ struct BspTables {
   // `ffn` column then names the SAE, `features` its latents).
   std::string coverage;
   std::string board_tracking;  // One row per game policy; empty unless asked.
+  // One row per (block, expert) of a mixture: the expert's mean router score
+  // and mean active units per token on the BSP-train positions (MoE-X Fig. 9's
+  // points); the header alone for a model without a mixture.
+  std::string router_experts;
 };
 
 // `seed` is the model's runtime.seed: every row's `seed` column (the claims

@@ -14,6 +14,8 @@
 #include "analysis/bsp/feature_classifiers.h"
 #include "datasets/chess/chess_games.h"
 #include "gtest/gtest.h"
+#include "layers/ffn/mixture_of_experts.h"
+#include "layers/ffn/sgatlin.h"
 #include "layers/replacement/sparse_replacement.h"
 #include "models/gpt.h"
 #include "models/tiny_gpt.h"
@@ -105,14 +107,31 @@ std::shared_ptr<layers::GptImpl> ChessModel(const std::string& ffn,
     options.replacement.on_output = true;
   }
   if (ffn != "gelu_mlp") {
-    options.n_experts = 4;
+    options.n_experts = 4;  // PEER: heads.
     options.top_k = 2;
-    options.d_ffn = 8;
+    options.d_ffn = ffn == "peer" ? 16 : 8;  // PEER: a pool of 4^2 neurons.
+    options.d_key = 8;
   }
   auto model = layers::GptImpl::Create(options);
   EXPECT_TRUE(model.ok()) << model.status();
   (*model)->eval();
   return *model;
+}
+
+// Block `block`'s FFN input at every character of `text`, (T, d), from an
+// independent forward pass.
+torch::Tensor FfnInputs(layers::GptImpl& model, int block,
+                        const std::string& text) {
+  std::vector<torch::Tensor> ffn_in;
+  model.FindHook(absl::StrCat("blocks.", block, ".ffn.hook_in"))
+      ->Add(layers::CaptureHook(&ffn_in));
+  auto ids = datasets::chess::EncodeGame(text);
+  EXPECT_TRUE(ids.ok());
+  torch::NoGradGuard no_grad;
+  model.forward(torch::tensor(std::vector<int64_t>(ids->begin(), ids->end()))
+                    .unsqueeze(0));
+  model.ClearHooks();
+  return ffn_in.at(0).reshape({-1, ffn_in[0].size(-1)});
 }
 
 std::vector<ChessGame> Games(int count, unsigned seed) {
@@ -151,13 +170,15 @@ TEST(HeadlineBlockTest, ThreeQuartersOfTheDepth) {
 }
 
 // The features at the evaluated dots are the hidden code of an independent
-// forward pass at those characters, and each board is the FEN the dot sees.
+// forward pass at those characters, each board is the FEN the dot sees, and
+// the running maxima and active-unit count are those of every position's code.
 TEST(CollectBspFeaturesTest, ReadsTheHiddenCodeAtEachEvaluatedDot) {
   auto model = ChessModel("gelu_mlp");
   const std::vector<ChessGame> games = Games(3, 7);
   auto features = CollectBspFeatures(*model, games, 256);
   ASSERT_TRUE(features.ok()) << features.status();
   size_t dots_total = 0;
+  std::vector<torch::Tensor> every_position;
   for (size_t g = 0; g < games.size(); ++g) {
     const std::string text = games[g].text().substr(0, 256);
     const std::vector<int> dots = EvaluatedDots(text);
@@ -183,11 +204,16 @@ TEST(CollectBspFeaturesTest, ReadsTheHiddenCodeAtEachEvaluatedDot) {
       ASSERT_TRUE(board.ok());
       EXPECT_EQ(features->boards[dots_total + d], *board);
     }
-    EXPECT_EQ(features->everywhere[3][g].size(0),
-              static_cast<int64_t>(text.size()));
+    ASSERT_EQ(hidden[0].size(1), static_cast<int64_t>(text.size()));
+    every_position.push_back(hidden[0][0]);
     dots_total += dots.size();
   }
   EXPECT_EQ(features->boards.size(), dots_total);
+  const torch::Tensor all = torch::cat(every_position);
+  EXPECT_EQ(features->positions, all.size(0));
+  EXPECT_TRUE(torch::equal(features->maxima[3], FeatureMaxima(all)));
+  EXPECT_EQ(features->active_units[3], (all != 0).sum().item<double>());
+  EXPECT_TRUE(features->router_scores[3].empty());  // Not a mixture.
 }
 
 // Each row's coverage is Coverage() of the collected features; the router
@@ -200,6 +226,7 @@ TEST(EvaluateBspTest, CoverageRowsMatchTheClassifiersOnCollectedFeatures) {
   auto tables = EvaluateBsp(*model, 3, train, test, options);
   ASSERT_TRUE(tables.ok()) << tables.status();
   EXPECT_TRUE(tables->board_tracking.empty());
+  EXPECT_EQ(Rows(tables->router_experts).size(), 1u);  // Not a mixture.
   const auto rows = Rows(tables->coverage);
   ASSERT_EQ(rows.size(), 1u + 4 * 2);  // Header, 4 blocks x 2 BSP sets.
   EXPECT_EQ(rows[0].back(), "training_percent");
@@ -213,10 +240,8 @@ TEST(EvaluateBspTest, CoverageRowsMatchTheClassifiersOnCollectedFeatures) {
     properties.push_back(PieceOnSquareProperties(board, true));
   }
   for (int block = 0; block < 4; ++block) {
-    const torch::Tensor maxima =
-        FeatureMaxima(torch::cat(features->everywhere[block]));
     const CoverageResult expected =
-        Coverage(torch::cat(features->at_dots[block]), maxima,
+        Coverage(torch::cat(features->at_dots[block]), features->maxima[block],
                  torch::stack(properties), DefaultThresholds());
     const size_t row = 1 + 2 * block + 1;  // The masked-blank-and-initial set.
     EXPECT_EQ(rows[row][0], "tiny");
@@ -257,11 +282,101 @@ TEST(EvaluateBspTest, MixtureRouterColumnsAndBoardTracking) {
     const double agreement = Field(rows, row, "sparsest_k_agreement");
     EXPECT_TRUE(agreement >= 0 && agreement <= 1) << agreement;
   }
+  // Block 0's router-l0 correlation over (token, expert) pairs, from an
+  // independent pass over the train games' FFN inputs.
+  std::vector<torch::Tensor> ffn_in;
+  for (const ChessGame& game : train) {
+    ffn_in.push_back(FfnInputs(*model, 0, game.text().substr(0, 64)));
+  }
+  {
+    torch::NoGradGuard no_grad;
+    auto* mixture = dynamic_cast<layers::MixtureOfExpertsImpl*>(
+        model->blocks[0]->ffn.get());
+    ASSERT_NE(mixture, nullptr);
+    const torch::Tensor x = torch::cat(ffn_in);
+    const torch::Tensor scores =
+        mixture->Route(x).scores.flatten().to(torch::kDouble);
+    const torch::Tensor l0 = (mixture->AllPreActivations(x) > 0)
+                                 .sum(-1)
+                                 .flatten()
+                                 .to(torch::kDouble);
+    const torch::Tensor a = scores - scores.mean(), b = l0 - l0.mean();
+    const double r = ((a * b).sum() / (a.norm() * b.norm())).item<double>();
+    EXPECT_NEAR(Field(rows, 1, "router_l0_pearson_pairs"), r, 1e-4);
+    // Fig. 9's points: block 0's experts' mean active units and router score.
+    const auto experts = Rows(tables->router_experts);
+    ASSERT_EQ(experts.size(), 1u + 4 * 4);  // Header, 4 blocks x 4 experts.
+    const torch::Tensor mean_l0 =
+        (mixture->AllPreActivations(x) > 0).sum(-1).to(torch::kDouble).mean(0);
+    const torch::Tensor mean_score =
+        mixture->Route(x).scores.to(torch::kDouble).mean(0);
+    for (size_t m = 0; m < 4; ++m) {
+      EXPECT_EQ(Field(experts, 1 + m, "layer"), 0);
+      EXPECT_EQ(Field(experts, 1 + m, "expert"), m);
+      EXPECT_NEAR(Field(experts, 1 + m, "mean_active_units"),
+                  mean_l0[m].item<double>(), 1e-4);
+      EXPECT_NEAR(Field(experts, 1 + m, "mean_router_score"),
+                  mean_score[m].item<double>(), 1e-5);
+      EXPECT_EQ(Field(experts, 1 + m, "training_percent"), 75);
+    }
+  }
   const auto tracking = Rows(tables->board_tracking);
   ASSERT_GE(tracking.size(), 2u);
   EXPECT_EQ(tracking[0][0], "model");
   EXPECT_EQ(Field(tracking, 1, "games"), 1);
   EXPECT_EQ(Field(tracking, 1, "training_percent"), 75);
+}
+
+// PEER's features are its pool's neurons, each token's g_{h,i} gelu(u_i . x)
+// summed over the heads that pick neuron i and zero elsewhere (MoE-X Table 1's
+// PEER row; He 2024), computed here from the block's input independently.
+TEST(EvaluateBspTest, PeerFeaturesAreGatedNeuronsScatteredIntoThePool) {
+  auto model = ChessModel("peer");
+  auto* peer =
+      dynamic_cast<layers::ProductKeyFfnImpl*>(model->blocks[2]->ffn.get());
+  ASSERT_NE(peer, nullptr);
+  ASSERT_TRUE(peer->options().peer);
+  const std::vector<ChessGame> train = Games(2, 17), test = Games(1, 43);
+  auto features = CollectBspFeatures(*model, {train[0]}, 256);
+  ASSERT_TRUE(features.ok()) << features.status();
+
+  const std::string text = train[0].text().substr(0, 256);
+  const torch::Tensor z = FfnInputs(*model, 2, text);
+  torch::NoGradGuard no_grad;
+  const layers::ProductTopK routing = peer->Route(z);  // (T, C, k)
+  const torch::Tensor gates = torch::softmax(routing.scores, -1);
+  const torch::Tensor all_neurons = torch::gelu(z.matmul(peer->experts_in.t()));
+  torch::Tensor code = torch::zeros({z.size(0), 16});
+  for (int64_t t = 0; t < z.size(0); ++t) {
+    for (int64_t c = 0; c < 4; ++c) {
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t i = routing.indices[t][c][j].item<int64_t>();
+        code[t][i] += gates[t][c][j] * all_neurons[t][i];
+      }
+    }
+  }
+  const std::vector<int> dots = EvaluatedDots(text);
+  const torch::Tensor at_dots = code.index_select(
+      0, torch::tensor(std::vector<int64_t>(dots.begin(), dots.end())));
+  ASSERT_EQ(features->at_dots[2][0].sizes(), at_dots.sizes());
+  EXPECT_TRUE(torch::allclose(features->at_dots[2][0], at_dots, 1e-5, 1e-6));
+  EXPECT_TRUE(
+      torch::allclose(features->maxima[2], FeatureMaxima(code), 1e-5, 1e-6));
+  EXPECT_EQ(features->active_units[2], (code != 0).sum().item<double>());
+
+  BspEvaluationOptions options;
+  options.model_name = "peer";
+  auto tables = EvaluateBsp(*model, 2, train, test, options);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  const auto rows = Rows(tables->coverage);
+  ASSERT_EQ(rows.size(), 1u + 4 * 2);
+  for (size_t row = 1; row < rows.size(); ++row) {
+    EXPECT_EQ(rows[row][1], "peer");
+    EXPECT_EQ(Field(rows, row, "features"), 16);        // The pool.
+    EXPECT_EQ(Field(rows, row, "routed_features"), 8);  // 4 heads x 2.
+    EXPECT_LE(Field(rows, row, "l0_per_token"), 8);
+    EXPECT_TRUE(std::isnan(Field(rows, row, "router_l0_pearson_pairs")));
+  }
 }
 
 // With an SAE on block 1's FFN output (MoE-X Figs. 3 and 5's baseline), that
@@ -275,30 +390,28 @@ TEST(EvaluateBspTest, OutputSaeLatentsStandForTheirBlocksUnits) {
       model->ReplacementLayer());
   ASSERT_TRUE(sae);
   const std::vector<ChessGame> train = Games(3, 13), test = Games(2, 37);
-  auto features = CollectBspFeatures(*model, train, 256);
+  auto features = CollectBspFeatures(*model, {train[0]}, 256);
   ASSERT_TRUE(features.ok()) << features.status();
 
   // The FFN's output at every character, from its input, independently.
   const std::string text = train[0].text().substr(0, 256);
-  std::vector<torch::Tensor> ffn_in;
-  model->FindHook("blocks.1.ffn.hook_in")->Add(layers::CaptureHook(&ffn_in));
-  auto ids = datasets::chess::EncodeGame(text);
-  ASSERT_TRUE(ids.ok());
+  const torch::Tensor x = FfnInputs(*model, 1, text);
   torch::NoGradGuard no_grad;
-  model->forward(torch::tensor(std::vector<int64_t>(ids->begin(), ids->end()))
-                     .unsqueeze(0));
-  model->ClearHooks();
-  const torch::Tensor x = ffn_in[0].reshape({-1, ffn_in[0].size(-1)});
   const torch::Tensor ffn_out =
       model->blocks[1]->ffn->Forward(x, layers::HookPoint());
   const torch::Tensor codes = Densify(sae->Encode(ffn_out, 3), sae->units());
-  ASSERT_EQ(features->everywhere[1][0].sizes(), codes.sizes());
-  EXPECT_TRUE(torch::allclose(features->everywhere[1][0], codes, 1e-5, 1e-6));
-  EXPECT_EQ((features->everywhere[1][0] != 0).sum(1).max().item<int64_t>(), 3);
-  // The other blocks keep the model's own units.
-  EXPECT_EQ(features->everywhere[0][0].sizes(),
-            features->everywhere[3][0].sizes());
-  EXPECT_NE(features->everywhere[0][0].size(1), sae->units());
+  const std::vector<int> dots = EvaluatedDots(text);
+  const torch::Tensor at_dots = codes.index_select(
+      0, torch::tensor(std::vector<int64_t>(dots.begin(), dots.end())));
+  ASSERT_EQ(features->at_dots[1][0].sizes(), at_dots.sizes());
+  EXPECT_TRUE(torch::allclose(features->at_dots[1][0], at_dots, 1e-5, 1e-6));
+  EXPECT_TRUE(
+      torch::allclose(features->maxima[1], FeatureMaxima(codes), 1e-5, 1e-6));
+  EXPECT_EQ(features->active_units[1], (codes != 0).sum().item<double>());
+  EXPECT_LE(features->active_units[1], 3.0 * features->positions);
+  // The other blocks are not read at all.
+  EXPECT_TRUE(features->at_dots[0].empty());
+  EXPECT_FALSE(features->maxima[3].defined());
 
   BspEvaluationOptions options;
   options.model_name = "sae";
@@ -314,14 +427,14 @@ TEST(EvaluateBspTest, OutputSaeLatentsStandForTheirBlocksUnits) {
     EXPECT_LE(Field(rows, row, "l0_per_token"), 3);
     EXPECT_EQ(Field(rows, row, "headline_block"), 0);
   }
-  const torch::Tensor maxima =
-      FeatureMaxima(torch::cat(features->everywhere[1]));
+  auto all_games = CollectBspFeatures(*model, train, 256);
+  ASSERT_TRUE(all_games.ok()) << all_games.status();
   std::vector<torch::Tensor> properties;
-  for (const ChessBoard& board : features->boards) {
+  for (const ChessBoard& board : all_games->boards) {
     properties.push_back(PieceOnSquareProperties(board, false));
   }
   EXPECT_NEAR(Field(rows, 1, "coverage_code"),
-              Coverage(torch::cat(features->at_dots[1]), maxima,
+              Coverage(torch::cat(all_games->at_dots[1]), all_games->maxima[1],
                        torch::stack(properties), DefaultThresholds())
                   .coverage_code,
               1e-6);

@@ -10,6 +10,7 @@
 //
 //   evaluate_bsp --checkpoint=gelu_s1.pt --name=gelu --bsp_train=T.jsonl
 //       --bsp_test=E.jsonl --out=bsp.csv --board_tracking_out=tracking.csv
+//       --router_out=router.csv
 //   evaluate_bsp --checkpoint=alpha4_s1.pt --name=sae_alpha4 ... sae_s1.pt
 #include <memory>
 #include <string>
@@ -44,6 +45,10 @@ ABSL_FLAG(std::string, out, "", "Output CSV, one row per (layer, BSP set).");
 ABSL_FLAG(std::string, board_tracking_out, "",
           "Optional CSV of board tracking on the BSP-test games, one row per "
           "game policy (all, random, engine).");
+ABSL_FLAG(std::string, router_out, "",
+          "Optional CSV of each mixture expert's mean router score and mean "
+          "active units per token, one row per (block, expert) (MoE-X Fig. 9); "
+          "the header alone for a model without a mixture.");
 ABSL_FLAG(int, board_tracking_games, 50,
           "BSP-test games read for board tracking (the first ones).");
 
@@ -131,11 +136,15 @@ absl::Status Run(const std::vector<std::string>& fits) {
   ASSIGN_OR_RETURN(const BspTables tables,
                    EvaluateBsp(*model.model, model.config.runtime().seed(),
                                bsp_train, bsp_test, options));
-  StagedOutputs outputs;  // Both tables or neither.
+  StagedOutputs outputs;  // Every table or none.
   RETURN_IF_ERROR(outputs.WriteFile(absl::GetFlag(FLAGS_out), tables.coverage));
   if (options.board_tracking) {
     RETURN_IF_ERROR(outputs.WriteFile(absl::GetFlag(FLAGS_board_tracking_out),
                                       tables.board_tracking));
+  }
+  if (const std::string router_out = absl::GetFlag(FLAGS_router_out);
+      !router_out.empty()) {
+    RETURN_IF_ERROR(outputs.WriteFile(router_out, tables.router_experts));
   }
   return outputs.Commit();
 }

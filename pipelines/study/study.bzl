@@ -584,7 +584,8 @@ def fits_evaluation(
 
 def fits_table(fits, fields, config_fields = [], constant_columns = [], bases = None):
     """Per base and seed, <base>_<evaluation>_s<seed>.csv: one row per fit from its trainer summary and merged config
-    (summary_table); fits as fits_evaluation's, "{base}" in constant_columns the base's name."""
+    (summary_table); fits as fits_evaluation's, "{base}" in constant_columns the base's name. Fits on an arm's cache
+    give one table per seed, <evaluation>_s<seed>.csv."""
     return struct(
         kind = "fits",
         fits = fits,
@@ -804,6 +805,16 @@ def fit_labels(study_name, bases, names):
         labels = labels + seeded_labels(["%s_%s" % (b.name, n) for n in names], SEED_PLAN[study_name])
     return labels
 
+def _on_arm_caches(spec, fits, caches):
+    """Whether a fits_table() reads fits made on arms' caches (one table per seed, <evaluation>_s<seed>.csv) rather
+    than on fixed bases."""
+    on_arms = [f in fits and fits[f].cache in caches and caches[fits[f].cache].arm != None for f in spec.fits]
+    if not any(on_arms):
+        return False
+    if not all(on_arms) or not getattr(spec, "summary", False):
+        fail("a fits_table() reads fits on arms' caches or fits on bases, not both; fits_evaluation() needs bases")
+    return True
+
 def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays):
     _arm_caches(seeds, caches, arms)
     for cache_name, spec in caches.items():
@@ -830,6 +841,17 @@ def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, 
                     _fit(seeds, fit_name, spec, base, seed, fit_scales, fit_overlays)
         for eval_name, spec in evaluations.items():
             if not _fits_of(spec):
+                continue
+            if _on_arm_caches(spec, fits, caches):
+                labels = [":" + seeded_name(f, seed) for f in spec.fits]
+                summary_table(
+                    name = seeded_name(eval_name, seed),
+                    runs = labels + [label + "_config" for label in labels],
+                    fields = spec.fields,
+                    constant_columns = spec.constant_columns,
+                    config_fields = spec.config_fields,
+                    tags = seed_tags(seed, seeds),
+                )
                 continue
             for base in bases:
                 if base.name not in _evaluation_bases(spec, bases, fits):
@@ -936,7 +958,7 @@ def study(
     if curves:
         training_curves(name = "curves", runs = _study_runs(name, arms, [""]))
 
-    context = struct(name = name, arms = arms, bases = bases, fits = fits, evaluations = evaluations)
+    context = struct(name = name, arms = arms, bases = bases, caches = caches, fits = fits, evaluations = evaluations)
     resolved = {}
     results_srcs = _study_runs(name, arms) + results
     for table_name, source in tables.items():
@@ -982,6 +1004,10 @@ def _evaluation_files(context, ref):
     spec = evaluations[evaluation_name]
     if spec.kind == "pooled":
         return _base_table(name, ref.source, _base_names(context.bases, spec.bases), evaluations)
+    if _fits_of(spec) and _on_arm_caches(spec, context.fits, context.caches):
+        if part not in spec.outs:
+            fail("table %s: %s writes no %s" % (ref.source, evaluation_name, part))
+        return seeded_labels([evaluation_name], SEED_PLAN[name], part)
     if _fits_of(spec):
         return _base_table(name, ref.source, _evaluation_bases(spec, context.bases, context.fits), evaluations)
     if part not in spec.tables:
