@@ -149,6 +149,18 @@ ErrorAgreement CompareErrors(const torch::Tensor& a, const torch::Tensor& b) {
   return agreement;
 }
 
+torch::Tensor DirectLogitEffect(const torch::Tensor& direction,
+                                const torch::Tensor& unembedding,
+                                const torch::Tensor& norm_gain,
+                                bool layer_norm) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor d = direction.to(torch::kDouble);
+  const torch::Tensor written =
+      (layer_norm ? d - d.mean() : d) * norm_gain.to(torch::kDouble);
+  const torch::Tensor logits = unembedding.to(torch::kDouble).matmul(written);
+  return logits - logits.mean();
+}
+
 double PearsonCorrelation(const torch::Tensor& x, const torch::Tensor& y) {
   const torch::Tensor dx = x.to(torch::kDouble) - x.to(torch::kDouble).mean();
   const torch::Tensor dy = y.to(torch::kDouble) - y.to(torch::kDouble).mean();

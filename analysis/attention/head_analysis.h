@@ -97,6 +97,16 @@ struct ErrorAgreement {
 // a, b: (N, d) errors (prediction - target) of two layers on the same N rows.
 ErrorAgreement CompareErrors(const torch::Tensor& a, const torch::Tensor& b);
 
+// Direct logit effect of writing `direction` (d) into the residual stream:
+// the unembedding (V, d) applied to it through the final norm's gain (d),
+// centred first under LayerNorm, the norm's per-token scale left out; minus
+// its mean over the vocabulary, so it reads as logit differences (Lorsa
+// arXiv:2504.20938 Fig. 11, the logits each rediscovered head moves). -> (V).
+torch::Tensor DirectLogitEffect(const torch::Tensor& direction,
+                                const torch::Tensor& unembedding,
+                                const torch::Tensor& norm_gain,
+                                bool layer_norm);
+
 // Pearson r of two vectors of equal length; 0 when either is constant.
 double PearsonCorrelation(const torch::Tensor& x, const torch::Tensor& y);
 

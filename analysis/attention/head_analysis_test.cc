@@ -118,6 +118,31 @@ TEST(HeadAnalysisTest, ObliqueProjectionRecoversPlantedMixtures) {
   EXPECT_TRUE(torch::equal(counts, torch::tensor({2L, 3L})));
 }
 
+// A direction along token 2's unembedding row promotes token 2 most; under
+// LayerNorm its mean is removed first and the gain weights each coordinate.
+TEST(DirectLogitEffectTest, UnembeddingThroughTheNormGainByHand) {
+  const torch::Tensor unembedding =
+      torch::tensor(
+          {1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0},
+          torch::kDouble)
+          .view({4, 3});
+  const torch::Tensor gain = torch::tensor({1.0, 2.0, 3.0}, torch::kDouble);
+  const torch::Tensor direction = torch::tensor({0.0, 0.0, 1.0});
+  // RMSNorm: written = (0, 0, 3); logits (0, 0, 3, 3), mean 1.5.
+  const torch::Tensor rms = DirectLogitEffect(direction, unembedding, gain,
+                                              /*layer_norm=*/false);
+  EXPECT_TRUE(torch::allclose(
+      rms, torch::tensor({-1.5, -1.5, 1.5, 1.5}, torch::kDouble)));
+  // LayerNorm: centred (-1/3, -1/3, 2/3), written (-1/3, -2/3, 2); logits
+  // (-1/3, -2/3, 2, 1), mean 0.5.
+  const torch::Tensor ln = DirectLogitEffect(direction, unembedding, gain,
+                                             /*layer_norm=*/true);
+  EXPECT_TRUE(torch::allclose(
+      ln, torch::tensor({-1.0 / 3 - 0.5, -2.0 / 3 - 0.5, 1.5, 0.5},
+                        torch::kDouble)));
+  EXPECT_EQ(ln.argmax().item<int64_t>(), 2);
+}
+
 TEST(CompareErrorsTest, CosinesAndNormCorrelationByHand) {
   // Rows 0-1 point along x, rows 2-3 along y; b equals a, scaled per row.
   const torch::Tensor a =

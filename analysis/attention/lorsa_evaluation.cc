@@ -112,6 +112,30 @@ absl::StatusOr<torch::Tensor> AttentionInput(layers::GptImpl& model, int block,
   return captured.at(0);
 }
 
+// One listing line: the 5 tokens whose logits the head's output direction
+// w_o raises most and the 5 it lowers most, directly through the unembedding
+// (DirectLogitEffect; Lorsa arXiv:2504.20938 Fig. 11's logit differences).
+std::string LogitLine(layers::GptImpl& model, const torch::Tensor& w_o,
+                      const datasets::Tokenizer& tok) {
+  const torch::Tensor effect =
+      DirectLogitEffect(w_o, model.UnembeddingWeight(),
+                        model.named_parameters()["final_norm.weight"],
+                        /*layer_norm=*/!model.options().rms_norm);
+  const int64_t top = std::min<int64_t>(5, effect.size(0));
+  std::string line = "  logits: promotes";
+  for (const bool promoted : {true, false}) {
+    const auto [values, ids] = effect.topk(top, -1, /*largest=*/promoted);
+    if (!promoted) absl::StrAppend(&line, " | suppresses");
+    for (int64_t i = 0; i < top; ++i) {
+      absl::StrAppendFormat(
+          &line, "%s '%s' %+.3g", i > 0 ? "," : "",
+          datasets::PieceInRunningText(tok, ids[i].item<int>()),
+          values[i].item<double>());
+    }
+  }
+  return line + "\n";
+}
+
 }  // namespace
 
 absl::StatusOr<torch::Tensor> ProbeTokens(const datasets::Tokenizer& tokenizer,
@@ -587,6 +611,7 @@ absl::StatusOr<LorsaTables> EvaluateLorsa(
         const int64_t h = (*ranked)[r].second;
         absl::StrAppendFormat(&listing, "## %s head %d (%s score %.3f)\n",
                               fit.name, h, kind, (*ranked)[r].first);
+        absl::StrAppend(&listing, LogitLine(model, lorsa->w_o[h], tok));
         const torch::Tensor head_z = z.select(2, h).reshape({-1});
         const auto top = head_z.topk(std::min<int64_t>(8, head_z.size(0)));
         for (int64_t i = 0; i < std::get<0>(top).size(0); ++i) {
