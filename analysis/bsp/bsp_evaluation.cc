@@ -57,6 +57,21 @@ torch::Tensor ScatteredProductKeyCode(const layers::ProductKeyFfnImpl& ffn,
       .scatter_add_(1, rows.reshape({tokens, -1}), hidden);
 }
 
+// A block's FFN as the routed kinds whose code needs more than its hidden
+// hook; both null for a dense FFN and at an output SAE's block (its latents
+// are the code there).
+struct RoutedFfn {
+  layers::MixtureOfExpertsImpl* mixture = nullptr;
+  layers::ProductKeyFfnImpl* product_key = nullptr;
+};
+
+RoutedFfn RoutedFfnOf(layers::GptImpl& model, int block) {
+  if (block == OutputSaeBlock(model)) return {};
+  layers::FeedForwardImpl* ffn = model.blocks[block]->ffn.get();
+  return {dynamic_cast<layers::MixtureOfExpertsImpl*>(ffn),
+          dynamic_cast<layers::ProductKeyFfnImpl*>(ffn)};
+}
+
 // Router score against each expert's true l0 (MoE-X Fig. 9): over (token,
 // expert) pairs, over experts' means, and how often the top-k scores pick the
 // k sparsest experts. NaN for a model whose block is not a mixture.
@@ -115,23 +130,18 @@ std::string CoverageTable(layers::GptImpl& model, uint64_t seed,
     // Units a token's router can reach: the k routed experts' of a mixture,
     // a product-key layer's C heads x k neurons, every unit otherwise (MoE-X
     // Fig. 5 matches mixtures to dense models by this active width).
-    auto* mixture =
-        dynamic_cast<layers::MixtureOfExpertsImpl*>(model.blocks[l]->ffn.get());
-    const auto* product_key =
-        dynamic_cast<layers::ProductKeyFfnImpl*>(model.blocks[l]->ffn.get());
-    const bool routed_code = sae_block < 0 && mixture != nullptr;
+    const RoutedFfn ffn = RoutedFfnOf(model, static_cast<int>(l));
     int64_t routed = maxima.numel();
-    if (routed_code) {
-      routed = maxima.numel() / mixture->options().n_experts *
-               mixture->options().top_k;
-    } else if (sae_block < 0 && product_key != nullptr) {
-      routed = product_key->options().channels * product_key->options().top_k;
+    RouterAgreement router;
+    if (ffn.mixture != nullptr) {
+      const auto& mixture = ffn.mixture->options();
+      routed = maxima.numel() / mixture.n_experts * mixture.top_k;
+      router = MeasureRouterAgreement(train.router_scores[l],
+                                      train.expert_l0[l], mixture.top_k);
+    } else if (ffn.product_key != nullptr) {
+      routed = ffn.product_key->options().channels *
+               ffn.product_key->options().top_k;
     }
-    const RouterAgreement router =
-        routed_code
-            ? MeasureRouterAgreement(train.router_scores[l], train.expert_l0[l],
-                                     mixture->options().top_k)
-            : RouterAgreement{};
     for (const bool mask_initial : {false, true}) {
       const auto& [train_properties, test_properties] =
           properties[mask_initial ? 1 : 0];
@@ -244,8 +254,10 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
   const int layers = static_cast<int>(model.blocks.size());
   const int sae_block = OutputSaeBlock(model);
   std::vector<int> read;
+  std::vector<RoutedFfn> routed(layers);
   for (int l = 0; l < layers; ++l) {
     if (sae_block < 0 || l == sae_block) read.push_back(l);
+    routed[l] = RoutedFfnOf(model, l);
   }
   BspFeatures collected;
   collected.at_dots.resize(layers);
@@ -267,13 +279,15 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
               model, absl::StrCat("blocks.", l,
                                   l == sae_block ? ".ffn.sae.hook_codes"
                                                  : ".ffn.hook_hidden")));
-      ASSIGN_OR_RETURN(layers::HookPoint* const input_hook,
-                       layers::RequireHook(
-                           model, absl::StrCat("blocks.", l, ".ffn.hook_in")));
       hidden_hook->Add(layers::CaptureHook(&hidden[l]));
-      input_hook->Add(layers::CaptureHook(&inputs[l]));
-      if (l != sae_block && dynamic_cast<layers::ProductKeyFfnImpl*>(
-                                model.blocks[l]->ffn.get()) != nullptr) {
+      if (routed[l].mixture != nullptr) {
+        ASSIGN_OR_RETURN(
+            layers::HookPoint* const input_hook,
+            layers::RequireHook(model,
+                                absl::StrCat("blocks.", l, ".ffn.hook_in")));
+        input_hook->Add(layers::CaptureHook(&inputs[l]));
+      }
+      if (routed[l].product_key != nullptr) {
         ASSIGN_OR_RETURN(
             layers::HookPoint* const indices_hook,
             layers::RequireHook(
@@ -291,10 +305,9 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
         torch::tensor(std::vector<int64_t>(dots.begin(), dots.end()));
     for (int l : read) {
       torch::Tensor h = hidden[l].at(0).reshape({-1, hidden[l][0].size(-1)});
-      if (!indices[l].empty()) {
-        h = ScatteredProductKeyCode(*dynamic_cast<layers::ProductKeyFfnImpl*>(
-                                        model.blocks[l]->ffn.get()),
-                                    h, indices[l].at(0));
+      if (routed[l].product_key != nullptr) {
+        h = ScatteredProductKeyCode(*routed[l].product_key, h,
+                                    indices[l].at(0));
       }
       collected.at_dots[l].push_back(h.index_select(0, dot_index));
       const torch::Tensor maxima = FeatureMaxima(h);
@@ -302,9 +315,7 @@ absl::StatusOr<BspFeatures> CollectBspFeatures(
                                 ? torch::maximum(collected.maxima[l], maxima)
                                 : maxima;
       collected.active_units[l] += (h != 0).sum().item<double>();
-      auto* mixture = dynamic_cast<layers::MixtureOfExpertsImpl*>(
-          model.blocks[l]->ffn.get());
-      if (l != sae_block && mixture != nullptr) {
+      if (layers::MixtureOfExpertsImpl* mixture = routed[l].mixture) {
         const torch::Tensor x =
             inputs[l].at(0).reshape({-1, inputs[l][0].size(-1)});
         collected.router_scores[l].push_back(mixture->Route(x).scores);

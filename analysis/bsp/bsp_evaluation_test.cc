@@ -134,6 +134,21 @@ torch::Tensor FfnInputs(layers::GptImpl& model, int block,
   return ffn_in.at(0).reshape({-1, ffn_in[0].size(-1)});
 }
 
+// What CollectBspFeatures kept of one game's `text` at `block` is `code`
+// (T, units), computed independently: its rows at the evaluated dots, its
+// per-unit maxima and its count of active units.
+void ExpectCollectedCode(const BspFeatures& features, int block,
+                         const std::string& text, const torch::Tensor& code) {
+  const std::vector<int> dots = EvaluatedDots(text);
+  const torch::Tensor at_dots = code.index_select(
+      0, torch::tensor(std::vector<int64_t>(dots.begin(), dots.end())));
+  ASSERT_EQ(features.at_dots[block][0].sizes(), at_dots.sizes());
+  EXPECT_TRUE(torch::allclose(features.at_dots[block][0], at_dots, 1e-5, 1e-6));
+  EXPECT_TRUE(
+      torch::allclose(features.maxima[block], FeatureMaxima(code), 1e-5, 1e-6));
+  EXPECT_EQ(features.active_units[block], (code != 0).sum().item<double>());
+}
+
 std::vector<ChessGame> Games(int count, unsigned seed) {
   std::vector<ChessGame> games;
   for (int i = 0; i < count; ++i) games.push_back(RandomGame(40, seed + i));
@@ -355,14 +370,7 @@ TEST(EvaluateBspTest, PeerFeaturesAreGatedNeuronsScatteredIntoThePool) {
       }
     }
   }
-  const std::vector<int> dots = EvaluatedDots(text);
-  const torch::Tensor at_dots = code.index_select(
-      0, torch::tensor(std::vector<int64_t>(dots.begin(), dots.end())));
-  ASSERT_EQ(features->at_dots[2][0].sizes(), at_dots.sizes());
-  EXPECT_TRUE(torch::allclose(features->at_dots[2][0], at_dots, 1e-5, 1e-6));
-  EXPECT_TRUE(
-      torch::allclose(features->maxima[2], FeatureMaxima(code), 1e-5, 1e-6));
-  EXPECT_EQ(features->active_units[2], (code != 0).sum().item<double>());
+  ExpectCollectedCode(*features, 2, text, code);
 
   BspEvaluationOptions options;
   options.model_name = "peer";
@@ -400,14 +408,7 @@ TEST(EvaluateBspTest, OutputSaeLatentsStandForTheirBlocksUnits) {
   const torch::Tensor ffn_out =
       model->blocks[1]->ffn->Forward(x, layers::HookPoint());
   const torch::Tensor codes = Densify(sae->Encode(ffn_out, 3), sae->units());
-  const std::vector<int> dots = EvaluatedDots(text);
-  const torch::Tensor at_dots = codes.index_select(
-      0, torch::tensor(std::vector<int64_t>(dots.begin(), dots.end())));
-  ASSERT_EQ(features->at_dots[1][0].sizes(), at_dots.sizes());
-  EXPECT_TRUE(torch::allclose(features->at_dots[1][0], at_dots, 1e-5, 1e-6));
-  EXPECT_TRUE(
-      torch::allclose(features->maxima[1], FeatureMaxima(codes), 1e-5, 1e-6));
-  EXPECT_EQ(features->active_units[1], (codes != 0).sum().item<double>());
+  ExpectCollectedCode(*features, 1, text, codes);
   EXPECT_LE(features->active_units[1], 3.0 * features->positions);
   // The other blocks are not read at all.
   EXPECT_TRUE(features->at_dots[0].empty());

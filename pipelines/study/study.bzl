@@ -815,6 +815,17 @@ def _on_arm_caches(spec, fits, caches):
         fail("a fits_table() reads fits on arms' caches or fits on bases, not both; fits_evaluation() needs bases")
     return True
 
+def _fits_summary(run, spec, labels, constant_columns, tags):
+    """<run>.csv of a fits_table(): one row per fit of `labels` from its trainer summary and merged config."""
+    summary_table(
+        name = run,
+        runs = labels + [label + "_config" for label in labels],
+        fields = spec.fields,
+        constant_columns = constant_columns,
+        config_fields = spec.config_fields,
+        tags = tags,
+    )
+
 def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays):
     _arm_caches(seeds, caches, arms)
     for cache_name, spec in caches.items():
@@ -843,15 +854,7 @@ def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, 
             if not _fits_of(spec):
                 continue
             if _on_arm_caches(spec, fits, caches):
-                labels = [":" + seeded_name(f, seed) for f in spec.fits]
-                summary_table(
-                    name = seeded_name(eval_name, seed),
-                    runs = labels + [label + "_config" for label in labels],
-                    fields = spec.fields,
-                    constant_columns = spec.constant_columns,
-                    config_fields = spec.config_fields,
-                    tags = seed_tags(seed, seeds),
-                )
+                _fits_summary(seeded_name(eval_name, seed), spec, [":" + seeded_name(f, seed) for f in spec.fits], spec.constant_columns, seed_tags(seed, seeds))
                 continue
             for base in bases:
                 if base.name not in _evaluation_bases(spec, bases, fits):
@@ -859,14 +862,7 @@ def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, 
                 run = seeded_name("%s_%s" % (base.name, eval_name), seed)
                 labels = [_fit_label(f, base.name, seed, fits) for f in _evaluation_fits(spec, base.name)]
                 if getattr(spec, "summary", False):
-                    summary_table(
-                        name = run,
-                        runs = labels + [label + "_config" for label in labels],
-                        fields = spec.fields,
-                        constant_columns = [c.replace("{base}", base.name) for c in spec.constant_columns],
-                        config_fields = spec.config_fields,
-                        tags = seed_tags(seed, seeds),
-                    )
+                    _fits_summary(run, spec, labels, [c.replace("{base}", base.name) for c in spec.constant_columns], seed_tags(seed, seeds))
                 else:
                     run_fits_evaluation(run, spec, base, labels, tags = seed_tags(seed, seeds), seed = seed)
     for eval_name, spec in evaluations.items():
