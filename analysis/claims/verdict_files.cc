@@ -176,7 +176,9 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
           absl::StrCat(verdicts.name(), ": claim ", id, " is ", v,
                        " on a zero-width interval"));
     }
-    if (min_n > 0 && !row[columns[5]].empty()) {
+    // An interval needs min_n observations; a verdict without one (NOT
+    // TESTABLE for too few seeds) states its n as the reason.
+    if (min_n > 0 && !row[columns[5]].empty() && !row[columns[6]].empty()) {
       ASSIGN_OR_RETURN(
           const double n,
           ParseNumber(row[columns[5]], absl::StrCat(verdicts.name(), " ", id)));

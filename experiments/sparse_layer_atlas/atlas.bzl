@@ -4,8 +4,8 @@ and the TopK SAE at FEATURE_K are //experiments/mxd_frontier's nodes (shared, no
 the TopK SAE at the rest of the grid and the SAE variants researchers compare today: BatchTopK (Bussmann et
 al., arXiv:2412.06410), ReLU + L1 (Bricken et al. 2023 with the decoder-norm-weighted penalty) and JumpReLU
 (Rajamanoharan et al., arXiv:2407.14435), each an SAE on the FFN output. This file holds the atlas's layers as
-data for the study rule (//pipelines/study): ATLAS_FITS, ATLAS_LAYERS, PROBED_LAYERS, OWN_FEATURE_LAYERS and
-steering_tables()."""
+data for the study rule (//pipelines/study): ATLAS_FITS, ATLAS_LAYERS, PROBED_LAYERS, OWN_FEATURE_LAYERS,
+ABSORPTION_LAYERS and steering_tables()."""
 
 load("//base/scale:scale.bzl", "by_scale")
 load("//base/seeds:seeds.bzl", "SEED_PLAN")
@@ -125,6 +125,15 @@ OWN_FEATURE_LAYERS = [_k_sae_name("batch_topk_sae", FEATURE_K)] + [
 ]
 
 PROBED_LAYERS = feature_layers() + OWN_FEATURE_LAYERS
+
+# The SAEs whose feature absorption the atlas measures (analysis/probing:feature_absorption; Chanin et al.,
+# arXiv:2409.14507): the TopK SAE at every K (absorption against L0) and the probed SAE of each other rule. The
+# Transcoders and MxD are left out: the first-letter probe lives in the FFN output, where only an SAE's decoder
+# rows are.
+ABSORPTION_LAYERS = [
+    _frontier_fit(_k_sae_name("sae", k)) if k == FEATURE_K else _k_sae_name("sae", k)
+    for k in K_GRID
+] + OWN_FEATURE_LAYERS
 
 # The atlas's steering table joins //experiments/steering's files seed by seed: both read the same seeds.
 (SEED_PLAN["steering"] == SEED_PLAN["sparse_layer_atlas"]) or fail("steering_tables() needs the atlas's seeds to be steering's")
