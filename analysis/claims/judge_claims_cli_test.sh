@@ -131,7 +131,8 @@ expect_error "unknown flag" --bogus
 expect_error "claim C2 has 0 summary rows" --verify --claims="$dir/claims.textproto" "$dir/dropped.csv"
 expect_error "verdict 'FAILS' is not in the vocabulary" --verify --claims="$dir/claims.textproto" "$dir/unknown.csv"
 expect_error "rests on n = 3, fewer than 4" --verify --claims="$dir/claims.textproto" --min_n=4 "$dir/out/verdicts.csv"
-# A claim NOT TESTABLE on one seed has no interval, so no n to check; with an interval, n = 1 fails.
+# A claim NOT TESTABLE on one seed without an interval states its n as the reason; any other verdict on n = 1,
+# or NOT TESTABLE with an interval, fails.
 awk -F, -v OFS=, '$3 == "C1" && $6 == "" {$7 = "NOT TESTABLE"; $9 = ""; $10 = ""; $11 = "1"} 1' \
   "$dir/out/verdicts.csv" >"$dir/one_seed.csv"
 "$judge" --verify --claims="$dir/claims.textproto" --min_n=2 "$dir/one_seed.csv" | grep -q '5 controls and claims' ||
@@ -140,4 +141,8 @@ awk -F, -v OFS=, '$3 == "C1" && $6 == "" {$7 = "NOT TESTABLE"; $9 = "0"; $10 = "
   "$dir/out/verdicts.csv" >"$dir/one_seed_interval.csv"
 expect_error "rests on n = 1, fewer than 2" --verify --claims="$dir/claims.textproto" --min_n=2 \
   "$dir/one_seed_interval.csv"
+awk -F, -v OFS=, '$3 == "C1" && $6 == "" {$7 = "UNRESOLVED"; $9 = ""; $10 = ""; $11 = "1"} 1' \
+  "$dir/out/verdicts.csv" >"$dir/one_seed_unresolved.csv"
+expect_error "rests on n = 1, fewer than 2" --verify --claims="$dir/claims.textproto" --min_n=2 \
+  "$dir/one_seed_unresolved.csv"
 echo "judge_claims_cli_test: passed"

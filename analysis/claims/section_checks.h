@@ -22,8 +22,9 @@ absl::Status CheckTable(const TableCheck& check, const TidyTable& table,
                         const std::vector<std::string>& seeds);
 
 // Every check of a section directory written by judge_claims: its tables
-// (<dir>/<table>), section.md, figures, files and verdicts.csv (with
-// VerifyVerdicts' `min_n`). Returns a line saying what was checked.
+// (<dir>/<table>), section.md, figures (but those section.md lists as not
+// drawn for want of rows), files and verdicts.csv (with VerifyVerdicts'
+// `min_n`). Returns a line saying what was checked.
 absl::StatusOr<std::string> CheckSection(const ClaimSet& claims,
                                          const std::string& section_dir,
                                          const std::vector<std::string>& seeds,

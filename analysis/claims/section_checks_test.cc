@@ -1,5 +1,7 @@
 #include "analysis/claims/section_checks.h"
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "analysis/claims/claims.pb.h"
@@ -155,6 +157,35 @@ TEST(SectionChecksTest, SumsAndRowCountsAndFilters) {
   EXPECT_FALSE(Check(R"pb(table: "runs.csv"
                           where { column: "arm" value: "moe" })pb")
                    .ok());
+}
+
+// A section with one figure: drawn, listed as not drawn (its filters kept no
+// rows), or neither (a wiring error).
+TEST(CheckSectionTest, AFigureIsDrawnOrListedAsNotDrawn) {
+  const std::string dir = ::testing::TempDir() + "/section_figure";
+  std::filesystem::create_directories(dir);
+  ClaimSet claims;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"(experiment: "toy"
+         figures { file: "absorption.svg" table: "runs.csv" x: "k" y: "fvu"
+                   title: "Absorption against K" })",
+      &claims));
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+  };
+  write("verdicts.csv",
+        "experiment,kind,id,source,statement,level,verdict,effect,ci_low,"
+        "ci_high,n,paper_effect,reason,confidence\n");
+  write("section.md", "## toy\n\nNot drawn (no rows): Absorption against K.\n");
+  EXPECT_TRUE(CheckSection(claims, dir, {"1"}, 2).ok());
+  write("section.md", "## toy\n\nNot drawn (no rows): Another figure.\n");
+  const auto missing = CheckSection(claims, dir, {"1"}, 2);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("absorption.svg is missing"),
+            std::string::npos)
+      << missing.status();
+  write("absorption.svg", "<svg/>");
+  EXPECT_TRUE(CheckSection(claims, dir, {"1"}, 2).ok());
 }
 
 }  // namespace

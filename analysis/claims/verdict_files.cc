@@ -176,9 +176,11 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
           absl::StrCat(verdicts.name(), ": claim ", id, " is ", v,
                        " on a zero-width interval"));
     }
-    // An interval needs min_n observations; a verdict without one (NOT
-    // TESTABLE for too few seeds) states its n as the reason.
-    if (min_n > 0 && !row[columns[5]].empty() && !row[columns[6]].empty()) {
+    // Every verdict rests on min_n observations, except one NOT TESTABLE
+    // without an interval (too few seeds, its n the reason).
+    const bool untested_without_interval =
+        v == "NOT TESTABLE" && row[columns[6]].empty();
+    if (min_n > 0 && !row[columns[5]].empty() && !untested_without_interval) {
       ASSIGN_OR_RETURN(
           const double n,
           ParseNumber(row[columns[5]], absl::StrCat(verdicts.name(), " ", id)));

@@ -32,9 +32,9 @@ absl::StatusOr<std::string> SummarizeVerdicts(
 // names an unknown id, every verdict is in the vocabulary, no claim's summary
 // row HOLDS or DOES NOT HOLD on a zero-width interval (a claim over levels
 // gives its verdict per level too; those rows are not counted, and the engine
-// reads a claim with a level of no spread NOT TESTABLE), and every interval
-// rests on at least
-// `min_n` observations (0: no check). Returns how many were checked.
+// reads a claim with a level of no spread NOT TESTABLE), and every verdict but
+// a NOT TESTABLE one without an interval rests on at least `min_n`
+// observations (0: no check). Returns how many were checked.
 absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
                                    const TidyTable& verdicts, int min_n);
 

@@ -23,13 +23,15 @@
 namespace sparse_layers::analysis {
 
 const char kAbsorptionHeader[] =
-    "base,seed,fit,method,k,sparsity_penalty,units,words,letters_evaluated,"
-    "mean_absorption_fraction,full_absorption_rate,mean_main_latents,"
-    "probe_f1,shuffled_probe_f1,measured\n";
+    "base,seed,fit,method,k,sparsity_penalty,units,words,letters_probe_ok,"
+    "letters_evaluated,mean_absorption_fraction,full_absorption_rate,"
+    "mean_main_latents,mean_recovered_projection,probe_f1,shuffled_probe_f1,"
+    "probe_f1_gain,measured\n";
 const char kAbsorptionLettersHeader[] =
     "base,seed,fit,method,k,sparsity_penalty,letter,train_words,test_words,"
-    "probe_f1,shuffled_probe_f1,evaluated,main_latents,main_latent_f1,"
-    "probe_true_positives,mean_absorption_fraction,full_absorption_rate\n";
+    "probe_f1,shuffled_probe_f1,probe_ok,main_latents,main_latent_f1,"
+    "probe_true_positives,mean_absorption_fraction,full_absorption_rate,"
+    "mean_recovered_projection\n";
 
 namespace {
 
@@ -90,20 +92,31 @@ std::vector<int> FirstLetterPrompt(const datasets::Tokenizer& tokenizer,
                                    const std::vector<FirstLetterWord>& words,
                                    size_t index, int examples) {
   std::mt19937_64 draw(HashOf("icl:" + words[index].word));
-  std::vector<std::string> lines;
-  const int available = static_cast<int>(words.size()) - 1;
-  for (int e = 0; e < std::min(examples, available); ++e) {
-    size_t other = draw() % words.size();
-    while (other == index) other = draw() % words.size();
-    const std::string& w = words[other].word;
-    lines.push_back(absl::StrCat(
-        w, " has the first letter: ",
-        std::string(1, static_cast<char>(
-                           std::toupper(static_cast<unsigned char>(w[0]))))));
+  // Other words, drawn without replacement (SAEBench's random.sample).
+  std::vector<size_t> others;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i != index) others.push_back(i);
   }
-  std::vector<int> ids =
-      lines.empty() ? std::vector<int>{}
-                    : tokenizer.Encode(absl::StrJoin(lines, "\n") + "\n");
+  const size_t count = std::min<size_t>(std::max(examples, 0), others.size());
+  for (size_t e = 0; e < count; ++e) {
+    std::swap(others[e], others[e + draw() % (others.size() - e)]);
+  }
+  // Each word after a space, as the queried word-initial piece is read.
+  std::string text;
+  for (size_t e = 0; e < count; ++e) {
+    const std::string& w = words[others[e]].word;
+    absl::StrAppend(&text, " ", w, " has the first letter: ",
+                    std::string(1, static_cast<char>(std::toupper(
+                                       static_cast<unsigned char>(w[0])))),
+                    "\n");
+  }
+  // After a document break, as the model saw documents in training.
+  std::vector<int> ids = {tokenizer.bos_id() >= 0 ? tokenizer.bos_id()
+                                                  : tokenizer.eos_id()};
+  if (!text.empty()) {
+    const std::vector<int> encoded = tokenizer.Encode(text);
+    ids.insert(ids.end(), encoded.begin(), encoded.end());
+  }
   ids.push_back(words[index].id);
   return ids;
 }
@@ -158,25 +171,41 @@ MultiLogisticFit FitBalancedLogisticOnFeatures(const torch::Tensor& x,
       t, torch::full({n}, n / (2.0 * n_positive), torch::kDouble),
       torch::full({n}, n / (2.0 * (n - n_positive)), torch::kDouble));
   torch::Tensor penalty = torch::ones({k + 1}, torch::kDouble);
-  penalty[k] = 1e-12;
+  penalty[k] = 0;  // Intercept unpenalised.
+  // The objective: 0.5 |w|^2 + sum_i s_i softplus(-t_i z_i).
+  const auto objective = [&](const torch::Tensor& w) {
+    return (0.5 * (penalty * w * w).sum() +
+            (sample_weight * torch::softplus(-sign * design.matmul(w))).sum())
+        .item<double>();
+  };
   torch::Tensor w = torch::zeros({k + 1}, torch::kDouble);
+  double value = objective(w);
   for (int iteration = 0; iteration < 100; ++iteration) {
-    const torch::Tensor z = design.matmul(w);
-    const torch::Tensor p = torch::sigmoid(-sign * z);  // sigma(-t z)
+    const torch::Tensor p = torch::sigmoid(-sign * design.matmul(w));
     const torch::Tensor g = -sample_weight * sign * p;
     const torch::Tensor h = sample_weight * p * (1 - p);
-    torch::Tensor gradient = design.t().matmul(g) + penalty * w;
-    gradient[k] -= penalty[k] * w[k];  // Intercept unpenalised.
-    const torch::Tensor hessian =
-        design.t().matmul(design * h.unsqueeze(1)) + torch::diag(penalty);
+    const torch::Tensor gradient = design.t().matmul(g) + penalty * w;
+    // 1e-12 on the intercept's diagonal keeps a separable class solvable.
+    const torch::Tensor hessian = design.t().matmul(design * h.unsqueeze(1)) +
+                                  torch::diag(penalty.clamp_min(1e-12));
     const torch::Tensor delta =
         torch::linalg_solve(hessian, gradient.unsqueeze(1)).squeeze(1);
     if (!torch::isfinite(delta).all().item<bool>()) break;
-    w = w - delta;
-    if (delta.abs().sum().item<double>() <
-        1e-10 * (1 + w.abs().sum().item<double>())) {
-      break;
+    // Newton's step, halved until the objective falls (rare classes weigh
+    // up to n / 2 per sample, where a full step can overshoot).
+    double step = 1;
+    torch::Tensor next = w - delta;
+    double next_value = objective(next);
+    for (int halving = 0; halving < 30 && !(next_value <= value); ++halving) {
+      step /= 2;
+      next = w - step * delta;
+      next_value = objective(next);
     }
+    if (!(next_value <= value)) break;
+    const double moved = step * delta.abs().sum().item<double>();
+    w = next;
+    value = next_value;
+    if (moved < 1e-10 * (1 + w.abs().sum().item<double>())) break;
   }
   fit.weight = w.slice(0, 0, k).clone();
   fit.bias = w[k].item<double>();
@@ -196,13 +225,16 @@ int MainLatentCount(const std::vector<double>& f1_by_k, double jump) {
 
 WordAbsorption AbsorptionOfWord(const torch::Tensor& codes,
                                 const torch::Tensor& probe_cosines,
+                                const torch::Tensor& decoder_projections,
                                 const std::vector<int64_t>& main_latents,
                                 double probe_projection,
                                 const AbsorptionOptions& options) {
   const torch::Tensor a = codes.to(torch::kDouble);
   const torch::Tensor cosines = probe_cosines.to(torch::kDouble);
-  // Each latent's share of the probe projection: activation x cosine.
-  const torch::Tensor projections = a * cosines;
+  // Each latent's share of the probe projection: its activation times its
+  // decoder row's projection on the probe (SAEBench's activation x cosine for
+  // unit rows).
+  const torch::Tensor projections = a * decoder_projections.to(torch::kDouble);
   const torch::Tensor main_index = torch::tensor(main_latents, torch::kLong);
   const double main_projection =
       projections.index_select(0, main_index).sum().item<double>();
@@ -221,6 +253,7 @@ WordAbsorption AbsorptionOfWord(const torch::Tensor& codes,
                 .sum()
                 .item<double>();
   WordAbsorption result;
+  result.recovered = projections.sum().item<double>() / probe_projection;
   if (main_projection >= probe_projection ||
       absorbed / probe_projection < options.projection_share) {
     result.fraction = 0;
@@ -337,6 +370,13 @@ absl::StatusOr<AbsorptionTables> AbsorptionOfActivations(
     train_count[l] = (train_letters == l).sum().item<int64_t>();
     test_count[l] = truth.sum().item<int64_t>();
   }
+  // SAEBench's gate: enough letters whose probe finds them (F1 above
+  // min_probe_f1), else no absorption is measured.
+  int letters_probe_ok = 0;
+  for (int l = 0; l < kLetters; ++l) {
+    letters_probe_ok += probe_f1[l] > options.min_probe_f1;
+  }
+  const bool measured = letters_probe_ok >= options.min_letters;
   const torch::Tensor probe_directions =
       probe.weight / probe.weight.norm(2, 1, true).clamp_min(1e-12);
   // Projection of every test activation on every letter's unit direction.
@@ -365,14 +405,17 @@ absl::StatusOr<AbsorptionTables> AbsorptionOfActivations(
         FitLetterProbes(train_codes, train_letters, kLetters, options.l1_decay,
                         options.probe_steps);
     const torch::Tensor decoder = sae->decoder.detach();
+    // Each decoder row's projection on each letter's unit direction and its
+    // cosine with it, (letters, units).
+    const torch::Tensor decoder_projections =
+        probe_directions.matmul(decoder.t());
     const torch::Tensor cosines =
-        probe_directions.matmul(decoder.t()) /
-        decoder.norm(2, 1).clamp_min(1e-12).unsqueeze(0);  // (letters, units)
+        decoder_projections / decoder.norm(2, 1).clamp_min(1e-12).unsqueeze(0);
     const std::string prefix =
         absl::StrCat(options.base_name, ",", options.seed, ",", fit.name, ",",
                      fit.spec.ffn(), ",", fit.spec.top_k(), ",",
                      Penalty(fit.spec.sparsity_penalty()), ",");
-    double fraction_sum = 0, full_sum = 0, main_sum = 0;
+    double fraction_sum = 0, full_sum = 0, main_sum = 0, recovered_sum = 0;
     int evaluated = 0;
     for (int l = 0; l < kLetters; ++l) {
       if (train_count[l] == 0 || test_count[l] == 0) continue;
@@ -399,40 +442,44 @@ absl::StatusOr<AbsorptionTables> AbsorptionOfActivations(
       const std::vector<int64_t> main_latents(
           main_tensor.data_ptr<int64_t>(),
           main_tensor.data_ptr<int64_t>() + main_count);
-      const bool scored = probe_f1[l] >= options.min_probe_f1;
       // The probe's true positives among the letter's test words.
       int64_t true_positives = 0;
-      double letter_fraction = 0, letter_full = 0;
+      double letter_fraction = 0, letter_full = 0, letter_recovered = 0;
       for (size_t j = 0; j < test_rows.size(); ++j) {
         if (test_letters[j].item<int64_t>() != l ||
             !(probe_scores[j][l].item<double>() > 0)) {
           continue;
         }
         ++true_positives;
-        const WordAbsorption word =
-            AbsorptionOfWord(test_codes[j], cosines[l], main_latents,
-                             test_projections[j][l].item<double>(), options);
+        const WordAbsorption word = AbsorptionOfWord(
+            test_codes[j], cosines[l], decoder_projections[l], main_latents,
+            test_projections[j][l].item<double>(), options);
         letter_fraction += word.fraction;
         letter_full += word.full;
+        letter_recovered += word.recovered;
       }
       const double mean_fraction =
           true_positives > 0 ? letter_fraction / true_positives : 0;
       const double full_rate =
           true_positives > 0 ? letter_full / true_positives : 0;
-      const bool evaluated_here = scored && true_positives > 0;
+      const double recovered =
+          true_positives > 0 ? letter_recovered / true_positives : 0;
       absl::StrAppend(
           &tables.letters, prefix, std::string(1, static_cast<char>('a' + l)),
           ",", train_count[l], ",", test_count[l], ",",
           absl::StrFormat("%.6g,%.6g,", probe_f1[l], shuffled_f1[l]),
-          evaluated_here ? 1 : 0, ",", main_count, ",",
+          probe_f1[l] > options.min_probe_f1 ? 1 : 0, ",", main_count, ",",
           absl::StrFormat("%.6g", main_count > 0 ? f1_by_k[main_count - 1] : 0),
           ",", true_positives, ",",
-          absl::StrFormat("%.6g,%.6g\n", mean_fraction, full_rate));
-      if (!evaluated_here) continue;
+          absl::StrFormat("%.6g,%.6g,%.6g\n", mean_fraction, full_rate,
+                          recovered));
+      // SAEBench's means run over the letters with probe true positives.
+      if (true_positives == 0) continue;
       ++evaluated;
       fraction_sum += mean_fraction;
       full_sum += full_rate;
       main_sum += main_count;
+      recovered_sum += recovered;
     }
     double probe_f1_mean = 0, shuffled_f1_mean = 0;
     int letters_present = 0;
@@ -442,22 +489,26 @@ absl::StatusOr<AbsorptionTables> AbsorptionOfActivations(
       probe_f1_mean += probe_f1[l];
       shuffled_f1_mean += shuffled_f1[l];
     }
-    const auto mean_or_nan = [evaluated](double sum) {
-      return evaluated > 0 ? sum / evaluated : std::nan("");
+    const bool fit_measured = measured && evaluated > 0;
+    const auto mean_or_nan = [&](double sum) {
+      return fit_measured ? sum / evaluated : std::nan("");
     };
+    probe_f1_mean /= std::max(1, letters_present);
+    shuffled_f1_mean /= std::max(1, letters_present);
     absl::StrAppend(
         &tables.summary, prefix, sae->units(), ",", words.size(), ",",
-        evaluated, ",",
-        absl::StrFormat("%.6g,%.6g,%.6g,%.6g,%.6g,%d\n",
+        letters_probe_ok, ",", evaluated, ",",
+        absl::StrFormat("%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n",
                         mean_or_nan(fraction_sum), mean_or_nan(full_sum),
-                        mean_or_nan(main_sum),
-                        probe_f1_mean / std::max(1, letters_present),
-                        shuffled_f1_mean / std::max(1, letters_present),
-                        evaluated > 0 ? 1 : 0));
+                        mean_or_nan(main_sum), mean_or_nan(recovered_sum),
+                        probe_f1_mean, shuffled_f1_mean,
+                        probe_f1_mean - shuffled_f1_mean,
+                        fit_measured ? 1 : 0));
     std::fprintf(stderr,
-                 "feature_absorption: %s: %d letters scored, mean absorption "
-                 "fraction %.4f\n",
-                 fit.name.c_str(), evaluated, mean_or_nan(fraction_sum));
+                 "feature_absorption: %s: %d letters probed above F1 %.2f, %d "
+                 "with probe true positives, mean absorption fraction %.4f\n",
+                 fit.name.c_str(), letters_probe_ok, options.min_probe_f1,
+                 evaluated, mean_or_nan(fraction_sum));
   }
   return tables;
 }

@@ -6,9 +6,10 @@
 //
 // 1. Words: the vocabulary's word-initial pieces spelling two or more ASCII
 //    letters (one token each), labelled by their first letter; each is read at
-//    its own position after an in-context prefix of other words' answers
-//    ("{w} has the first letter: {W}", SAEBench's template), at the SAEs' site
-//    (the FFN output of their block).
+//    its own position after a document break and ten other words' answers
+//    (" {w} has the first letter: {W}" lines, SAEBench's template; examples
+//    drawn without replacement), at the SAEs' site: the FFN output of their
+//    block (SAEBench reads the residual stream).
 // 2. A ground-truth probe per letter (one vs rest, class-balanced logistic) on
 //    the base activations of the training words; a probe on shuffled labels is
 //    its control (a letter the model does not carry cannot be absorbed).
@@ -21,8 +22,17 @@
 //    latents aligned with the probe, when the main latents fall short) and
 //    full absorption (main latents silent, one aligned latent carries at least
 //    projection_share of it); per letter the mean over its probe true
-//    positives, per SAE the mean over letters whose probe F1 reaches
-//    min_probe_f1.
+//    positives, per SAE the mean over letters with any (SAEBench's main.py),
+//    measured only when at least min_letters letters' probes exceed F1
+//    min_probe_f1 (SAEBench's min_feats_for_eval and min_GT_probe_f1).
+// Differences from SAEBench, for a reader comparing numbers: the probes train
+// full-batch from zero (Adam, linear decay, no weight decay; SAEBench: 50
+// epochs, exponential decay, weight decay, random init), and a latent's
+// projection is its activation times its decoder row's projection on the
+// probe (SAEBench's activation x cosine, equal for unit rows; ours are unit at
+// each step's start). mean_recovered_projection, the share of the probe
+// projection all latents together carry, shows how far reconstruction alone
+// limits the absorption fraction at small K.
 #ifndef SPARSE_LAYERS_ANALYSIS_PROBING_FEATURE_ABSORPTION_H_
 #define SPARSE_LAYERS_ANALYSIS_PROBING_FEATURE_ABSORPTION_H_
 
@@ -48,9 +58,11 @@ struct AbsorptionOptions {
   int icl_examples = 10;  // SAEBench's max_icl_examples.
   int max_k = 10;         // Largest k-sparse probe (SAEBench's max_k_value).
   double f1_jump = 0.03;  // SAEBench's f1_jump_threshold.
-  // Letters whose ground-truth probe is weaker are not scored (SAEBench's
-  // min_GT_probe_f1).
+  // Absorption is measured when at least min_letters letters' ground-truth
+  // probes exceed this test F1 (SAEBench's min_GT_probe_f1 and
+  // min_feats_for_eval).
   double min_probe_f1 = 0.6;
+  int min_letters = 20;
   // A latent counts toward the absorption fraction when its decoder row's
   // cosine with the probe reaches this (SAEBench 0.1), toward full
   // absorption at 0.025; both need projection_share of the probe projection.
@@ -77,9 +89,10 @@ struct FirstLetterWord {
 std::vector<FirstLetterWord> FirstLetterWords(
     const datasets::Tokenizer& tokenizer, int max_words);
 
-// Token ids of words[index]'s prompt: `examples` other words (drawn from a
-// hash of the word, so every seed reads the same prompts) as "{w} has the
-// first letter: {W}" lines, then the word's own id, read at the last position.
+// Token ids of words[index]'s prompt: the document break (bos, else eos),
+// `examples` other words drawn without replacement from a hash of the word
+// (every seed reads the same prompts) as " {w} has the first letter: {W}"
+// lines, then the word's own id, read at the last position.
 std::vector<int> FirstLetterPrompt(const datasets::Tokenizer& tokenizer,
                                    const std::vector<FirstLetterWord>& words,
                                    size_t index, int examples);
@@ -117,13 +130,17 @@ int MainLatentCount(const std::vector<double>& f1_by_k, double jump);
 struct WordAbsorption {
   double fraction = 0;
   bool full = false;
+  // Sum over latents of their projections, over the probe projection.
+  double recovered = 0;
 };
 
 // One word's absorption (SAEBench's FeatureAbsorptionCalculator): codes (U),
-// cosines of the decoder rows with the unit probe direction (U), the main
+// cosines of the decoder rows with the unit probe direction (U, for the
+// thresholds), the rows' projections on it (U, for the shares), the main
 // latents and the projection of the activation on that direction.
 WordAbsorption AbsorptionOfWord(const torch::Tensor& codes,
                                 const torch::Tensor& probe_cosines,
+                                const torch::Tensor& decoder_projections,
                                 const std::vector<int64_t>& main_latents,
                                 double probe_projection,
                                 const AbsorptionOptions& options);
@@ -135,8 +152,8 @@ torch::Tensor FirstLetterActivations(layers::GptImpl& base,
                                      int block, int examples);
 
 struct AbsorptionTables {
-  // One row per SAE; its means are NaN, and `measured` 0, when no letter's
-  // probe reaches min_probe_f1 (claims read measured = 1 rows only).
+  // One row per SAE; its means are NaN, and `measured` 0, below the gate
+  // (fewer than min_letters letters probed; claims read measured = 1 only).
   std::string summary;
   std::string letters;  // One row per (SAE, letter).
 };

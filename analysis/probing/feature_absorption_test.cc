@@ -3,12 +3,14 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "analysis/probing/sparse_probing.h"
 #include "datasets/text/test_bpe.h"
 #include "gtest/gtest.h"
@@ -21,12 +23,14 @@ namespace {
 
 AbsorptionOptions Defaults() { return AbsorptionOptions(); }
 
-// Codes, cosines with the probe direction, and the main latents {0}.
+// Codes, cosines with the probe direction (unit decoder rows: also their
+// projections), and the main latents {0}.
 WordAbsorption Absorb(std::vector<double> codes, std::vector<double> cosines,
-                      double probe_projection) {
-  return AbsorptionOfWord(torch::tensor(codes, torch::kDouble),
-                          torch::tensor(cosines, torch::kDouble), {0},
-                          probe_projection, Defaults());
+                      double probe_projection,
+                      std::vector<int64_t> main_latents = {0}) {
+  const torch::Tensor c = torch::tensor(cosines, torch::kDouble);
+  return AbsorptionOfWord(torch::tensor(codes, torch::kDouble), c, c,
+                          main_latents, probe_projection, Defaults());
 }
 
 // SAEBench's rules, case by case (its FeatureAbsorptionCalculator).
@@ -65,6 +69,28 @@ TEST(AbsorptionOfWordTest, WeaklyAlignedOrSmallAbsorbersDoNotCount) {
       Absorb({0, 0.12, 0.12, 0.12, 0.12}, {0.9, 1, 1, 1, 1}, 1.0).fraction, 0);
   EXPECT_EQ(
       Absorb({0, 0.14, 0.14, 0.14, 0.14}, {0.9, 1, 1, 1, 1}, 1.0).fraction, 1);
+}
+
+TEST(AbsorptionOfWordTest, MainLatentsTogetherAndProbeBelowZero) {
+  // Two main latents carry 0.3 + 0.3 of 1; an absorber carries 0.5: the
+  // absorbed share is what the main latents leave, 0.4 of 1.
+  EXPECT_NEAR(Absorb({0.6, 0.6, 0.5}, {0.5, 0.5, 1.0}, 1.0, {0, 1}).fraction,
+              0.4, 1e-12);
+  // A word the probe projects below zero: no full absorption.
+  EXPECT_FALSE(Absorb({0, 0, 2}, {0.9, 0.9, 0.3}, -0.5).full);
+  // The recovered share is every latent's projection over the probe's.
+  EXPECT_NEAR(Absorb({1, 0.5, 0}, {0.5, 1.0, 0.9}, 2.0).recovered, 0.5, 1e-12);
+}
+
+// Shares use the decoder row's projection, thresholds its cosine: a row of
+// norm 2 at cosine 0.3 carries 0.6 of a unit activation.
+TEST(AbsorptionOfWordTest, SharesUseTheRowsProjectionNotItsCosine) {
+  const WordAbsorption word = AbsorptionOfWord(
+      torch::tensor({0.0, 1.0}, torch::kDouble),
+      torch::tensor({0.9, 0.3}, torch::kDouble),
+      torch::tensor({0.9, 0.6}, torch::kDouble), {0}, 1.0, Defaults());
+  EXPECT_EQ(word.fraction, 1);
+  EXPECT_TRUE(word.full);
 }
 
 TEST(MainLatentCountTest, LongestPrefixOfF1Jumps) {
@@ -164,11 +190,22 @@ double Number(const std::string& text) {
   return value;
 }
 
+// The value of `name` in row `row` of a CSV.
+std::string Cell(const std::vector<std::vector<std::string>>& rows, size_t row,
+                 const std::string& name) {
+  for (size_t c = 0; c < rows[0].size(); ++c) {
+    if (rows[0][c] == name) return rows[row][c];
+  }
+  ADD_FAILURE() << "no column " << name;
+  return "";
+}
+
 TEST(AbsorptionOfActivationsTest, MeasuresThePlantedAbsorption) {
   const PlantedAbsorption planted = Planted();
   AbsorptionOptions options;
   options.seed = 2;
   options.base_name = "toy";
+  options.min_letters = 3;
   auto tables = AbsorptionOfActivations(planted.words, planted.activations,
                                         {PlantedSae()}, options);
   ASSERT_TRUE(tables.ok()) << tables.status();
@@ -186,39 +223,47 @@ TEST(AbsorptionOfActivationsTest, MeasuresThePlantedAbsorption) {
   ASSERT_GT(a_absorbed, 0);
   const auto letters = Rows(tables->letters);
   ASSERT_EQ(letters.size(), 4u);  // Header, a, b, c.
-  const std::vector<std::string> header = letters[0];
-  auto column = [&](const std::vector<std::string>& row,
-                    const std::string& name) {
-    for (size_t c = 0; c < header.size(); ++c) {
-      if (header[c] == name) return row[c];
-    }
-    ADD_FAILURE() << name;
-    return std::string();
-  };
   const double expected = static_cast<double>(a_absorbed) / a_test;
-  EXPECT_EQ(column(letters[1], "letter"), "a");
-  EXPECT_EQ(column(letters[1], "main_latents"), "1");
-  EXPECT_EQ(Number(column(letters[1], "probe_true_positives")), a_test);
-  EXPECT_NEAR(Number(column(letters[1], "mean_absorption_fraction")), expected,
+  EXPECT_EQ(Cell(letters, 1, "letter"), "a");
+  EXPECT_EQ(Cell(letters, 1, "main_latents"), "1");
+  EXPECT_EQ(Number(Cell(letters, 1, "probe_true_positives")), a_test);
+  EXPECT_NEAR(Number(Cell(letters, 1, "mean_absorption_fraction")), expected,
               1e-9);
-  EXPECT_NEAR(Number(column(letters[1], "full_absorption_rate")), expected,
-              1e-9);
-  for (int l = 2; l <= 3; ++l) {
-    EXPECT_EQ(Number(column(letters[l], "mean_absorption_fraction")), 0);
-    EXPECT_GT(Number(column(letters[l], "probe_f1")), 0.99);
+  EXPECT_NEAR(Number(Cell(letters, 1, "full_absorption_rate")), expected, 1e-9);
+  for (size_t l = 2; l <= 3; ++l) {
+    EXPECT_EQ(Number(Cell(letters, l, "mean_absorption_fraction")), 0);
+    EXPECT_GT(Number(Cell(letters, l, "probe_f1")), 0.99);
+    EXPECT_EQ(Cell(letters, l, "probe_ok"), "1");
   }
   const auto summary = Rows(tables->summary);
   ASSERT_EQ(summary.size(), 2u);
-  EXPECT_EQ(summary[1][0], "toy");
-  EXPECT_EQ(summary[1][1], "2");
-  EXPECT_EQ(summary[1][3], "relu_sae");
-  EXPECT_EQ(summary[1][5], "0.01");
-  EXPECT_EQ(summary[1][8], "3");  // Letters evaluated.
-  EXPECT_NEAR(Number(summary[1][9]), expected / 3, 1e-6);
-  // The control: a probe of shuffled letters is far weaker.
-  EXPECT_GT(Number(summary[1][12]), 0.99);
-  EXPECT_LT(Number(summary[1][13]), 0.7);
-  EXPECT_EQ(summary[1][14], "1");  // Measured.
+  EXPECT_EQ(Cell(summary, 1, "base"), "toy");
+  EXPECT_EQ(Cell(summary, 1, "seed"), "2");
+  EXPECT_EQ(Cell(summary, 1, "method"), "relu_sae");
+  EXPECT_EQ(Cell(summary, 1, "sparsity_penalty"), "0.01");
+  EXPECT_EQ(Cell(summary, 1, "letters_probe_ok"), "3");
+  EXPECT_EQ(Cell(summary, 1, "letters_evaluated"), "3");
+  EXPECT_NEAR(Number(Cell(summary, 1, "mean_absorption_fraction")),
+              expected / 3, 1e-6);
+  EXPECT_EQ(Cell(summary, 1, "measured"), "1");
+  // The control: a probe of shuffled letters is far weaker (chance F1 for
+  // three balanced letters is about 1/3).
+  EXPECT_GT(Number(Cell(summary, 1, "probe_f1")), 0.99);
+  EXPECT_LT(Number(Cell(summary, 1, "shuffled_probe_f1")), 0.6);
+  EXPECT_NEAR(Number(Cell(summary, 1, "probe_f1_gain")),
+              Number(Cell(summary, 1, "probe_f1")) -
+                  Number(Cell(summary, 1, "shuffled_probe_f1")),
+              1e-5);
+
+  // Below the gate (four letters needed, three probed): no means.
+  options.min_letters = 4;
+  auto gated = AbsorptionOfActivations(planted.words, planted.activations,
+                                       {PlantedSae()}, options);
+  ASSERT_TRUE(gated.ok()) << gated.status();
+  const auto gated_summary = Rows(gated->summary);
+  EXPECT_EQ(Cell(gated_summary, 1, "measured"), "0");
+  EXPECT_EQ(Cell(gated_summary, 1, "mean_absorption_fraction"), "nan");
+  EXPECT_EQ(gated->letters, tables->letters);
 }
 
 TEST(AbsorptionOfActivationsTest, RejectsLayersThatAreNotOutputSaes) {
@@ -248,16 +293,23 @@ TEST(FirstLetterWordsTest, SingleTokenAlphabeticWordsWithTheirPrompts) {
     EXPECT_GE(word.word.size(), 2u);
   }
   const std::vector<int> prompt = FirstLetterPrompt(*tokenizer, words, 7, 3);
+  EXPECT_EQ(prompt.front(), tokenizer->bos_id() >= 0 ? tokenizer->bos_id()
+                                                     : tokenizer->eos_id());
   EXPECT_EQ(prompt.back(), words[7].id);
   const std::string text =
-      tokenizer->Decode(std::vector<int>(prompt.begin(), prompt.end() - 1));
-  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(text,
-                                                    "has the first "
-                                                    "letter:"))
-                .size(),
-            4u);
-  // Prompts depend on the word only.
-  EXPECT_EQ(FirstLetterPrompt(*tokenizer, words, 7, 3), prompt);
+      tokenizer->Decode(std::vector<int>(prompt.begin() + 1, prompt.end() - 1));
+  // Three example lines of three different other words.
+  std::set<std::string> examples;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    const std::vector<std::string> parts =
+        absl::StrSplit(line, " has the first letter: ");
+    ASSERT_EQ(parts.size(), 2u) << line;
+    const std::string word(absl::StripAsciiWhitespace(parts[0]));
+    EXPECT_NE(word, words[7].word);
+    EXPECT_EQ(parts[1], std::string(1, std::toupper(word[0])));
+    examples.insert(word);
+  }
+  EXPECT_EQ(examples.size(), 3u);
 }
 
 // The batch's right padding leaves each prompt's last position as it is
