@@ -8,7 +8,7 @@ dir=$1
 report="$dir/report.md"
 fail() { echo "reports_test: $*"; exit 1; }
 [[ -s "$report" ]] || fail "no report.md"
-experiments=(chess_bsp_coverage chess_width_sparsity mxd_frontier sparse_probing steering sparse_layer_atlas slimpajama_isoflop factual_recall_patching
+experiments=(chess_bsp_coverage chess_width_sparsity moe_x_language_model mxd_frontier sparse_probing steering sparse_layer_atlas slimpajama_isoflop factual_recall_patching
   lorsa_attention mohd_hidden_dims)
 
 # "holds does_not_hold unresolved not_testable controls_held controls_total" from a verdicts.csv, reading the

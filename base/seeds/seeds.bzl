@@ -46,6 +46,8 @@ SEED_PLAN = {
     # budget). Seed 4 was added after the n = 3 results and seed 5 by the plan (the claims file's amendments).
     # Smoke and paper keep SEEDS.
     "mohd_hidden_dims": dict(SEEDS, cpu = [1, 2, 3, 4, 5]),
+    # MoE-X's Table 2 analogue: no pilot, the default seeds (claims.textproto seed_plan).
+    "moe_x_language_model": SEEDS,
     # The study's seeds: 6 at cpu although each is a whole LM and its 22 fits (all 6: 29 min cold at cpu, 2026-11-28). At n = 2 the 95% t
     # quantile is 12.7 (the induction-head claim stayed UNRESOLVED with both heads above 0.9); at n = 3 the two-
     # and three-head shares straddled their tolerance edges (+0.21 [+0.08, +0.35] against 0.15, Fig. 6).

@@ -252,6 +252,16 @@ def table(source, arms = None, snapshots = False, also = []):
     (its rows after)."""
     return struct(source = source, arms = arms, snapshots = snapshots, also = also)
 
+# A language-model study's runs-table fields (trainer summaries): perplexity, loss and size of each run.
+LM_RUN_FIELDS = [
+    "name",
+    "validation_perplexity",
+    "validation_loss",
+    "parameters",
+    "steps",
+    "tokens",
+]
+
 def runs_table(fields, config_fields = [], name = "runs", arms = None, name_from_path = False):
     """<name>.csv: one row per trained run of the active scale (summary_table), `arms` (default every arm) seed by
     seed; `name_from_path` names each row by its run (<arm>_s<seed>) instead of the config's name."""
