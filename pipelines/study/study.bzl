@@ -160,6 +160,7 @@ def evaluation(
         fits = [],
         caches = [],
         caches_flag = "--caches=",
+        cache_args = {},
         out_flags = None,
         seed_column = False,
         message = None,
@@ -173,6 +174,7 @@ def evaluation(
       named_models: arm -> model name, given as --models=<name>=<checkpoint>,... (tool_run's named_checkpoints).
       fits: the seed's fits of the study (on an arm), passed last; or {scale: fits}.
       caches: the seed's caches of the study (on an arm), given as caches_flag <layer>=<manifest>,...
+      cache_args: cache of the study (on an arm) -> flag prefix given the seed's cache's test-split manifest.
       out_flags: table -> flag prefix given its path; None: the tool takes --out_dir= and names the files itself.
       seed_column: also write <table>_s<seed>.csv with a leading seed column (for a tool whose rows carry none).
       message: the progress message, "%d" the seed.
@@ -187,6 +189,7 @@ def evaluation(
         fits = fits,
         caches = caches,
         caches_flag = caches_flag,
+        cache_args = cache_args,
         out_flags = out_flags,
         seed_column = seed_column,
         message = message,
@@ -360,6 +363,8 @@ def _evaluation(eval_name, spec, seed, seeds, arms, caches):
     if spec.caches:
         kwargs["layered_activations"] = [_arm_cache_label(c, caches[c], arms, seed) for c in spec.caches]
         kwargs["layered_activations_flag"] = spec.caches_flag
+    if spec.cache_args:
+        kwargs["activation_args"] = {_arm_cache_label(c, caches[c], arms, seed): flag for c, flag in spec.cache_args.items()}
     tool_run(
         name = run,
         tool = spec.tool,
