@@ -290,6 +290,24 @@ LORSA_EVALUATIONS = {
     ),
     "qk_dim": _ablation({scale: [_qk_dim_fit(scale, d) for d in QK_DIM_SWEEP[scale]] for scale in SCALES}, "QK-dimension ablation"),
     "qk_init": _ablation([_PER_LAYER_FIT] + [_qk_init_name(i) for i in QK_INITS], "QK initialisations"),
+    # Every slot's Lorsa at the per-layer K spliced in at once (App. H, Fig. 16): the model's CE and in-context
+    # copying, and the heads whose ablation most weakens the fully sparsified model's best induction head.
+    "full_sparsification": evaluation(
+        tool = "//analysis/attention:full_sparsification",
+        tables = [
+            "sparsified.csv",
+            "circuit.csv",
+            "circuit_summary.csv",
+        ],
+        models = {"lm": "--base="},
+        fits = ["lorsa_b%d_k" % slot for slot in BLOCK_SLOTS],
+        tokens = ":shards",
+        token_args = {"--tokens=": "test"},
+        tokenizer = LORSA_TOKENIZER,
+        file_args = {":span_words.txt": "--probe_words="},
+        args = ["--threads=2"],
+        message = "Sparsifying every fitted block of seed %d with its Lorsa",
+    ),
 }
 
 def pretrained_lorsa_manifests():
