@@ -44,7 +44,10 @@ std::vector<BlockHeadScores> LorsaHeadScores(
         lorsas[b]->Run(inputs[b].at(0), lorsas[b]->options().top_k);
     const ZPatternScores z = LorsaZPatternScores(out.pattern, out.values,
                                                  out.activations, 1, period);
-    scores[b] = {z.induction, z.previous_token, z.induction_count,
+    scores[b] = {z.induction,
+                 z.previous_token,
+                 z.induction_count,
+                 z.previous_token_count,
                  (out.activations != 0).flatten(0, 1).any(0),
                  InductionScores(out.pattern, 1, period)};
   }
@@ -116,7 +119,13 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
       return absl::InvalidArgumentError(fit.name + " holds no Lorsa layer");
     }
     lorsas[block]->eval();
-    seed = fit.loaded.config.runtime().seed();
+    const int64_t fit_seed = fit.loaded.config.runtime().seed();
+    if (seed >= 0 && fit_seed != seed) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(fit.name, " has seed ", fit_seed, ", the others ", seed,
+                       ": one seed per run"));
+    }
+    seed = fit_seed;
     ++replaced;
   }
   const int64_t length = model.options().context_length;
@@ -133,9 +142,13 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
           stand_ins[b] ? stand_ins[b].ptr() : nullptr;
     }
   };
+  std::vector<std::shared_ptr<layers::AttentionImpl>> original;
+  for (size_t b = 0; b < blocks; ++b) {
+    original.push_back(model.blocks[b]->attention_stand_in);
+  }
   const absl::Cleanup restore = [&] {
     for (size_t b = 0; b < blocks; ++b) {
-      model.blocks[b]->attention_stand_in = nullptr;
+      model.blocks[b]->attention_stand_in = original[b];
     }
     model.ClearHooks();
   };
@@ -172,7 +185,9 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
     if (!lorsas[b]) continue;
     const BlockHeadScores& s = scores[b];
     for (int64_t h = 0; h < s.induction.size(0); ++h) {
-      if (s.induction_count[h].item<double>() < options.min_positions) continue;
+      if (s.induction_count[h].item<double>() < options.min_positions) {
+        continue;
+      }
       const double score = s.induction[h].item<double>();
       if (score > induction_score) {
         induction_block = static_cast<int>(b);
@@ -198,6 +213,8 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
   // The induction head's QK group and its attention to the induction target.
   int64_t group = -1;
   double group_score = 0;
+  // A best head below the floor is no induction head: no circuit.
+  if (induction_score < options.min_induction_score) induction_block = -1;
   if (induction_block > 0) {
     group = lorsas[induction_block]->GroupOf(induction_head);
     group_score = scores[induction_block].group_induction[group].item<double>();
@@ -207,7 +224,11 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
       if (!lorsas[b]) continue;
       const BlockHeadScores& s = scores[b];
       for (int64_t g = 0; g < s.active.size(0); ++g) {
-        if (!s.active[g].item<bool>()) continue;
+        // Scored heads only: a previous-token score over few positions is
+        // noise (and 0 for a head active at BOS alone).
+        if (s.previous_token_count[g].item<double>() < options.min_positions) {
+          continue;
+        }
         auto ablated = std::make_shared<AblatedLorsaImpl>(lorsas[b], g);
         model.blocks[b]->attention_stand_in = ablated;
         const double after =
@@ -223,16 +244,16 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
   std::stable_sort(
       ablations.begin(), ablations.end(),
       [](const Ablation& x, const Ablation& y) { return x.drop > y.drop; });
-  std::vector<double> previous_scores;
+  std::vector<double> previous_scores;  // Of the heads below the top one.
   for (size_t r = 0; r < ablations.size(); ++r) {
     const Ablation& a = ablations[r];
-    previous_scores.push_back(a.previous_token);
+    if (r > 0) previous_scores.push_back(a.previous_token);
     absl::StrAppendFormat(
         &tables.circuit, "%d,%d,%d,%.6f,%.6f,%d,%d,%.6f,%.6f,%.6f,%d\n", seed,
         induction_block, induction_head, induction_score, group_score, a.block,
         a.head, a.previous_token, a.ablated, a.drop, r + 1);
   }
-  if (ablations.empty()) {
+  if (ablations.size() < 2) {
     absl::StrAppendFormat(&tables.circuit_summary, "%d,0,,,,0,,,,,\n", seed);
   } else {
     const Ablation& top = ablations.front();

@@ -13,8 +13,10 @@
 //            removed: the drop ranks the heads that feed the induction head
 //            (App. H's attribution, here by ablation).
 //   circuit_summary: the top-ranked head's previous-token score beside the
-//            median over the ablated heads (Fig. 16: a previous-token head
-//            feeds the induction head).
+//            median over the other ablated heads (Fig. 16: a previous-token
+//            head feeds the induction head). Heads are removed whole (zero
+//            ablation), which also moves the next norm: a large head can rank
+//            high for its size; mean ablation is not run.
 #ifndef SPARSE_LAYERS_ANALYSIS_ATTENTION_FULL_SPARSIFICATION_H_
 #define SPARSE_LAYERS_ANALYSIS_ATTENTION_FULL_SPARSIFICATION_H_
 
@@ -56,7 +58,8 @@ class AblatedLorsaImpl : public layers::AttentionImpl {
 // each Lorsa's input as the model computes it: `lorsas` maps a block to its
 // Lorsa (the model's stand-ins, so ablations upstream change these inputs).
 struct BlockHeadScores {
-  torch::Tensor induction, previous_token, induction_count, active;  // (H)
+  torch::Tensor induction, previous_token, induction_count,
+      previous_token_count, active;  // (H)
   // Each QK group's attention to the induction target (InductionScores of
   // its pattern), (H_QK): continuous where a head's z-pattern score is not
   // (an ablation upstream can switch the head off).
@@ -72,8 +75,11 @@ struct FullSparsificationOptions {
   int probe_period = 16;
   std::string probe_words;  // As LorsaEvaluationOptions'.
   // An induction head must be active on at least this many second-copy
-  // positions (its score is a mean over them).
-  int64_t min_positions = 10;
+  // positions (its score is a mean over them), and an ablated head on as many
+  // positions after the first (its previous-token score likewise).
+  int64_t min_positions = 50;
+  // The best head is an induction head only from this z-pattern score on.
+  double min_induction_score = 0.3;
 };
 
 struct FullSparsificationTables {
@@ -81,7 +87,9 @@ struct FullSparsificationTables {
 };
 
 // The tables for `base` and its Lorsa fits (one per block at the per-layer K:
-// the K fitted at the most blocks; other fits are ignored).
+// the K fitted at the most blocks; other fits are ignored; all of one seed).
+// Every fitted block is replaced: all blocks where every block is fitted
+// (smoke and cpu), not at paper scale (4 of 12). The model is left as given.
 absl::StatusOr<FullSparsificationTables> FullySparsify(
     const layers::LoadedModel& base, const datasets::Tokenizer& tokenizer,
     const datasets::TokenShardSet& tokens, std::vector<LorsaFit>& fits,

@@ -364,6 +364,11 @@ def _evaluation(eval_name, spec, seed, seeds, arms, caches):
         kwargs["layered_activations"] = [_arm_cache_label(c, caches[c], arms, seed) for c in spec.caches]
         kwargs["layered_activations_flag"] = spec.caches_flag
     if spec.cache_args:
+        if "activation_args" in kwargs:
+            fail("evaluation %s: give caches by cache_args or activation_args, not both" % eval_name)
+        for c in spec.cache_args:
+            if c not in caches or caches[c].arm == None:
+                fail("evaluation %s: cache_args names %s, which is not a cache of an arm of the study" % (eval_name, c))
         kwargs["activation_args"] = {_arm_cache_label(c, caches[c], arms, seed): flag for c, flag in spec.cache_args.items()}
     tool_run(
         name = run,
