@@ -370,6 +370,17 @@ absl::StatusOr<AbsorptionTables> AbsorptionOfActivations(
     train_count[l] = (train_letters == l).sum().item<int64_t>();
     test_count[l] = truth.sum().item<int64_t>();
   }
+  // The probes' mean test F1 over the letters present (every SAE's row).
+  double probe_f1_mean = 0, shuffled_f1_mean = 0;
+  int letters_present = 0;
+  for (int l = 0; l < kLetters; ++l) {
+    if (test_count[l] == 0) continue;
+    ++letters_present;
+    probe_f1_mean += probe_f1[l];
+    shuffled_f1_mean += shuffled_f1[l];
+  }
+  probe_f1_mean /= std::max(1, letters_present);
+  shuffled_f1_mean /= std::max(1, letters_present);
   // SAEBench's gate: enough letters whose probe finds them (F1 above
   // min_probe_f1), else no absorption is measured.
   int letters_probe_ok = 0;
@@ -481,20 +492,10 @@ absl::StatusOr<AbsorptionTables> AbsorptionOfActivations(
       main_sum += main_count;
       recovered_sum += recovered;
     }
-    double probe_f1_mean = 0, shuffled_f1_mean = 0;
-    int letters_present = 0;
-    for (int l = 0; l < kLetters; ++l) {
-      if (test_count[l] == 0) continue;
-      ++letters_present;
-      probe_f1_mean += probe_f1[l];
-      shuffled_f1_mean += shuffled_f1[l];
-    }
     const bool fit_measured = measured && evaluated > 0;
     const auto mean_or_nan = [&](double sum) {
       return fit_measured ? sum / evaluated : std::nan("");
     };
-    probe_f1_mean /= std::max(1, letters_present);
-    shuffled_f1_mean /= std::max(1, letters_present);
     absl::StrAppend(
         &tables.summary, prefix, sae->units(), ",", words.size(), ",",
         letters_probe_ok, ",", evaluated, ",",
