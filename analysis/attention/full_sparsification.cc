@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "analysis/attention/head_analysis.h"
+#include "analysis/attention/per_layer_lorsas.h"
 #include "base/common/status_macros.h"
 #include "ops/hooks/hook_point.h"
 #include "pipelines/train/lm_evaluation.h"
@@ -89,45 +88,11 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
   layers::GptImpl& model = *base.model;
   model.eval();
   const size_t blocks = model.blocks.size();
-  // The per-layer K: the K fitted at the most blocks (Lorsa Fig. 3).
-  std::map<int, std::set<int>> blocks_of_k;
-  for (const LorsaFit& fit : fits) {
-    if (fit.method == "lorsa") {
-      blocks_of_k[fit.spec.top_k()].insert(fit.spec.layer());
-    }
-  }
-  const int layer_k = MostFrequentKey(blocks_of_k);
-  if (layer_k < 0) return absl::InvalidArgumentError("no Lorsa fit given");
-  std::vector<layers::Lorsa> lorsas(blocks, layers::Lorsa(nullptr));
-  int64_t seed = -1;
-  int replaced = 0;
-  for (LorsaFit& fit : fits) {
-    if (fit.method != "lorsa" || fit.spec.top_k() != layer_k) continue;
-    const int block = fit.spec.layer();
-    if (block < 0 || block >= static_cast<int>(blocks)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(fit.name, " replaces block ", block, " of a ", blocks,
-                       "-block model"));
-    }
-    if (lorsas[block]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("two Lorsa fits of block ", block, " at K = ", layer_k,
-                       " (", fit.name, "): give one per block"));
-    }
-    lorsas[block] = fit.loaded.model->LorsaReplacement();
-    if (!lorsas[block]) {
-      return absl::InvalidArgumentError(fit.name + " holds no Lorsa layer");
-    }
-    lorsas[block]->eval();
-    const int64_t fit_seed = fit.loaded.config.runtime().seed();
-    if (seed >= 0 && fit_seed != seed) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(fit.name, " has seed ", fit_seed, ", the others ", seed,
-                       ": one seed per run"));
-    }
-    seed = fit_seed;
-    ++replaced;
-  }
+  ASSIGN_OR_RETURN(const PerLayerLorsas per_layer,
+                   LorsasAtPerLayerK(fits, blocks));
+  const std::vector<layers::Lorsa>& lorsas = per_layer.by_block;
+  const int64_t seed = per_layer.seed;
+  const int replaced = per_layer.count;
   const int64_t length = model.options().context_length;
   ASSIGN_OR_RETURN(const datasets::BatchSampler sampler,
                    datasets::BatchSampler::Create(&tokens, 16, length, seed));

@@ -9,9 +9,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "base/common/status_macros.h"
-#include "datasets/text/corpus_readers.h"
 #include "layers/mohd/mohd.h"
 #include "models/hook_lookup.h"
 #include "ops/hooks/hook_point.h"
@@ -104,52 +102,6 @@ std::pair<torch::Tensor, torch::Tensor> ProbabilityAndShare(
 
 }  // namespace
 
-absl::StatusOr<std::vector<DomainTokens>> DomainHalves(
-    absl::string_view jsonl, const datasets::Tokenizer& tokenizer,
-    const RouterDomainOptions& options) {
-  const size_t per_half = static_cast<size_t>(options.tokens_per_domain / 2);
-  // At most this many tokens of one document (and its eos), so a half spans
-  // about 8 documents or more.
-  const size_t per_document = std::max<size_t>(1, per_half / 8);
-  // Each source's documents in a fixed pseudo-random order (FNV-1a of id and
-  // text), not file order: neighbouring files (one press genre, one era of
-  // addresses) would make the two halves alike.
-  std::map<std::string, std::vector<std::pair<uint64_t, datasets::Document>>>
-      by_source;
-  for (absl::string_view line :
-       absl::StrSplit(jsonl, '\n', absl::SkipEmpty())) {
-    ASSIGN_OR_RETURN(datasets::Document document,
-                     datasets::ParseJsonDocument(line));
-    if (document.source().empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("document '", document.id(), "' has no source"));
-    }
-    uint64_t hash = 14695981039346656037ull;
-    for (const char c : absl::StrCat(document.id(), "\n", document.text())) {
-      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    }
-    by_source[document.source()].emplace_back(hash, std::move(document));
-  }
-  std::vector<DomainTokens> domains;
-  for (auto& [source, documents] : by_source) {
-    std::sort(documents.begin(), documents.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    DomainTokens domain;
-    domain.domain = source;
-    for (size_t i = 0; i < documents.size(); ++i) {
-      std::vector<int>& half = domain.halves[i % 2];
-      if (half.size() >= per_half) continue;
-      std::vector<int> ids = tokenizer.Encode(documents[i].second.text());
-      if (ids.size() > per_document) ids.resize(per_document);
-      half.insert(half.end(), ids.begin(), ids.end());
-      half.push_back(tokenizer.eos_id());
-      if (half.size() > per_half) half.resize(per_half);
-    }
-    domains.push_back(std::move(domain));
-  }
-  return domains;
-}
-
 double JensenShannonBits(const torch::Tensor& p, const torch::Tensor& q) {
   const torch::Tensor a = p.to(torch::kDouble), b = q.to(torch::kDouble);
   const torch::Tensor m = 0.5 * (a + b);
@@ -187,7 +139,7 @@ RouterDomainTables::RouterDomainTables()
 
 absl::Status RouterDomainTables::AddModel(
     const std::string& name, int64_t seed, layers::GptImpl& model,
-    const std::vector<DomainTokens>& domains,
+    const std::vector<datasets::DomainTokens>& domains,
     const RouterDomainOptions& options) {
   if (domains.size() < 2) return absl::OkStatus();  // Nothing to compare.
   std::vector<Router> routers = RoutersOf(model);

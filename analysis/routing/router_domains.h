@@ -25,8 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "datasets/text/tokenizer.h"
+#include "datasets/text/domain_documents.h"
 #include "models/gpt.h"
 
 namespace sparse_layers::analysis {
@@ -38,21 +37,6 @@ struct RouterDomainOptions {
   int sequence_length = 128;  // Window length, capped at the model's context.
   int64_t seed = 1;           // Draws of a random-routing model.
 };
-
-// One domain's held-out tokens: its documents, in a fixed pseudo-random order
-// (a hash of id and text), dealt alternately into two halves, each half's
-// documents encoded (at most 1/8 of a half each) and joined by eos.
-struct DomainTokens {
-  std::string domain;
-  std::array<std::vector<int>, 2> halves;
-};
-
-// The documents of `jsonl` (corpus split JSONL) by "source", domains in name
-// order, each half capped at tokens_per_domain / 2 tokens; a document without
-// a source is an error.
-absl::StatusOr<std::vector<DomainTokens>> DomainHalves(
-    absl::string_view jsonl, const datasets::Tokenizer& tokenizer,
-    const RouterDomainOptions& options);
 
 // Jensen-Shannon divergence in bits (in [0, 1]) of two distributions of equal
 // length, each summing to 1.
@@ -78,7 +62,7 @@ class RouterDomainTables {
   // Fewer than 2 domains (a corpus of one source) add no rows.
   absl::Status AddModel(const std::string& name, int64_t seed,
                         layers::GptImpl& model,
-                        const std::vector<DomainTokens>& domains,
+                        const std::vector<datasets::DomainTokens>& domains,
                         const RouterDomainOptions& options);
   const std::string& domains_csv() const { return domains_; }
   const std::string& specialisation_csv() const { return specialisation_; }

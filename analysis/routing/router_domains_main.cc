@@ -60,8 +60,9 @@ absl::Status Run() {
   RouterDomainOptions options;
   options.tokens_per_domain = absl::GetFlag(FLAGS_tokens_per_domain);
   options.sequence_length = absl::GetFlag(FLAGS_sequence_length);
-  ASSIGN_OR_RETURN(const std::vector<DomainTokens> domains,
-                   DomainHalves(jsonl, *tokenizer, options));
+  ASSIGN_OR_RETURN(
+      const std::vector<datasets::DomainTokens> domains,
+      datasets::DomainHalves(jsonl, *tokenizer, options.tokens_per_domain));
   if (domains.size() < 2) {
     std::fprintf(stderr,
                  "router_domains: documents from %zu source(s), no two domains "

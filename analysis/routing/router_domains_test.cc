@@ -3,14 +3,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "base/common/file_io.h"
-#include "datasets/text/tokenizer.h"
 #include "gtest/gtest.h"
 #include "layers/mohd/mohd.h"
 #include "models/gpt.h"
@@ -45,64 +42,6 @@ TEST(DomainSpecialisationTest, BetweenOverHalfPairingsWithinOverDomains) {
   EXPECT_NEAR(js.between, (2 + 2 * 0.311278124459) / 4, 1e-9);
 }
 
-std::unique_ptr<datasets::Tokenizer> CharTokenizer() {
-  // Ids a = 0, b = 1, ';' = 2 (eos).
-  const std::string path =
-      std::string(std::getenv("TEST_TMPDIR")) + "/ab.chars";
-  EXPECT_TRUE(WriteFileAtomically(path, "ab;\n;\n").ok());
-  std::string error;
-  std::unique_ptr<datasets::Tokenizer> tokenizer =
-      datasets::Tokenizer::Load(path, &error);
-  EXPECT_NE(tokenizer, nullptr) << error;
-  return tokenizer;
-}
-
-int Count(const std::vector<int>& ids, int id) {
-  return static_cast<int>(std::count(ids.begin(), ids.end(), id));
-}
-
-TEST(DomainHalvesTest, DocumentsAlternateBetweenHalvesJoinedByEosAndCapped) {
-  const auto tokenizer = CharTokenizer();
-  const std::string jsonl =
-      "{\"id\":\"1\",\"source\":\"y\",\"text\":\"bbb\"}\n"
-      "{\"id\":\"2\",\"source\":\"x\",\"text\":\"a\"}\n"
-      "{\"id\":\"3\",\"source\":\"x\",\"text\":\"aa\"}\n"
-      "{\"id\":\"4\",\"source\":\"x\",\"text\":\"aaa\"}\n"
-      "{\"id\":\"5\",\"source\":\"x\",\"text\":\"aaaa\"}\n";
-  RouterDomainOptions options;
-  options.tokens_per_domain = 160;  // 80 a half, at most 10 a document.
-  absl::StatusOr<std::vector<DomainTokens>> domains =
-      DomainHalves(jsonl, *tokenizer, options);
-  ASSERT_TRUE(domains.ok()) << domains.status();
-  ASSERT_EQ(domains->size(), 2u);
-  const DomainTokens& x = (*domains)[0];
-  EXPECT_EQ(x.domain, "x");  // Name order.
-  // Two whole documents in each half, every document once.
-  EXPECT_EQ(Count(x.halves[0], 2), 2);
-  EXPECT_EQ(Count(x.halves[1], 2), 2);
-  EXPECT_EQ(Count(x.halves[0], 0) + Count(x.halves[1], 0), 1 + 2 + 3 + 4);
-  EXPECT_EQ((*domains)[1].halves[0], (std::vector<int>{1, 1, 1, 2}));
-  EXPECT_TRUE((*domains)[1].halves[1].empty());
-  // The same input, the same halves.
-  EXPECT_EQ(DomainHalves(jsonl, *tokenizer, options)->at(0).halves[0],
-            x.halves[0]);
-
-  options.tokens_per_domain = 16;  // 8 a half, at most 1 token a document.
-  domains = DomainHalves(jsonl, *tokenizer, options);
-  ASSERT_TRUE(domains.ok());
-  EXPECT_EQ((*domains)[0].halves[0], (std::vector<int>{0, 2, 0, 2}));
-  EXPECT_EQ((*domains)[1].halves[0], (std::vector<int>{1, 2}));
-
-  EXPECT_FALSE(
-      DomainHalves("{\"text\":\"ab\"}\n{\"source\":\"x\",\"text\":\"a\"}",
-                   *tokenizer, options)
-          .ok());  // No source.
-  EXPECT_EQ(
-      DomainHalves("{\"source\":\"x\",\"text\":\"a\"}", *tokenizer, options)
-          ->size(),
-      1u);  // One domain: nothing to compare, but no error.
-}
-
 std::shared_ptr<layers::GptImpl> TinyMohd() {
   config::ModelConfig model = layers::testing::TinyModelConfig(3, 16, 2);
   model.set_ffn("mohd_swiglu");
@@ -120,8 +59,8 @@ std::shared_ptr<layers::GptImpl> TinyMohd() {
   return *gpt;
 }
 
-std::vector<DomainTokens> TwoDomains() {
-  std::vector<DomainTokens> domains(2);
+std::vector<datasets::DomainTokens> TwoDomains() {
+  std::vector<datasets::DomainTokens> domains(2);
   domains[0].domain = "x";
   domains[1].domain = "y";
   for (int h = 0; h < 2; ++h) {
@@ -212,7 +151,7 @@ TEST(RouterDomainTablesTest, AModelWithoutRoutersIsAnError) {
 TEST(RouterDomainTablesTest, OneDomainAddsNoRows) {
   auto model = TinyMohd();
   RouterDomainTables tables;
-  std::vector<DomainTokens> one = TwoDomains();
+  std::vector<datasets::DomainTokens> one = TwoDomains();
   one.pop_back();
   ASSERT_TRUE(tables.AddModel("mohd", 1, *model, one, {}).ok());
   EXPECT_EQ(Rows(tables.domains_csv()).size(), 1u);  // The header.

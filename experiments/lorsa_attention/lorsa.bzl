@@ -308,6 +308,37 @@ LORSA_EVALUATIONS = {
         args = ["--threads=2"],
         message = "Sparsifying every fitted block of seed %d with its Lorsa",
     ),
+    # Theme-anchor heads (Sec. 6.3, Fig. 12), the held-out corpus's sources as topics: each per-layer-K Lorsa
+    # head's source share of z chosen on one half of the documents and read on the other, its persistence and
+    # reach, against the same with sources shuffled. Smoke reads the train split: its test split holds one
+    # document of most sources (a structure check, not evidence).
+    "theme_anchors": evaluation(
+        tool = "//analysis/attention:theme_anchors",
+        tables = [
+            "theme_anchors.csv",
+            "theme_anchor_summary.csv",
+            "theme_anchor_examples.txt",
+        ],
+        models = {"lm": "--base="},
+        fits = ["lorsa_b%d_k" % slot for slot in BLOCK_SLOTS],
+        directory_args = {":corpus": "--corpus_dir="},
+        tokenizer = LORSA_TOKENIZER,
+        args = ["--threads=2"] + by_scale({
+            "smoke": [
+                "--split=train",
+                "--tokens_per_domain=2048",
+            ],
+            "cpu": [
+                "--split=test",
+                "--tokens_per_domain=8192",
+            ],
+            "paper": [
+                "--split=test",
+                "--tokens_per_domain=65536",
+            ],
+        }),
+        message = "Reading the Lorsa heads of seed %d for theme anchors",
+    ),
 }
 
 def pretrained_lorsa_manifests():
