@@ -16,10 +16,12 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/types/span.h"
 #include "base/common/file_io.h"
 #include "base/common/status_macros.h"
 #include "datasets/synthetic/capital_facts.h"
 #include "datasets/text/held_out_windows.h"
+#include "datasets/text/running_text.h"
 #include "datasets/text/token_shards.h"
 
 namespace sparse_layers::analysis {
@@ -411,6 +413,82 @@ absl::Status AppendPatching(const std::string& model_name, int64_t seed,
   return absl::OkStatus();
 }
 
+std::vector<std::vector<Neighbour>> NearestByCosine(
+    const torch::Tensor& vectors, const std::vector<int64_t>& queries,
+    const std::vector<int64_t>& database, int k) {
+  const torch::Tensor unit = torch::nn::functional::normalize(
+      vectors.to(torch::kDouble),
+      torch::nn::functional::NormalizeFuncOptions().dim(1).eps(1e-12));
+  const torch::Tensor similarity = torch::matmul(
+      unit.index_select(0, torch::tensor(queries, torch::kLong)),
+      unit.index_select(0, torch::tensor(database, torch::kLong)).t());
+  const int64_t kept = std::min<int64_t>(k, similarity.size(1));
+  const auto [best, index] = similarity.topk(kept, 1);
+  std::vector<std::vector<Neighbour>> nearest(queries.size());
+  for (size_t q = 0; q < queries.size(); ++q) {
+    for (int64_t j = 0; j < kept; ++j) {
+      nearest[q].push_back({database[index[q][j].item<int64_t>()],
+                            1 - best[q][j].item<double>()});
+    }
+  }
+  return nearest;
+}
+
+namespace {
+
+// The circuits listing of AppendNeighbours (sgatlin Fig. 6, Table 3).
+std::string NeighbourCircuits(int64_t seed, int block, layers::GptImpl& sparse,
+                              const layers::ProductTopK& routing, int64_t width,
+                              const torch::Tensor& tokens,
+                              const datasets::Tokenizer& tok,
+                              const NeighbourOptions& options) {
+  const int64_t length = tokens.size(1);
+  const torch::Tensor gating = GatingVectors(
+      routing.indices.select(1, 0), routing.scores.select(1, 0), width);
+  const torch::Tensor flat = tokens.reshape({-1}).contiguous();
+  const std::vector<int64_t> ids(flat.data_ptr<int64_t>(),
+                                 flat.data_ptr<int64_t>() + flat.numel());
+  std::vector<int64_t> queries, database;
+  const int64_t last_query =
+      std::min<int64_t>(options.circuit_positions, length - 1);
+  for (int64_t t = 1; t <= last_query; ++t) queries.push_back(t);
+  for (int64_t i = length; i < flat.numel(); ++i) database.push_back(i);
+  const std::vector<std::vector<Neighbour>> nearest =
+      NearestByCosine(gating, queries, database, options.neighbours);
+  const torch::Tensor logits = sparse.forward(tokens);
+  const auto context = [&](int64_t row) {
+    const int64_t start = row - row % length;
+    return datasets::MarkedContext(
+        tok, absl::MakeConstSpan(ids).subspan(start, length), row - start, 8,
+        0);
+  };
+  std::string text = absl::StrFormat(
+      "seed %d, block %d (penultimate): the %d nearest channel-0 gating "
+      "vectors of each position of one held-out window among the %d "
+      "positions of %d others (cosine distance | context, [[token]] | the "
+      "model's top-5 next tokens)\n",
+      seed, block, options.neighbours, database.size(), tokens.size(0) - 1);
+  for (size_t q = 0; q < queries.size(); ++q) {
+    absl::StrAppend(&text, "pos ", queries[q], ": ", context(queries[q]), "\n");
+    for (const Neighbour& n : nearest[q]) {
+      const torch::Tensor top =
+          std::get<1>(logits[n.row / length][n.row % length].topk(5));
+      std::vector<std::string> next;
+      for (int64_t j = 0; j < top.size(0); ++j) {
+        next.push_back(absl::StrReplaceAll(
+            datasets::PieceInRunningText(
+                tok, static_cast<int>(top[j].item<int64_t>())),
+            {{"\n", " "}}));
+      }
+      absl::StrAppendFormat(&text, "  %.4f | %s |%s\n", n.distance,
+                            context(n.row), absl::StrJoin(next, " ·"));
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
 absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
                               layers::GptImpl& dense,
                               const datasets::Tokenizer& tok,
@@ -500,6 +578,21 @@ absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
             "\n");
       }
     }
+  }
+  // The penultimate block with routing (the paper's layer 2 of 4).
+  int penultimate = -1;
+  for (int b = 0; b + 1 < static_cast<int>(sparse.blocks.size()); ++b) {
+    if (sparse_run.routing[b].scores.defined()) penultimate = b;
+  }
+  if (penultimate >= 0 && windows >= 2) {
+    tables.circuits = NeighbourCircuits(
+        seed, penultimate, sparse, sparse_run.routing[penultimate],
+        product_key[penultimate]->options().d_ffn, tokens, tok, options);
+  } else {
+    tables.circuits = absl::StrCat(
+        "seed ", seed,
+        ": no circuits listing (it needs a routed block before the last and "
+        "two held-out windows)\n");
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,8 @@
 #ifndef SPARSE_LAYERS_ANALYSIS_PATCHING_FACTUAL_RECALL_H_
 #define SPARSE_LAYERS_ANALYSIS_PATCHING_FACTUAL_RECALL_H_
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -56,6 +58,9 @@ absl::StatusOr<std::map<std::string, std::string>> BrownLexicon(
 struct FactRecallTables {
   FactRecallTables();
   std::string recall, patching, disruption_null, block_contrasts, neighbours;
+  // Text: the nearest-neighbour circuits of one held-out window's positions
+  // (sgatlin Fig. 6, Table 3; AppendNeighbours).
+  std::string circuits;
 };
 
 // Recall of every fact by `model`, then `kind` patching of every ordered pair
@@ -78,14 +83,32 @@ struct NeighbourOptions {
   std::string tokens_manifest;  // Held-out token split.
   int windows = 32;             // Windows of 128 tokens.
   int neighbours = 10;          // Nearest neighbours per vector.
+  int circuit_positions = 24;   // Query positions of the circuits listing.
 };
+
+// For each of `queries` (rows of `vectors`), the `k` rows of `database`
+// nearest to it by cosine distance (1 - cos, sklearn's metric, which the
+// sgatlin code uses), nearest first.
+struct Neighbour {
+  int64_t row = -1;
+  double distance = 0;
+};
+std::vector<std::vector<Neighbour>> NearestByCosine(
+    const torch::Tensor& vectors, const std::vector<int64_t>& queries,
+    const std::vector<int64_t>& database, int k);
 
 // Per input token and block, the word-class agreement of the nearest
 // neighbours of its vectors among other tokens' vectors (Sec. 4.1, Fig. 5:
 // circuits cluster by semantics, "partially explained" by the input token):
 // the sgatlin model's channel-0 gating vectors, the dense model's FFN
 // activations, and the sgatlin model's input embeddings (the token alone; the
-// same at every block).
+// same at every block). Also `circuits` (sgatlin Sec. 4.1, Fig. 6, Table 3):
+// at the penultimate block, for each of the first circuit_positions positions
+// of the first window, the `neighbours` nearest channel-0 gating vectors
+// among the other windows' positions, each with its distance, its context and
+// the sgatlin model's top-5 next tokens there (the paper's database also
+// holds the query's own sequence; ours leaves it out so that its neighbours
+// are other contexts).
 absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
                               layers::GptImpl& dense,
                               const datasets::Tokenizer& tok,

@@ -84,7 +84,8 @@ absl::Status Run() {
            {"patching.csv", &tables.patching},
            {"disruption_null.csv", &tables.disruption_null},
            {"block_contrasts.csv", &tables.block_contrasts},
-           {"neighbours.csv", &tables.neighbours}}) {
+           {"neighbours.csv", &tables.neighbours},
+           {"neighbour_circuits.txt", &tables.circuits}}) {
     RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
   }
   return outputs.Commit();

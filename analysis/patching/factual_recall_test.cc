@@ -238,5 +238,26 @@ TEST(AppendPatchingTest, NoThirdFactNoNullRow) {
   EXPECT_EQ(tables.patching.find("nan"), std::string::npos);
 }
 
+// Cosine distance (1 - cos), nearest first, among the database rows only;
+// the scale of a vector does not matter, k is capped at the database.
+TEST(NearestByCosineTest, DatabaseRowsByCosineDistanceNearestFirst) {
+  const torch::Tensor vectors = torch::tensor(
+      {{1.0, 0.0}, {0.0, 5.0}, {3.0, 3.0}, {-2.0, 0.0}, {1.0, 0.1}});
+  const std::vector<std::vector<Neighbour>> nearest =
+      NearestByCosine(vectors, {0, 1}, {1, 2, 3}, 2);
+  ASSERT_EQ(nearest.size(), 2u);
+  ASSERT_EQ(nearest[0].size(), 2u);
+  EXPECT_EQ(nearest[0][0].row, 2);
+  EXPECT_NEAR(nearest[0][0].distance, 1 - std::sqrt(0.5), 1e-6);
+  EXPECT_EQ(nearest[0][1].row, 1);
+  EXPECT_NEAR(nearest[0][1].distance, 1.0, 1e-6);
+  EXPECT_EQ(nearest[1][0].row, 1);  // Itself, when in the database.
+  EXPECT_NEAR(nearest[1][0].distance, 0.0, 1e-6);
+  EXPECT_EQ(NearestByCosine(vectors, {4}, {3, 0}, 10)[0].size(), 2u);
+  EXPECT_EQ(NearestByCosine(vectors, {4}, {3, 0}, 10)[0][0].row, 0);
+  EXPECT_NEAR(NearestByCosine(vectors, {4}, {3, 0}, 10)[0][1].distance,
+              1 + 1 / std::sqrt(1.01), 1e-6);
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis
