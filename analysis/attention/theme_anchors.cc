@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -21,56 +21,94 @@ namespace sparse_layers::analysis {
 namespace {
 
 constexpr char kHeadsHeader[] =
-    "seed,block,k,labels,head,domain,selectivity,persistence,reach,active,"
-    "candidate\n";
+    "seed,block,k,head,domain,selectivity_0,selectivity_1,persistence_0,"
+    "persistence_1,reach_0,reach_1,sink_share_0,sink_share_1,active_0,"
+    "active_1,candidate\n";
 constexpr char kSummaryHeader[] =
-    "seed,sources,chance,candidates,best_selectivity,best_block,best_head,"
-    "best_domain,shuffled_candidates,shuffled_best_selectivity,found,"
-    "left_out\n";
+    "seed,sources,chance,candidates,best_block,best_head,best_domain,"
+    "best_choice_selectivity,best_selectivity,shuffled_candidates,"
+    "shuffled_best_selectivity,local_selectivity,found,left_out\n";
 constexpr int64_t kWindowsPerBatch = 16;
 
-// The best candidate of one labelling over every block.
+// The candidate with the highest half-0 selectivity over every block.
 struct Best {
   int64_t candidates = 0;
-  double selectivity = std::numeric_limits<double>::quiet_NaN();
-  double persistence = 0, reach = 0;
   int block = -1;
   int64_t head = -1, domain = -1;
+  double choice_selectivity = -1, selectivity = 0;  // Halves 0 and 1.
 };
 
-torch::Tensor Candidates(const HeadThemes& themes,
-                         const ThemeAnchorOptions& options) {
-  return (themes.active >= static_cast<double>(options.min_active)) &
-         (themes.persistence >= options.min_persistence) &
-         (themes.reach >= options.min_reach);
+void Consider(const HeadThemes& themes, const torch::Tensor& candidate,
+              int block, Best& best) {
+  for (int64_t h = 0; h < candidate.size(0); ++h) {
+    if (!candidate[h].item<bool>()) continue;
+    ++best.candidates;
+    const double choice = themes.selectivity[0][h].item<double>();
+    if (choice > best.choice_selectivity) {
+      best = {best.candidates,
+              block,
+              h,
+              themes.domain[h].item<int64_t>(),
+              choice,
+              themes.selectivity[1][h].item<double>()};
+    }
+  }
 }
 
-// The window of `source`'s half 1 where `head` has the most z, as text with
-// its active positions marked, and the keys it reads most.
-absl::StatusOr<std::string> Example(layers::GptImpl& model,
-                                    const layers::LorsaImpl& lorsa, int block,
-                                    int64_t head, const torch::Tensor& window,
-                                    const datasets::Tokenizer& tokenizer,
-                                    const ThemeAnchorOptions& options) {
-  std::vector<torch::Tensor> captured;
-  ASSIGN_OR_RETURN(layers::HookPoint * hook,
-                   layers::RequireHook(
-                       model, absl::StrCat("blocks.", block, ".attn.hook_in")));
-  hook->Add(layers::CaptureHook(&captured));
+// Window length: the fits' (options.sequence_length), capped at the context.
+int64_t WindowLength(const layers::GptImpl& model,
+                     const ThemeAnchorOptions& options) {
+  const int64_t context = model.options().context_length;
+  return options.sequence_length > 0
+             ? std::min<int64_t>(options.sequence_length, context)
+             : context;
+}
+
+// Runs `model` on `windows` in batches; `each` gets every fitted block's
+// Lorsa output of the batch.
+absl::Status ForEachBatch(
+    layers::GptImpl& model, const PerLayerLorsas& per_layer,
+    const torch::Tensor& windows,
+    const std::function<void(size_t block, const layers::LorsaOutput&)>& each) {
+  const size_t blocks = model.blocks.size();
+  std::vector<std::vector<torch::Tensor>> inputs(blocks);
   const absl::Cleanup clear_hooks = [&model] { model.ClearHooks(); };
-  model.Hidden(window.unsqueeze(0));
-  const layers::LorsaOutput out =
-      lorsa.Run(captured.at(0), lorsa.options().top_k);
+  for (size_t b = 0; b < blocks; ++b) {
+    if (!per_layer.by_block[b]) continue;
+    ASSIGN_OR_RETURN(layers::HookPoint * hook,
+                     layers::RequireHook(
+                         model, absl::StrCat("blocks.", b, ".attn.hook_in")));
+    hook->Add(layers::CaptureHook(&inputs[b]));
+  }
+  for (int64_t w = 0; w < windows.size(0); w += kWindowsPerBatch) {
+    model.Hidden(
+        windows.slice(0, w, std::min(windows.size(0), w + kWindowsPerBatch)));
+    for (size_t b = 0; b < blocks; ++b) {
+      const layers::Lorsa& lorsa = per_layer.by_block[b];
+      if (!lorsa) continue;
+      each(b, lorsa->Run(inputs[b].at(0), lorsa->options().top_k));
+      inputs[b].clear();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// `window` as text with the head's active positions [[marked]], and the keys
+// it reads most (largest A(t, s) |v(s)| per active query).
+std::string Example(const layers::LorsaImpl& lorsa,
+                    const layers::LorsaOutput& out, int64_t head,
+                    const torch::Tensor& window,
+                    const datasets::Tokenizer& tokenizer,
+                    const ThemeAnchorOptions& options) {
   const torch::Tensor z = out.activations[0].select(-1, head);  // (T)
-  const torch::Tensor pattern = out.pattern[0][lorsa.GroupOf(head)];
-  const torch::Tensor read =
-      pattern * out.values[0].select(-1, head).unsqueeze(0);  // (T, T)
+  const torch::Tensor read = out.pattern[0][lorsa.GroupOf(head)] *
+                             out.values[0].select(-1, head).abs().unsqueeze(0);
   const int64_t length = window.size(0);
   const int64_t shown = std::min<int64_t>(length, options.listing_tokens);
   std::string text;
   std::map<int64_t, std::pair<int, double>> keys;  // id: count, distance sum.
   for (int64_t t = 0; t < length; ++t) {
-    const bool active = t > 0 && z[t].item<double>() != 0;
+    const bool active = t > 0 && z[t].item<double>() > 0;
     if (t < shown) {
       absl::StrAppend(
           &text, active ? "[[" : "",
@@ -110,26 +148,32 @@ HeadWindowSums WindowSums(const layers::LorsaImpl& lorsa,
   const int64_t length = out.activations.size(1);
   const int64_t heads = out.activations.size(2);
   const int64_t groups = lorsa.options().qk_heads;
-  const torch::Tensor active = (out.activations != 0).to(torch::kFloat);
-  const torch::Tensor position =
-      torch::arange(length, out.values.options());  // (T)
-  // sum_s A(t, s) s v(s) per head, through each QK group's pattern.
-  const torch::Tensor keyed = (out.values * position.view({1, length, 1}))
-                                  .view({batch, length, groups, heads / groups})
-                                  .permute({0, 2, 1, 3});
-  const torch::Tensor read_position = torch::matmul(out.pattern, keyed)
-                                          .permute({0, 2, 1, 3})
-                                          .reshape({batch, length, heads});
-  // At a selected position z = sum_s A(t, s) v(s), so t z - sum_s A s v is
-  // sum_s A(t, s) v(s) (t - s).
-  const torch::Tensor distance =
-      (position.view({1, length, 1}) * out.activations - read_position) *
-      active;
-  const auto after_first = [](const torch::Tensor& x) {
-    return x.slice(1, 1).sum(1).to(torch::kDouble);
+  // (B, T, H) <-> (B, H_QK, T, G): head h is column h % G of group h / G.
+  const auto grouped = [&](const torch::Tensor& x) {
+    return x.view({batch, length, groups, heads / groups})
+        .permute({0, 2, 1, 3});
   };
-  return {after_first(out.activations), after_first(active),
-          after_first(distance)};
+  const auto by_head = [&](const torch::Tensor& x) {
+    return x.permute({0, 2, 1, 3}).reshape({batch, length, heads});
+  };
+  const torch::Tensor active = (out.activations > 0).to(torch::kFloat);
+  const torch::Tensor position =
+      torch::arange(length, out.values.options()).view({1, length, 1});
+  const torch::Tensor magnitude = out.values.abs();
+  // Keys s >= 1: sum_s A(t, s) |v(s)| and sum_s A(t, s) |v(s)| s.
+  const torch::Tensor to_words = out.pattern.slice(3, 1);
+  const torch::Tensor read =
+      by_head(torch::matmul(to_words, grouped(magnitude).slice(2, 1)));
+  const torch::Tensor read_position = by_head(
+      torch::matmul(to_words, grouped(magnitude * position).slice(2, 1)));
+  const torch::Tensor sink =
+      by_head(out.pattern.select(3, 0).unsqueeze(-1) *
+              grouped(magnitude).select(2, 0).unsqueeze(2));
+  const auto summed = [&](const torch::Tensor& x) {
+    return (x * active).slice(1, 1).sum(1).to(torch::kDouble);
+  };
+  return {summed(out.activations), summed(torch::ones_like(active)),
+          summed(read), summed(position * read - read_position), summed(sink)};
 }
 
 HeadThemes ScoreThemes(const HeadWindowSums& sums,
@@ -138,35 +182,45 @@ HeadThemes ScoreThemes(const HeadWindowSums& sums,
                        int64_t positions) {
   const int64_t heads = sums.z.size(1);
   const torch::Tensor cell = window_source * 2 + window_half;  // (W)
-  const auto by_cell = [&](const torch::Tensor& x) {
+  const auto by_cell = [&](const torch::Tensor& x) {           // (S, 2, H)
     return torch::zeros({2 * sources, heads}, x.options())
         .index_add_(0, cell, x)
         .view({sources, 2, heads});
   };
-  const torch::Tensor z = by_cell(sums.z), active = by_cell(sums.active),
-                      distance = by_cell(sums.distance);
   const torch::Tensor tokens =
       (torch::bincount(cell, {}, 2 * sources).to(torch::kDouble) * positions)
-          .view({sources, 2, 1});
-  const torch::Tensor mean_z = z / tokens.clamp_min(1);
+          .view({sources, 2, 1})
+          .expand({sources, 2, heads});
+  const torch::Tensor mean_z = by_cell(sums.z) / tokens.clamp_min(1);
   HeadThemes themes;
-  themes.domain = mean_z.select(1, 0).argmax(0);        // (H)
-  const auto at_domain = [&](const torch::Tensor& x) {  // (S, H) -> (H)
-    return x.gather(0, themes.domain.unsqueeze(0)).squeeze(0);
+  const torch::Tensor first = mean_z.select(1, 0);  // (S, H)
+  themes.domain = torch::where(first.sum(0) > 0, first.argmax(0),
+                               torch::full({heads}, -1, torch::kLong));
+  const torch::Tensor index =
+      themes.domain.clamp_min(0).view({1, 1, heads}).expand({1, 2, heads});
+  const auto at_domain = [&](const torch::Tensor& x) {  // (S, 2, H) -> (2, H)
+    return x.gather(0, index).squeeze(0);
   };
-  const torch::Tensor second = mean_z.select(1, 1);
-  const torch::Tensor total = second.sum(0);
-  themes.selectivity = torch::where(total > 0, at_domain(second) / total,
-                                    torch::zeros_like(total));
-  const torch::Tensor domain_tokens =
-      tokens.select(1, 1).squeeze(1).index_select(0, themes.domain);
-  themes.active = at_domain(active.select(1, 1));
-  themes.persistence = themes.active / domain_tokens.clamp_min(1);
-  const torch::Tensor domain_z = at_domain(z.select(1, 1));
-  themes.reach =
-      torch::where(domain_z > 0, at_domain(distance.select(1, 1)) / domain_z,
-                   torch::zeros_like(domain_z));
+  const auto ratio = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return torch::where(b > 0, a / b, torch::zeros_like(a));
+  };
+  themes.selectivity = ratio(at_domain(mean_z), mean_z.sum(0));
+  themes.active = at_domain(by_cell(sums.active));
+  themes.persistence = ratio(themes.active, at_domain(tokens));
+  const torch::Tensor read = at_domain(by_cell(sums.read));
+  const torch::Tensor sink = at_domain(by_cell(sums.sink));
+  themes.reach = ratio(at_domain(by_cell(sums.distance)), read);
+  themes.sink_share = ratio(sink, read + sink);
   return themes;
+}
+
+torch::Tensor Candidates(const HeadThemes& themes,
+                         const ThemeAnchorOptions& options) {
+  return (themes.domain >= 0) &
+         (themes.active[0] >= static_cast<double>(options.min_active)) &
+         (themes.persistence[0] >= options.min_persistence) &
+         (themes.reach[0] >= options.min_reach) &
+         (themes.sink_share[0] <= options.max_sink_share);
 }
 
 torch::Tensor PermuteWithinHalves(const torch::Tensor& labels,
@@ -182,6 +236,23 @@ torch::Tensor PermuteWithinHalves(const torch::Tensor& labels,
   return permuted;
 }
 
+torch::Tensor LocalZ(const layers::LorsaImpl& lorsa,
+                     const layers::LorsaOutput& out, int64_t head,
+                     int64_t keys) {
+  const int64_t length = out.activations.size(1);
+  const torch::Tensor query = torch::arange(length).view({length, 1});
+  const torch::Tensor key = torch::arange(length).view({1, length});
+  const torch::Tensor band =
+      ((key <= query) & (key > query - keys)).to(out.pattern.scalar_type());
+  const torch::Tensor local =
+      out.pattern.select(1, lorsa.GroupOf(head)) * band;  // (B, T, T)
+  const torch::Tensor z =
+      torch::matmul(local, out.values.select(-1, head).unsqueeze(-1))
+          .squeeze(-1) /
+      local.sum(-1).clamp_min(1e-12);
+  return torch::relu(z) * (out.activations.select(-1, head) > 0);
+}
+
 absl::StatusOr<ThemeAnchorTables> FindThemeAnchors(
     const layers::LoadedModel& base, const datasets::Tokenizer& tokenizer,
     const std::vector<datasets::DomainTokens>& domains,
@@ -191,7 +262,13 @@ absl::StatusOr<ThemeAnchorTables> FindThemeAnchors(
   torch::NoGradGuard no_grad;
   ASSIGN_OR_RETURN(const PerLayerLorsas per_layer,
                    LorsasAtPerLayerK(fits, model.blocks.size()));
-  const int64_t length = model.options().context_length;
+  for (const layers::Lorsa& lorsa : per_layer.by_block) {
+    if (lorsa && !lorsa->options().relu) {
+      return absl::InvalidArgumentError(
+          "theme anchors read ReLU'd z (Lorsa App. B.4); a fit has relu off");
+    }
+  }
+  const int64_t length = WindowLength(model, options);
 
   // Whole windows of each source's halves; a source without one in either
   // half is left out.
@@ -221,14 +298,25 @@ absl::StatusOr<ThemeAnchorTables> FindThemeAnchors(
     }
     sources.push_back(domain.domain);
   }
-  const int64_t count = static_cast<int64_t>(sources.size());
-  ThemeAnchorTables tables{kHeadsHeader, kSummaryHeader, ""};
+  const int64_t source_count = static_cast<int64_t>(sources.size());
+  const double chance = 1.0 / std::max<int64_t>(source_count, 1);
   const std::string left_out_names =
       left_out.empty() ? "-" : absl::StrJoin(left_out, ";");
-  if (count < 2) {
-    absl::StrAppendFormat(&tables.summary,
-                          "%d,%d,nan,0,nan,-1,-1,-,0,nan,0,%s\n",
-                          per_layer.seed, count, left_out_names);
+  ThemeAnchorTables tables{kHeadsHeader, kSummaryHeader, ""};
+  const auto summary_row = [&](const Best& best, double shuffled_candidates,
+                               double shuffled_selectivity, double local) {
+    const bool found = best.block >= 0;
+    absl::StrAppendFormat(
+        &tables.summary,
+        "%d,%d,%.6f,%d,%d,%d,%s,%.6f,%.6f,%.2f,%.6f,%.6f,%d,%s\n",
+        per_layer.seed, source_count, chance, best.candidates, best.block,
+        best.head, found ? sources[best.domain] : "-",
+        found ? best.choice_selectivity : NAN, found ? best.selectivity : NAN,
+        shuffled_candidates, shuffled_selectivity, local, found ? 1 : 0,
+        left_out_names);
+  };
+  if (source_count < 2) {
+    summary_row(Best(), NAN, NAN, NAN);
     tables.examples = absl::StrCat(
         "seed ", per_layer.seed, ": fewer than two sources with a whole ",
         length, "-token window in each half (left out: ", left_out_names,
@@ -238,106 +326,128 @@ absl::StatusOr<ThemeAnchorTables> FindThemeAnchors(
   const torch::Tensor all = torch::cat(windows);
   const torch::Tensor source = torch::tensor(window_source, torch::kLong);
   const torch::Tensor half = torch::tensor(window_half, torch::kLong);
-  const torch::Tensor shuffled =
-      PermuteWithinHalves(source, half, options.shuffle_seed);
 
   // Per block, the window sums of its Lorsa's heads.
   const size_t blocks = model.blocks.size();
-  std::vector<std::vector<torch::Tensor>> inputs(blocks);
   std::vector<std::vector<HeadWindowSums>> parts(blocks);
-  {
-    const absl::Cleanup clear_hooks = [&model] { model.ClearHooks(); };
-    for (size_t b = 0; b < blocks; ++b) {
-      if (!per_layer.by_block[b]) continue;
-      ASSIGN_OR_RETURN(layers::HookPoint * hook,
-                       layers::RequireHook(
-                           model, absl::StrCat("blocks.", b, ".attn.hook_in")));
-      hook->Add(layers::CaptureHook(&inputs[b]));
-    }
-    for (int64_t w = 0; w < all.size(0); w += kWindowsPerBatch) {
-      model.Hidden(
-          all.slice(0, w, std::min(all.size(0), w + kWindowsPerBatch)));
-      for (size_t b = 0; b < blocks; ++b) {
-        const layers::Lorsa& lorsa = per_layer.by_block[b];
-        if (!lorsa) continue;
-        parts[b].push_back(WindowSums(
-            *lorsa, lorsa->Run(inputs[b].at(0), lorsa->options().top_k)));
-        inputs[b].clear();
-      }
-    }
-  }
-
-  Best best[2];  // By labelling: sources, shuffled.
+  RETURN_IF_ERROR(ForEachBatch(
+      model, per_layer, all, [&](size_t b, const layers::LorsaOutput& out) {
+        parts[b].push_back(WindowSums(*per_layer.by_block[b], out));
+      }));
   std::vector<HeadWindowSums> sums(blocks);
   for (size_t b = 0; b < blocks; ++b) {
-    if (!per_layer.by_block[b]) continue;
-    std::vector<torch::Tensor> z, active, distance;
-    for (const HeadWindowSums& part : parts[b]) {
-      z.push_back(part.z);
-      active.push_back(part.active);
-      distance.push_back(part.distance);
-    }
-    sums[b] = {torch::cat(z), torch::cat(active), torch::cat(distance)};
-    for (int labelling = 0; labelling < 2; ++labelling) {
-      const HeadThemes themes = ScoreThemes(
-          sums[b], labelling == 0 ? source : shuffled, half, count, length - 1);
-      const torch::Tensor candidate = Candidates(themes, options);
-      for (int64_t h = 0; h < themes.domain.size(0); ++h) {
-        const int64_t domain = themes.domain[h].item<int64_t>();
-        const double selectivity = themes.selectivity[h].item<double>();
-        const bool is_candidate = candidate[h].item<bool>();
-        absl::StrAppendFormat(
-            &tables.heads, "%d,%d,%d,%s,%d,%s,%.6f,%.6f,%.4f,%d,%d\n",
-            per_layer.seed, b, per_layer.top_k,
-            labelling == 0 ? "sources" : "shuffled", h, sources[domain],
-            selectivity, themes.persistence[h].item<double>(),
-            themes.reach[h].item<double>(),
-            static_cast<int64_t>(themes.active[h].item<double>()),
-            is_candidate ? 1 : 0);
-        if (!is_candidate) continue;
-        Best& top = best[labelling];
-        ++top.candidates;
-        if (top.block < 0 || selectivity > top.selectivity) {
-          top.selectivity = selectivity;
-          top.persistence = themes.persistence[h].item<double>();
-          top.reach = themes.reach[h].item<double>();
-          top.block = static_cast<int>(b);
-          top.head = h;
-          top.domain = domain;
-        }
-      }
+    if (parts[b].empty()) continue;
+    const auto joined = [&](torch::Tensor HeadWindowSums::*field) {
+      std::vector<torch::Tensor> rows;
+      for (const HeadWindowSums& part : parts[b]) rows.push_back(part.*field);
+      return torch::cat(rows);
+    };
+    sums[b] = {joined(&HeadWindowSums::z), joined(&HeadWindowSums::active),
+               joined(&HeadWindowSums::read), joined(&HeadWindowSums::distance),
+               joined(&HeadWindowSums::sink)};
+  }
+
+  // Sources as labelled: every head's row, and the best candidate.
+  Best best;
+  for (size_t b = 0; b < blocks; ++b) {
+    if (!sums[b].z.defined()) continue;
+    const HeadThemes themes =
+        ScoreThemes(sums[b], source, half, source_count, length - 1);
+    const torch::Tensor candidate = Candidates(themes, options);
+    Consider(themes, candidate, static_cast<int>(b), best);
+    for (int64_t h = 0; h < candidate.size(0); ++h) {
+      const int64_t domain = themes.domain[h].item<int64_t>();
+      const auto both = [&](const torch::Tensor& x) {
+        return std::make_pair(x[0][h].item<double>(), x[1][h].item<double>());
+      };
+      const auto [selectivity0, selectivity1] = both(themes.selectivity);
+      const auto [persistence0, persistence1] = both(themes.persistence);
+      const auto [reach0, reach1] = both(themes.reach);
+      const auto [sink0, sink1] = both(themes.sink_share);
+      const auto [active0, active1] = both(themes.active);
+      absl::StrAppendFormat(
+          &tables.heads,
+          "%d,%d,%d,%d,%s,%.6f,%.6f,%.6f,%.6f,%.4f,%.4f,%.6f,%.6f,%d,%d,%d\n",
+          per_layer.seed, b, per_layer.top_k, h,
+          domain < 0 ? "-" : sources[domain], selectivity0, selectivity1,
+          persistence0, persistence1, reach0, reach1, sink0, sink1,
+          static_cast<int64_t>(active0), static_cast<int64_t>(active1),
+          candidate[h].item<bool>() ? 1 : 0);
     }
   }
-  const bool found = best[0].candidates > 0 && best[1].candidates > 0;
-  absl::StrAppendFormat(
-      &tables.summary, "%d,%d,%.6f,%d,%.6f,%d,%d,%s,%d,%.6f,%d,%s\n",
-      per_layer.seed, count, 1.0 / count, best[0].candidates,
-      best[0].selectivity, best[0].block, best[0].head,
-      best[0].domain < 0 ? "-" : sources[best[0].domain], best[1].candidates,
-      best[1].selectivity, found ? 1 : 0, left_out_names);
-
-  if (best[0].block < 0) {
+  // The same selection with sources shuffled, a draw without a candidate at
+  // chance.
+  double shuffled_candidates = 0, shuffled_selectivity = 0;
+  for (int r = 0; r < options.permutations; ++r) {
+    const torch::Tensor shuffled =
+        PermuteWithinHalves(source, half, per_layer.seed * 1000 + r);
+    Best draw;
+    for (size_t b = 0; b < blocks; ++b) {
+      if (!sums[b].z.defined()) continue;
+      const HeadThemes themes =
+          ScoreThemes(sums[b], shuffled, half, source_count, length - 1);
+      Consider(themes, Candidates(themes, options), static_cast<int>(b), draw);
+    }
+    shuffled_candidates += static_cast<double>(draw.candidates);
+    shuffled_selectivity += draw.block >= 0 ? draw.selectivity : chance;
+  }
+  shuffled_candidates /= std::max(options.permutations, 1);
+  shuffled_selectivity /= std::max(options.permutations, 1);
+  if (best.block < 0) {
+    summary_row(best, shuffled_candidates, shuffled_selectivity, NAN);
     tables.examples = absl::StrCat("seed ", per_layer.seed,
                                    ": no head meets the candidate floors\n");
     return tables;
   }
-  const Best& top = best[0];
-  // Its domain's half-1 window where the head has the most z.
+
+  // The best head on half 1 with its attention cut to the last keys, and its
+  // most active half-1 window of its source.
+  const layers::LorsaImpl& lorsa = *per_layer.by_block[best.block];
+  const torch::Tensor second = torch::nonzero(half == 1).squeeze(1);
+  PerLayerLorsas only_best;
+  only_best.by_block.assign(blocks, layers::Lorsa(nullptr));
+  only_best.by_block[best.block] = per_layer.by_block[best.block];
+  std::vector<torch::Tensor> local_sums;
+  RETURN_IF_ERROR(ForEachBatch(
+      model, only_best, all.index_select(0, second),
+      [&](size_t, const layers::LorsaOutput& out) {
+        local_sums.push_back(LocalZ(lorsa, out, best.head, options.local_keys)
+                                 .slice(1, 1)
+                                 .sum(1)
+                                 .to(torch::kDouble));
+      }));
+  const torch::Tensor local_mean =
+      torch::zeros({source_count}, torch::kDouble)
+          .index_add_(0, source.index_select(0, second),
+                      torch::cat(local_sums)) /
+      torch::bincount(source.index_select(0, second), {}, source_count)
+          .to(torch::kDouble)
+          .clamp_min(1);
+  const double local_total = local_mean.sum().item<double>();
+  const double local =
+      local_total > 0 ? local_mean[best.domain].item<double>() / local_total
+                      : 0;
+  summary_row(best, shuffled_candidates, shuffled_selectivity, local);
+
   const torch::Tensor mine =
-      torch::nonzero((source == top.domain) & (half == 1)).squeeze(1);
+      torch::nonzero((source == best.domain) & (half == 1)).squeeze(1);
   const int64_t window =
-      mine[sums[top.block].z.index({mine}).select(1, top.head).argmax()]
+      mine[sums[best.block].z.index({mine}).select(1, best.head).argmax()]
           .item<int64_t>();
-  ASSIGN_OR_RETURN(const std::string example,
-                   Example(model, *per_layer.by_block[top.block], top.block,
-                           top.head, all[window], tokenizer, options));
+  std::string example;
+  RETURN_IF_ERROR(ForEachBatch(model, only_best, all[window].unsqueeze(0),
+                               [&](size_t, const layers::LorsaOutput& out) {
+                                 example =
+                                     Example(lorsa, out, best.head, all[window],
+                                             tokenizer, options);
+                               }));
   tables.examples = absl::StrFormat(
-      "seed %d: block %d head %d, source %s: selectivity %.3f (chance %.3f; "
-      "best with sources shuffled %.3f), persistence %.3f, reach %.1f tokens, "
-      "the best of %d candidates\n%s",
-      per_layer.seed, top.block, top.head, sources[top.domain], top.selectivity,
-      1.0 / count, best[1].selectivity, top.persistence, top.reach,
-      top.candidates, example);
+      "seed %d: block %d head %d, source %s: on the held-out half selectivity "
+      "%.3f (chance %.3f; the same choice with sources shuffled %.3f; its "
+      "attention cut to the last %d keys %.3f), the best of %d candidates\n%s",
+      per_layer.seed, best.block, best.head, sources[best.domain],
+      best.selectivity, chance, shuffled_selectivity, options.local_keys, local,
+      best.candidates, example);
   return tables;
 }
 

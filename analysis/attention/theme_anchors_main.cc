@@ -36,10 +36,17 @@ ABSL_FLAG(int64_t, tokens_per_domain, 8192,
           "Tokens per source, half in each of its two halves");
 ABSL_FLAG(int64_t, min_active, 20,
           "Active tokens of its source a candidate head needs");
-ABSL_FLAG(double, min_persistence, 0.1,
+ABSL_FLAG(double, min_persistence, 0.2,
           "Share of its source's tokens a candidate head is active on");
 ABSL_FLAG(double, min_reach, 8,
-          "z-weighted mean distance back a candidate head reads");
+          "Mean distance back a candidate head reads, weighted by A |v|");
+ABSL_FLAG(double, max_sink_share, 0.5,
+          "Largest share of a candidate head's read weight on position 0");
+ABSL_FLAG(int, permutations, 20, "Draws of the shuffled-source control");
+ABSL_FLAG(int64_t, local_keys, 8,
+          "Keys the local-context control keeps per query");
+ABSL_FLAG(int, sequence_length, 0,
+          "Window length, the fits' (0: the base model's context)");
 ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
 
 namespace sparse_layers::analysis {
@@ -52,6 +59,9 @@ absl::Status Run(const std::vector<std::string>& paths) {
                   RequiredFlag(FLAGS_out_dir),
                   FlagAtLeast(FLAGS_tokens_per_domain, int64_t{4}),
                   FlagAtLeast(FLAGS_min_active, int64_t{1}),
+                  FlagAtLeast(FLAGS_permutations, 1),
+                  FlagAtLeast(FLAGS_local_keys, int64_t{1}),
+                  FlagAtLeast(FLAGS_sequence_length, 0),
                   FitsGiven("theme_anchors", "Lorsa fit", paths)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(const layers::LoadedModel base,
@@ -59,6 +69,16 @@ absl::Status Run(const std::vector<std::string>& paths) {
   std::string error;
   auto tok = datasets::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
   if (!tok) return absl::InvalidArgumentError(error);
+  const int64_t context = base.model->options().context_length;
+  const int64_t window =
+      absl::GetFlag(FLAGS_sequence_length) > 0
+          ? std::min<int64_t>(absl::GetFlag(FLAGS_sequence_length), context)
+          : context;
+  if (absl::GetFlag(FLAGS_tokens_per_domain) < 2 * window) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tokens_per_domain=", absl::GetFlag(FLAGS_tokens_per_domain),
+        " leaves no whole ", window, "-token window in a half"));
+  }
   ASSIGN_OR_RETURN(
       const std::string jsonl,
       ReadFileToString(absl::StrCat(absl::GetFlag(FLAGS_corpus_dir), "/",
@@ -80,6 +100,10 @@ absl::Status Run(const std::vector<std::string>& paths) {
   options.min_active = absl::GetFlag(FLAGS_min_active);
   options.min_persistence = absl::GetFlag(FLAGS_min_persistence);
   options.min_reach = absl::GetFlag(FLAGS_min_reach);
+  options.max_sink_share = absl::GetFlag(FLAGS_max_sink_share);
+  options.permutations = absl::GetFlag(FLAGS_permutations);
+  options.local_keys = absl::GetFlag(FLAGS_local_keys);
+  options.sequence_length = absl::GetFlag(FLAGS_sequence_length);
   ASSIGN_OR_RETURN(const ThemeAnchorTables tables,
                    FindThemeAnchors(base, *tok, domains, fits, options));
   const std::string dir = absl::GetFlag(FLAGS_out_dir);

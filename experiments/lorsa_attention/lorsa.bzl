@@ -308,10 +308,11 @@ LORSA_EVALUATIONS = {
         args = ["--threads=2"],
         message = "Sparsifying every fitted block of seed %d with its Lorsa",
     ),
-    # Theme-anchor heads (Sec. 6.3, Fig. 12), the held-out corpus's sources as topics: each per-layer-K Lorsa
-    # head's source share of z chosen on one half of the documents and read on the other, its persistence and
-    # reach, against the same with sources shuffled. Smoke reads the train split: its test split holds one
-    # document of most sources (a structure check, not evidence).
+    # Theme-anchor heads (Sec. 6.3, Fig. 12), the held-out corpus's sources as topics: per per-layer-K Lorsa head
+    # its source, floors and the best candidate chosen on one half of each source's documents, its selectivity
+    # read on the other, against the same choice with sources shuffled and against its attention cut to the last
+    # 8 keys. Smoke reads the train split: its test split holds one document of most sources (a structure check,
+    # not evidence).
     "theme_anchors": evaluation(
         tool = "//analysis/attention:theme_anchors",
         tables = [
@@ -323,7 +324,7 @@ LORSA_EVALUATIONS = {
         fits = ["lorsa_b%d_k" % slot for slot in BLOCK_SLOTS],
         directory_args = {":corpus": "--corpus_dir="},
         tokenizer = LORSA_TOKENIZER,
-        args = ["--threads=2"] + by_scale({
+        args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH] + by_scale({
             "smoke": [
                 "--split=train",
                 "--tokens_per_domain=2048",
