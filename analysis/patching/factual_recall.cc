@@ -452,22 +452,33 @@ std::string NeighbourCircuits(int64_t seed, int block, layers::GptImpl& sparse,
   const int64_t last_query =
       std::min<int64_t>(options.circuit_positions, length - 1);
   for (int64_t t = 1; t <= last_query; ++t) queries.push_back(t);
-  for (int64_t i = length; i < flat.numel(); ++i) database.push_back(i);
-  const std::vector<std::vector<Neighbour>> nearest =
-      NearestByCosine(gating, queries, database, options.neighbours);
+  // Every position, the query's own window included; its self-match dropped.
+  for (int64_t i = 0; i < flat.numel(); ++i) database.push_back(i);
+  std::vector<std::vector<Neighbour>> nearest =
+      NearestByCosine(gating, queries, database, options.neighbours + 1);
+  for (size_t q = 0; q < queries.size(); ++q) {
+    std::vector<Neighbour>& mine = nearest[q];
+    mine.erase(
+        std::remove_if(mine.begin(), mine.end(),
+                       [&](const Neighbour& n) { return n.row == queries[q]; }),
+        mine.end());
+    if (static_cast<int>(mine.size()) > options.neighbours) {
+      mine.resize(options.neighbours);
+    }
+  }
   const torch::Tensor logits = sparse.forward(tokens);
   const auto context = [&](int64_t row) {
     const int64_t start = row - row % length;
     return datasets::MarkedContext(
-        tok, absl::MakeConstSpan(ids).subspan(start, length), row - start, 8,
-        0);
+        tok, absl::MakeConstSpan(ids).subspan(start, length), row - start, 5,
+        5);
   };
   std::string text = absl::StrFormat(
       "seed %d, block %d (penultimate): the %d nearest channel-0 gating "
       "vectors of each position of one held-out window among the %d "
-      "positions of %d others (cosine distance | context, [[token]] | the "
-      "model's top-5 next tokens)\n",
-      seed, block, options.neighbours, database.size(), tokens.size(0) - 1);
+      "positions of %d windows, itself left out (cosine distance | 5 tokens "
+      "either side of [[the token]] | the model's top-5 next tokens there)\n",
+      seed, block, options.neighbours, database.size(), tokens.size(0));
   for (size_t q = 0; q < queries.size(); ++q) {
     absl::StrAppend(&text, "pos ", queries[q], ": ", context(queries[q]), "\n");
     for (const Neighbour& n : nearest[q]) {

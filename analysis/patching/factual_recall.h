@@ -103,12 +103,11 @@ std::vector<std::vector<Neighbour>> NearestByCosine(
 // the sgatlin model's channel-0 gating vectors, the dense model's FFN
 // activations, and the sgatlin model's input embeddings (the token alone; the
 // same at every block). Also `circuits` (sgatlin Sec. 4.1, Fig. 6, Table 3):
-// at the penultimate block, for each of the first circuit_positions positions
-// of the first window, the `neighbours` nearest channel-0 gating vectors
-// among the other windows' positions, each with its distance, its context and
-// the sgatlin model's top-5 next tokens there (the paper's database also
-// holds the query's own sequence; ours leaves it out so that its neighbours
-// are other contexts).
+// at the last routed block before the final one, for each of the first
+// circuit_positions positions of the first window, the `neighbours` nearest
+// channel-0 gating vectors among every window's positions but its own (as
+// the paper's database), each with its distance, 5 tokens either side and
+// the sgatlin model's top-5 next tokens there.
 absl::Status AppendNeighbours(int64_t seed, layers::GptImpl& sparse,
                               layers::GptImpl& dense,
                               const datasets::Tokenizer& tok,
