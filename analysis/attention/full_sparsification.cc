@@ -93,7 +93,12 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
   const std::vector<layers::Lorsa>& lorsas = per_layer.by_block;
   const int64_t seed = per_layer.seed;
   const int replaced = per_layer.count;
-  const int64_t length = model.options().context_length;
+  // The fits' window (a pretrained base's context is longer, Lorsa Sec. 3.2).
+  const int64_t context = model.options().context_length;
+  const int64_t length =
+      options.sequence_length > 0
+          ? std::min<int64_t>(options.sequence_length, context)
+          : context;
   ASSIGN_OR_RETURN(const datasets::BatchSampler sampler,
                    datasets::BatchSampler::Create(&tokens, 16, length, seed));
   const int64_t period =

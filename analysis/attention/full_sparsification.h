@@ -78,6 +78,9 @@ struct FullSparsificationOptions {
   // positions (its score is a mean over them), and an ablated head on as many
   // positions after the first (its previous-token score likewise).
   int64_t min_positions = 50;
+  // Window length for CE, capped at the context (0: the base model's
+  // context), the fits' as LorsaEvaluationOptions'.
+  int sequence_length = 0;
   // The best head is an induction head only from this z-pattern score on.
   double min_induction_score = 0.3;
 };

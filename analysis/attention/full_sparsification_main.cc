@@ -30,6 +30,8 @@ ABSL_FLAG(int, probe_sequences, 64, "Repeated-span probe sequences");
 ABSL_FLAG(int, probe_period, 16, "Length of the repeated random span");
 ABSL_FLAG(std::string, probe_words, "",
           "Optional: the words the base LM's repeated spans were drawn from");
+ABSL_FLAG(int, sequence_length, 0,
+          "CE window length, the fits' (0: the base model's context)");
 ABSL_FLAG(std::string, out_dir, "", "Where the outputs go");
 
 namespace sparse_layers::analysis {
@@ -41,6 +43,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
        RequiredFile(FLAGS_tokenizer), RequiredFlag(FLAGS_out_dir),
        FlagAtLeast(FLAGS_batches, 1), FlagAtLeast(FLAGS_probe_sequences, 1),
        FlagAtLeast(FLAGS_probe_period, 1),
+       FlagAtLeast(FLAGS_sequence_length, 0),
        FitsGiven("full_sparsification", "Lorsa fit", paths)}));
   RETURN_IF_ERROR(AcquireCpuSlotIfRequested(absl::GetFlag(FLAGS_threads)));
   ASSIGN_OR_RETURN(const layers::LoadedModel base,
@@ -58,6 +61,7 @@ absl::Status Run(const std::vector<std::string>& paths) {
   options.probe_sequences = absl::GetFlag(FLAGS_probe_sequences);
   options.probe_period = absl::GetFlag(FLAGS_probe_period);
   options.probe_words = absl::GetFlag(FLAGS_probe_words);
+  options.sequence_length = absl::GetFlag(FLAGS_sequence_length);
   ASSIGN_OR_RETURN(const FullSparsificationTables tables,
                    FullySparsify(base, *tok, *tokens, fits, options));
   const std::string dir = absl::GetFlag(FLAGS_out_dir);

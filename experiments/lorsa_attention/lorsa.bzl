@@ -305,7 +305,7 @@ LORSA_EVALUATIONS = {
         token_args = {"--tokens=": "test"},
         tokenizer = LORSA_TOKENIZER,
         file_args = {":span_words.txt": "--probe_words="},
-        args = ["--threads=2"],
+        args = ["--threads=2", "--sequence_length=%d" % SEQUENCE_LENGTH],
         message = "Sparsifying every fitted block of seed %d with its Lorsa",
     ),
     # Theme-anchor heads (Sec. 6.3, Fig. 12), the held-out corpus's sources as topics: per per-layer-K Lorsa head
