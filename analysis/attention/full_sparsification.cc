@@ -93,12 +93,8 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
   const std::vector<layers::Lorsa>& lorsas = per_layer.by_block;
   const int64_t seed = per_layer.seed;
   const int replaced = per_layer.count;
-  // The fits' window (a pretrained base's context is longer, Lorsa Sec. 3.2).
-  const int64_t context = model.options().context_length;
   const int64_t length =
-      options.sequence_length > 0
-          ? std::min<int64_t>(options.sequence_length, context)
-          : context;
+      FitWindowLength(model.options().context_length, options.sequence_length);
   ASSIGN_OR_RETURN(const datasets::BatchSampler sampler,
                    datasets::BatchSampler::Create(&tokens, 16, length, seed));
   const int64_t period =
@@ -188,8 +184,6 @@ absl::StatusOr<FullSparsificationTables> FullySparsify(
   if (induction_block > 0) {
     group = lorsas[induction_block]->GroupOf(induction_head);
     group_score = scores[induction_block].group_induction[group].item<double>();
-  }
-  if (induction_block > 0) {
     for (int b = 0; b < induction_block; ++b) {
       if (!lorsas[b]) continue;
       const BlockHeadScores& s = scores[b];

@@ -1,5 +1,6 @@
 #include "analysis/attention/per_layer_lorsas.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -49,6 +50,10 @@ absl::StatusOr<PerLayerLorsas> LorsasAtPerLayerK(std::vector<LorsaFit>& fits,
     ++result.count;
   }
   return result;
+}
+
+int64_t FitWindowLength(int64_t context, int64_t sequence_length) {
+  return sequence_length > 0 ? std::min(sequence_length, context) : context;
 }
 
 }  // namespace sparse_layers::analysis

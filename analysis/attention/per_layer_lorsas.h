@@ -25,6 +25,11 @@ struct PerLayerLorsas {
 absl::StatusOr<PerLayerLorsas> LorsasAtPerLayerK(std::vector<LorsaFit>& fits,
                                                  size_t blocks);
 
+// The window the analyses read: the fits' `sequence_length` capped at the
+// base model's `context`, or the context for 0 (a pretrained base's context
+// is longer than the window its Lorsas are fitted on, Lorsa Sec. 3.2).
+int64_t FitWindowLength(int64_t context, int64_t sequence_length);
+
 }  // namespace sparse_layers::analysis
 
 #endif  // SPARSE_LAYERS_ANALYSIS_ATTENTION_PER_LAYER_LORSAS_H_

@@ -75,5 +75,12 @@ TEST(LorsasAtPerLayerKTest, TwoFitsOfABlockOrTwoSeedsOrNoneAreErrors) {
   EXPECT_FALSE(LorsasAtPerLayerK(none, 2).ok());
 }
 
+// The fits' window, capped at the context; 0 reads the whole context.
+TEST(FitWindowLengthTest, TheFitsWindowCappedAtTheContext) {
+  EXPECT_EQ(FitWindowLength(1024, 256), 256);
+  EXPECT_EQ(FitWindowLength(64, 256), 64);
+  EXPECT_EQ(FitWindowLength(64, 0), 64);
+}
+
 }  // namespace
 }  // namespace sparse_layers::analysis

@@ -55,15 +55,6 @@ void Consider(const HeadThemes& themes, const torch::Tensor& candidate,
   }
 }
 
-// Window length: the fits' (options.sequence_length), capped at the context.
-int64_t WindowLength(const layers::GptImpl& model,
-                     const ThemeAnchorOptions& options) {
-  const int64_t context = model.options().context_length;
-  return options.sequence_length > 0
-             ? std::min<int64_t>(options.sequence_length, context)
-             : context;
-}
-
 // Runs `model` on `windows` in batches; `each` gets every fitted block's
 // Lorsa output of the batch.
 absl::Status ForEachBatch(
@@ -268,7 +259,8 @@ absl::StatusOr<ThemeAnchorTables> FindThemeAnchors(
           "theme anchors read ReLU'd z (Lorsa App. B.4); a fit has relu off");
     }
   }
-  const int64_t length = WindowLength(model, options);
+  const int64_t length =
+      FitWindowLength(model.options().context_length, options.sequence_length);
 
   // Whole windows of each source's halves; a source without one in either
   // half is left out.

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "analysis/attention/lorsa_evaluation.h"
+#include "analysis/attention/per_layer_lorsas.h"
 #include "analysis/attention/theme_anchors.h"
 #include "base/common/cpu_slots.h"
 #include "base/common/file_io.h"
@@ -69,11 +70,8 @@ absl::Status Run(const std::vector<std::string>& paths) {
   std::string error;
   auto tok = datasets::Tokenizer::Load(absl::GetFlag(FLAGS_tokenizer), &error);
   if (!tok) return absl::InvalidArgumentError(error);
-  const int64_t context = base.model->options().context_length;
-  const int64_t window =
-      absl::GetFlag(FLAGS_sequence_length) > 0
-          ? std::min<int64_t>(absl::GetFlag(FLAGS_sequence_length), context)
-          : context;
+  const int64_t window = FitWindowLength(base.model->options().context_length,
+                                         absl::GetFlag(FLAGS_sequence_length));
   if (absl::GetFlag(FLAGS_tokens_per_domain) < 2 * window) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--tokens_per_domain=", absl::GetFlag(FLAGS_tokens_per_domain),
