@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "analysis/claims/claims_engine.h"
 #include "analysis/claims/section_checks.h"
@@ -67,6 +68,10 @@ absl::StatusOr<std::string> Judge(const JudgeOptions& options) {
     RETURN_IF_ERROR(WriteFileAtomically(
         absl::StrCat(options.out_dir, "/", name), table.ToCsv()));
   }
+  // What the section was judged without, for its check (CheckSection).
+  RETURN_IF_ERROR(
+      WriteFileAtomically(absl::StrCat(options.out_dir, "/", kArmsNotRunFile),
+                          absl::StrJoin(options.arms_not_run, "\n")));
   RETURN_IF_ERROR(WriteFileAtomically(
       absl::StrCat(options.out_dir, "/verdicts.csv"),
       VerdictsTable(claims.experiment(), *results).ToCsv()));

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -41,6 +42,19 @@ std::set<std::string> Expected(const ColumnValues& values,
     }
   }
   return expected;
+}
+
+// Whether a check keeps only the rows of an arm (column=value) not run.
+bool FiltersOnArmNotRun(const TableCheck& check,
+                        const std::vector<std::string>& arms_not_run) {
+  for (const Filter& filter : check.where()) {
+    const std::string arm = absl::StrCat(filter.column(), "=", filter.value());
+    if (std::find(arms_not_run.begin(), arms_not_run.end(), arm) !=
+        arms_not_run.end()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -176,8 +190,20 @@ absl::StatusOr<std::string> CheckSection(const ClaimSet& claims,
   auto path = [&](absl::string_view file) {
     return absl::StrCat(section_dir, "/", file);
   };
+  std::vector<std::string> arms_not_run;
+  struct stat not_run_info;
+  if (stat(path(kArmsNotRunFile).c_str(), &not_run_info) == 0) {
+    ASSIGN_OR_RETURN(const std::string text,
+                     ReadFileToString(path(kArmsNotRunFile)));
+    arms_not_run = absl::StrSplit(text, '\n', absl::SkipWhitespace());
+  }
   std::map<std::string, TidyTable> tables;
+  int skipped = 0;
   for (const TableCheck& check : claims.checks()) {
+    if (FiltersOnArmNotRun(check, arms_not_run)) {
+      ++skipped;
+      continue;
+    }
     if (!tables.count(check.table())) {
       ASSIGN_OR_RETURN(TidyTable table,
                        TidyTable::ReadConcatenated({path(check.table())}));
@@ -220,9 +246,11 @@ absl::StatusOr<std::string> CheckSection(const ClaimSet& claims,
   verdicts.set_name(path("verdicts.csv"));
   ASSIGN_OR_RETURN(const int verified, VerifyVerdicts(claims, verdicts, min_n));
   return absl::StrCat(
-      section_dir, ": ", claims.checks_size(), " table checks, ",
-      claims.tables_size(), " tables, ", files.size(), " files, ", verified,
-      " controls and claims with one verdict each",
+      section_dir, ": ", claims.checks_size() - skipped, " table checks",
+      skipped > 0 ? absl::StrCat(" (", skipped, " on arms not run skipped)")
+                  : "",
+      ", ", claims.tables_size(), " tables, ", files.size(), " files, ",
+      verified, " controls and claims with one verdict each",
       min_n > 0 ? absl::StrCat(" (n >= ", min_n, ")") : "", "\n");
 }
 

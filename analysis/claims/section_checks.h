@@ -16,6 +16,10 @@
 
 namespace sparse_layers::claims {
 
+// The file in a section directory listing the arms (or column=value filters)
+// the active scale does not run, one a line (judge_claims --arms_not_run).
+inline constexpr char kArmsNotRunFile[] = "arms_not_run.txt";
+
 // One TableCheck on its table; `seeds` replaces "$seeds" in ColumnValues.
 // The error names the table, the check's `why` and the first offending row.
 absl::Status CheckTable(const TableCheck& check, const TidyTable& table,
@@ -24,7 +28,10 @@ absl::Status CheckTable(const TableCheck& check, const TidyTable& table,
 // Every check of a section directory written by judge_claims: its tables
 // (<dir>/<table>), section.md, figures (but those section.md lists as not
 // drawn for want of rows), files and verdicts.csv (with VerifyVerdicts'
-// `min_n`). Returns a line saying what was checked.
+// `min_n`). A table check filtered on an arm the section was judged without
+// (<dir>/kArmsNotRunFile, "base=swiglu" a line) is skipped: its rows are
+// absent by design, which the claims engine checks. Returns a line saying what
+// was checked.
 absl::StatusOr<std::string> CheckSection(const ClaimSet& claims,
                                          const std::string& section_dir,
                                          const std::vector<std::string>& seeds,

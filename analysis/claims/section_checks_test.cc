@@ -188,5 +188,40 @@ TEST(CheckSectionTest, AFigureIsDrawnOrListedAsNotDrawn) {
   EXPECT_TRUE(CheckSection(claims, dir, {"1"}, 2).ok());
 }
 
+// A check filtered on a base the scale does not run has no rows: skipped when
+// the section lists the base as not run (kArmsNotRunFile), a failure otherwise.
+TEST(CheckSectionTest, ChecksOnAnArmNotRunAreSkipped) {
+  const std::string dir = ::testing::TempDir() + "/section_not_run";
+  std::filesystem::create_directories(dir);
+  ClaimSet claims;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"(experiment: "toy"
+         checks { table: "atlas.csv" where { column: "base" value: "gelu" }
+                  values { column: "seed" values: "$seeds" } }
+         checks { table: "atlas.csv" where { column: "base" value: "swiglu" }
+                  values { column: "seed" values: "$seeds" } })",
+      &claims));
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+  };
+  write("atlas.csv", "base,seed,ce\ngelu,1,3.1\n");
+  write("verdicts.csv",
+        "experiment,kind,id,source,statement,level,verdict,effect,ci_low,"
+        "ci_high,n,paper_effect,reason,confidence\n");
+  write("section.md", "## toy\n");
+  const auto all_run = CheckSection(claims, dir, {"1"}, 1);
+  EXPECT_FALSE(all_run.ok());
+  EXPECT_NE(all_run.status().message().find("no rows"), std::string::npos)
+      << all_run.status();
+  write(kArmsNotRunFile, "base=swiglu\n");
+  const auto swiglu_not_run = CheckSection(claims, dir, {"1"}, 1);
+  ASSERT_TRUE(swiglu_not_run.ok()) << swiglu_not_run.status();
+  EXPECT_NE(swiglu_not_run->find("1 table checks (1 on arms not run skipped)"),
+            std::string::npos)
+      << *swiglu_not_run;
+  // The gelu check still runs: a missing seed fails.
+  EXPECT_FALSE(CheckSection(claims, dir, {"1", "2"}, 1).ok());
+}
+
 }  // namespace
 }  // namespace sparse_layers::claims

@@ -5,9 +5,10 @@ the TopK SAE at the rest of the grid and the SAE variants researchers compare to
 al., arXiv:2412.06410), ReLU + L1 (Bricken et al. 2023 with the decoder-norm-weighted penalty) and JumpReLU
 (Rajamanoharan et al., arXiv:2407.14435), each an SAE on the FFN output. This file holds the atlas's layers as
 data for the study rule (//pipelines/study): ATLAS_FITS, ATLAS_LAYERS, PROBED_LAYERS, OWN_FEATURE_LAYERS,
-ABSORPTION_LAYERS and steering_tables()."""
+ABSORPTION_LAYERS, ATLAS_BASE_SCALES and steering_tables()."""
 
-load("//base/scale:scale.bzl", "by_scale")
+load("@hf_model//:settings.bzl", "HF_MODEL")
+load("//base/scale:scale.bzl", "SCALES", "by_scale")
 load("//base/seeds:seeds.bzl", "SEED_PLAN")
 load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "METHODS", "base_models", "feature_layers")
 load("//pipelines/study:study.bzl", "fit", "literal")
@@ -135,6 +136,14 @@ ABSORPTION_LAYERS = [
     for k in K_GRID
 ] + OWN_FEATURE_LAYERS
 
+# The scales that measure each base (the study's base_scales): at cpu only the GELU base, the table of every layer
+# on one base. Amendment of 2026-11-29 (claims.textproto), before any atlas verdict at cpu: the 17 own fits per
+# base and seed summed to about 162 min of fitting over both bases (trainer summaries), beyond issue 48's 90-minute
+# budget for the atlas's own nodes; the SwiGLU base is measured at smoke (the pipeline's test) and paper scale, and
+# its claims read NOT TESTABLE at cpu. A user's pretrained model (HF_MODEL) is the only base and is measured at every
+# scale.
+ATLAS_BASE_SCALES = {} if HF_MODEL else {"swiglu": ["smoke", "paper"]}
+
 # The atlas's steering table joins //experiments/steering's files seed by seed: both read the same seeds.
 (SEED_PLAN["steering"] == SEED_PLAN["sparse_layer_atlas"]) or fail("steering_tables() needs the atlas's seeds to be steering's")
 
@@ -142,6 +151,11 @@ def steering_tables():
     """select() of //experiments/steering's table files (the frontier's layers and the base neurons), per base and
     seed of the active scale: the atlas's steering table adds its own SAEs' rows to them."""
     return by_scale({
-        scale: ["//experiments/steering:%s_steering_s%d.csv" % (base.name, seed) for seed in seeds for base in base_models()]
+        scale: [
+            "//experiments/steering:%s_steering_s%d.csv" % (base.name, seed)
+            for seed in seeds
+            for base in base_models()
+            if scale in ATLAS_BASE_SCALES.get(base.name, SCALES)
+        ]
         for scale, seeds in SEED_PLAN["steering"].items()
     })

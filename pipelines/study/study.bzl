@@ -775,11 +775,14 @@ def run_fits_evaluation(name, spec, base, checkpoints, tags = [], seed = None, b
 def _pooled_filegroup(base_name, eval_name, flag_index):
     return "%s_%s_inputs%d" % (base_name, eval_name, flag_index)
 
-def _pooled(study_name, eval_name, spec, base, evaluations):
+def _pooled(study_name, eval_name, spec, base, evaluations, base_scales):
     name = "%s_%s" % (base.name, eval_name)
     file_list_args = {}
     for i, (flag, ref) in enumerate(spec.inputs.items()):
-        native.filegroup(name = _pooled_filegroup(base.name, eval_name, i), srcs = _base_table(study_name, ref, [base.name], evaluations))
+        native.filegroup(
+            name = _pooled_filegroup(base.name, eval_name, i),
+            srcs = _base_table(study_name, ref, [base.name], evaluations, base_scales),
+        )
         file_list_args[":" + _pooled_filegroup(base.name, eval_name, i)] = flag
     tool_run(
         name = name,
@@ -791,19 +794,30 @@ def _pooled(study_name, eval_name, spec, base, evaluations):
         message = spec.message % base.name if spec.message else None,
     )
 
-def _base_table(study_name, ref, base_names, evaluations):
-    """select() (or a list, for a pooled evaluation) of "<evaluation>/<suffix>" for each base of `base_names`."""
+def _base_seeds(study_name, base_name, base_scales):
+    """The study's seeds of a base per scale: none at a scale that does not measure the base (base_scales)."""
+    scales = base_scales.get(base_name, SCALES)
+    return {scale: seeds if scale in scales else [] for scale, seeds in SEED_PLAN[study_name].items()}
+
+def _base_table(study_name, ref, base_names, evaluations, base_scales):
+    """select() (or a list, for a pooled evaluation of bases every scale measures) of "<evaluation>/<suffix>" for
+    each base of `base_names`, at the scales that measure it (base_scales)."""
     evaluation_name, _, suffix = ref.partition("/")
     if evaluation_name not in evaluations:
         fail("table %s: %s is not an evaluation of %s" % (ref, evaluation_name, study_name))
     spec = evaluations[evaluation_name]
     if spec.kind == "pooled":
-        return [":%s_%s%s" % (b, evaluation_name, suffix) for b in base_names]
+        labels = [":%s_%s%s" % (b, evaluation_name, suffix) for b in base_names if b not in base_scales]
+        for b in base_names:
+            if b in base_scales:
+                label = ":%s_%s%s" % (b, evaluation_name, suffix)
+                labels = labels + by_scale({scale: [label] if scale in base_scales[b] else [] for scale in SCALES})
+        return labels
     if suffix not in spec.outs and suffix != spec.log:
         fail("table %s: %s writes no %s" % (ref, evaluation_name, suffix))
     labels = []
     for b in base_names:
-        labels = labels + seeded_labels(["%s_%s" % (b, evaluation_name)], SEED_PLAN[study_name], suffix)
+        labels = labels + seeded_labels(["%s_%s" % (b, evaluation_name)], _base_seeds(study_name, b, base_scales), suffix)
     return labels
 
 def _evaluation_bases(spec, bases, fits):
@@ -846,7 +860,7 @@ def _fits_summary(run, spec, labels, constant_columns, tags):
         tags = tags,
     )
 
-def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays):
+def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays, base_scales):
     _arm_caches(seeds, caches, arms)
     for cache_name, spec in caches.items():
         if spec.arm != None:
@@ -889,7 +903,7 @@ def _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, 
         if spec.kind == "pooled":
             for base in bases:
                 if _on_base(spec, base):
-                    _pooled(name, eval_name, spec, base, evaluations)
+                    _pooled(name, eval_name, spec, base, evaluations, base_scales)
 
 def _is_per_arm(spec):
     return spec.kind == "arm"
@@ -917,6 +931,7 @@ def study(
         scales = None,
         data = None,
         bases = [],
+        base_scales = {},
         caches = {},
         fits = {},
         fit_scales = None,
@@ -938,6 +953,8 @@ def study(
       data: what every arm trains on, unless the arm says otherwise.
       bases: fixed base models the fits replace a layer of (structs: name, checkpoint, config, tokens, tokenizer,
         layer).
+      base_scales: base name -> the scales that measure it (default every scale): at the others its fits and
+        evaluations stay out of the report's tables and its claims ("base=<name>") read NOT TESTABLE.
       caches: name -> cache(): one per base, or with `arm` one per seed of the arm's run.
       fits: name -> fit(): one per base and seed, or on an arm's cache one per seed.
       fit_scales: {scale: file} refining each fit's config (the base's config) first.
@@ -962,7 +979,7 @@ def study(
                 _arm_evaluation(eval_name, spec, arms, seed, seeds)
             elif spec.kind == "seed":
                 _evaluation(eval_name, spec, seed, seeds, arms, caches)
-    _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays)
+    _fit_nodes(name, seeds, arms, bases, caches, fits, evaluations, fit_scales, fit_overlays, base_scales)
     if runs_table:
         summary_table(
             name = runs_table.name,
@@ -974,7 +991,18 @@ def study(
     if curves:
         training_curves(name = "curves", runs = _study_runs(name, arms, [""]))
 
-    context = struct(name = name, arms = arms, bases = bases, caches = caches, fits = fits, evaluations = evaluations)
+    for base_name, base_scale_list in base_scales.items():
+        if base_name not in [b.name for b in bases] or [s for s in base_scale_list if s not in SCALES]:
+            fail("base_scales: %s is not a base of %s, or names a scale not in %s" % (base_name, name, SCALES))
+    context = struct(
+        name = name,
+        arms = arms,
+        bases = bases,
+        base_scales = base_scales,
+        caches = caches,
+        fits = fits,
+        evaluations = evaluations,
+    )
     resolved = {}
     results_srcs = _study_runs(name, arms) + results
     for table_name, source in tables.items():
@@ -988,6 +1016,11 @@ def study(
     native.filegroup(name = "results", srcs = results_srcs)
     if "arms_not_run" not in report_kwargs:
         report_kwargs["arms_not_run"] = _arms_not_run(name, arms, evaluations)
+    if base_scales:
+        report_kwargs["arms_not_run"] = report_kwargs["arms_not_run"] + by_scale({
+            scale: ["base=" + b for b, b_scales in sorted(base_scales.items()) if scale not in b_scales]
+            for scale in SCALES
+        })
     experiment_report(
         name = name,
         seeds = seeds,
@@ -1019,13 +1052,13 @@ def _evaluation_files(context, ref):
         fail("table %s: %s is not an evaluation of %s" % (ref.source, evaluation_name, name))
     spec = evaluations[evaluation_name]
     if spec.kind == "pooled":
-        return _base_table(name, ref.source, _base_names(context.bases, spec.bases), evaluations)
+        return _base_table(name, ref.source, _base_names(context.bases, spec.bases), evaluations, context.base_scales)
     if _fits_of(spec) and _on_arm_caches(spec, context.fits, context.caches):
         if part not in spec.outs:
             fail("table %s: %s writes no %s" % (ref.source, evaluation_name, part))
         return seeded_labels([evaluation_name], SEED_PLAN[name], part)
     if _fits_of(spec):
-        return _base_table(name, ref.source, _evaluation_bases(spec, context.bases, context.fits), evaluations)
+        return _base_table(name, ref.source, _evaluation_bases(spec, context.bases, context.fits), evaluations, context.base_scales)
     if part not in spec.tables:
         fail("table %s: %s writes no table %s" % (ref.source, evaluation_name, part))
     if _is_per_arm(spec):
