@@ -9,7 +9,8 @@ installed versions and the libblas.so.3 alternative) or LIBTORCH changes.
 
 _LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 
-# OpenBLAS with DYNAMIC_ARCH picks its kernels from the CPU at load time; sums then round differently.
+# OpenBLAS with DYNAMIC_ARCH picks its kernels from the CPU at load time (or OPENBLAS_CORETYPE, which tools/bazel
+# sets from the CPU's instruction sets); sums then round differently.
 _OPENBLAS_PROBE = """
 char* openblas_get_corename(void);
 char* openblas_get_config(void);
@@ -40,8 +41,12 @@ def _build_identity_impl(rctx):
     openblas = blas.rpartition("/")[0] + "/libopenblas.so.0"
     rctx.file("probe.c", _OPENBLAS_PROBE)
     core = "not OpenBLAS"
+    coretype = rctx.os.environ.get("OPENBLAS_CORETYPE", "")
     if rctx.path(openblas).exists and rctx.execute(["cc", "probe.c", "-o", "probe", openblas]).return_code == 0:
-        core = _first_line(rctx, ["./probe"])
+        result = rctx.execute(["./probe"], environment = {"OPENBLAS_CORETYPE": coretype} if coretype else {})
+        core = result.stdout.strip() if result.return_code == 0 else "unavailable"
+        if coretype:
+            core += " (OPENBLAS_CORETYPE=%s)" % coretype
     rctx.delete("probe.c")
     rctx.delete("probe")
     dpkg = ["dpkg-query", "-W", "-f=${Package} ${Version}\\n"]
@@ -57,10 +62,13 @@ def _build_identity_impl(rctx):
         "aten_cpu_capability: %s" % _first_line(rctx, ["sh", "-c", _ATEN_CAPABILITY]),
     ]
     rctx.file("identity.txt", "\n".join(lines) + "\n")
-    rctx.file("BUILD.bazel", 'package(default_visibility = ["//visibility:public"])\n\nexports_files(["identity.txt"])\n')
+
+    # The environment of every action that runs LibTorch: the same OpenBLAS kernels as the probe above.
+    rctx.file("settings.bzl", "BLAS_ENV = %s\n" % repr({"OPENBLAS_CORETYPE": coretype} if coretype else {}))
+    rctx.file("BUILD.bazel", 'package(default_visibility = ["//visibility:public"])\n\nexports_files(["identity.txt", "settings.bzl"])\n')
 
 build_identity = repository_rule(
     implementation = _build_identity_impl,
-    environ = ["LIBTORCH", "SYSTEM_DEPS_DIGEST"],
+    environ = ["LIBTORCH", "OPENBLAS_CORETYPE", "SYSTEM_DEPS_DIGEST"],
     local = True,
 )
