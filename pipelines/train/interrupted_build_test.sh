@@ -35,6 +35,9 @@ echo "uninterrupted: $steps steps in ${full} s"
 cd "$work"
 touch WORKSPACE
 printf 'build --nosandbox_debug\nbuild --sandbox_writable_path=%s\n' "$store" >.bazelrc
+# The training action runs the OpenBLAS kernels of the uninterrupted run (tools/bazel's OPENBLAS_CORETYPE, which
+# the project's actions get through @build_identity//:settings.bzl): the checkpoints are compared byte for byte.
+[[ -n "${OPENBLAS_CORETYPE:-}" ]] && echo "build --action_env=OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE" >>.bazelrc
 cat >BUILD <<EOF
 genrule(
     name = "lm",
