@@ -22,8 +22,8 @@ _ATEN_CAPABILITY = ("f=$(grep -m1 '^flags' /proc/cpuinfo); " +
                     "case \"$f\" in *avx512f*avx512dq*avx512bw*avx512vl*) echo avx512;; " +
                     "*avx2*) case \"$f\" in *fma*) echo avx2;; *) echo default;; esac;; *) echo default;; esac")
 
-def _first_line(rctx, argv):
-    result = rctx.execute(argv)
+def _first_line(rctx, argv, environment = {}):
+    result = rctx.execute(argv, environment = environment)
     if result.return_code != 0:
         return "unavailable"
     return (result.stdout.strip().split("\n") or ["unavailable"])[0]
@@ -43,8 +43,7 @@ def _build_identity_impl(rctx):
     core = "not OpenBLAS"
     coretype = rctx.os.environ.get("OPENBLAS_CORETYPE", "")
     if rctx.path(openblas).exists and rctx.execute(["cc", "probe.c", "-o", "probe", openblas]).return_code == 0:
-        result = rctx.execute(["./probe"], environment = {"OPENBLAS_CORETYPE": coretype} if coretype else {})
-        core = result.stdout.strip() if result.return_code == 0 else "unavailable"
+        core = _first_line(rctx, ["./probe"], {"OPENBLAS_CORETYPE": coretype} if coretype else {})
         if coretype:
             core += " (OPENBLAS_CORETYPE=%s)" % coretype
     rctx.delete("probe.c")

@@ -807,11 +807,13 @@ def _base_table(study_name, ref, base_names, evaluations, base_scales):
         fail("table %s: %s is not an evaluation of %s" % (ref, evaluation_name, study_name))
     spec = evaluations[evaluation_name]
     if spec.kind == "pooled":
-        labels = [":%s_%s%s" % (b, evaluation_name, suffix) for b in base_names if b not in base_scales]
+        labels = []
         for b in base_names:
+            label = ":%s_%s%s" % (b, evaluation_name, suffix)
             if b in base_scales:
-                label = ":%s_%s%s" % (b, evaluation_name, suffix)
                 labels = labels + by_scale({scale: [label] if scale in base_scales[b] else [] for scale in SCALES})
+            else:
+                labels = labels + [label]
         return labels
     if suffix not in spec.outs and suffix != spec.log:
         fail("table %s: %s writes no %s" % (ref, evaluation_name, suffix))
