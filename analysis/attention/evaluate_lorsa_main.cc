@@ -117,28 +117,26 @@ absl::Status Run(const std::vector<std::string>& paths) {
       analysis::EvaluateLorsa(base, *tok, *tokens, caches, fits, options));
 
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
-  StagedOutputs outputs;  // Every table or none.
-  for (const auto& [file, text] :
-       std::vector<std::pair<std::string, const std::string*>>{
-           {"fits.csv", &tables.fits},
-           {"attribution.csv", &tables.attribution},
-           {"attribution_shares.csv", &tables.attribution_shares},
-           {"heads.csv", &tables.heads},
-           {"probe_heads.csv", &tables.probe_heads},
-           {"probe.csv", &tables.probe},
-           {"induction_heads.csv", &tables.induction_heads},
-           {"errors.csv", &tables.errors},
-           {"qk_spectra.csv", &tables.qk_spectra},
-           {"qk_rank.csv", &tables.qk_rank},
-           {"qk_rank_summary.csv", &tables.qk_rank_summary},
-           {"operand_heads.csv", &tables.operand_heads},
-           {"operand_summary.csv", &tables.operand_summary},
-           {"operand_grid.csv", &tables.operand_grid},
-           {"top_activations.txt", &tables.top_activations}}) {
-    if (options.fits_only && file != "fits.csv") continue;
-    RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
+  if (options.fits_only) {
+    return StagedOutputs().WriteFilesAndCommit(dir,
+                                               {{"fits.csv", tables.fits}});
   }
-  return outputs.Commit();
+  return StagedOutputs().WriteFilesAndCommit(
+      dir, {{"fits.csv", tables.fits},
+            {"attribution.csv", tables.attribution},
+            {"attribution_shares.csv", tables.attribution_shares},
+            {"heads.csv", tables.heads},
+            {"probe_heads.csv", tables.probe_heads},
+            {"probe.csv", tables.probe},
+            {"induction_heads.csv", tables.induction_heads},
+            {"errors.csv", tables.errors},
+            {"qk_spectra.csv", tables.qk_spectra},
+            {"qk_rank.csv", tables.qk_rank},
+            {"qk_rank_summary.csv", tables.qk_rank_summary},
+            {"operand_heads.csv", tables.operand_heads},
+            {"operand_summary.csv", tables.operand_summary},
+            {"operand_grid.csv", tables.operand_grid},
+            {"top_activations.txt", tables.top_activations}});
 }
 
 }  // namespace

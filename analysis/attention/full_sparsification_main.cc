@@ -65,15 +65,10 @@ absl::Status Run(const std::vector<std::string>& paths) {
   ASSIGN_OR_RETURN(const FullSparsificationTables tables,
                    FullySparsify(base, *tok, *tokens, fits, options));
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
-  StagedOutputs outputs;  // Every table or none.
-  for (const auto& [file, text] :
-       std::vector<std::pair<std::string, const std::string*>>{
-           {"sparsified.csv", &tables.model},
-           {"circuit.csv", &tables.circuit},
-           {"circuit_summary.csv", &tables.circuit_summary}}) {
-    RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
-  }
-  return outputs.Commit();
+  return StagedOutputs().WriteFilesAndCommit(
+      dir, {{"sparsified.csv", tables.model},
+            {"circuit.csv", tables.circuit},
+            {"circuit_summary.csv", tables.circuit_summary}});
 }
 
 }  // namespace

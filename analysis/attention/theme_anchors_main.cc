@@ -105,15 +105,10 @@ absl::Status Run(const std::vector<std::string>& paths) {
   ASSIGN_OR_RETURN(const ThemeAnchorTables tables,
                    FindThemeAnchors(base, *tok, domains, fits, options));
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
-  StagedOutputs outputs;  // Every table or none.
-  for (const auto& [file, text] :
-       std::vector<std::pair<std::string, const std::string*>>{
-           {"theme_anchors.csv", &tables.heads},
-           {"theme_anchor_summary.csv", &tables.summary},
-           {"theme_anchor_examples.txt", &tables.examples}}) {
-    RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
-  }
-  return outputs.Commit();
+  return StagedOutputs().WriteFilesAndCommit(
+      dir, {{"theme_anchors.csv", tables.heads},
+            {"theme_anchor_summary.csv", tables.summary},
+            {"theme_anchor_examples.txt", tables.examples}});
 }
 
 }  // namespace

@@ -77,18 +77,13 @@ absl::Status Run() {
                                              lexicon, neighbours, tables));
 
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
-  StagedOutputs outputs;  // Every table or none.
-  for (const auto& [file, text] :
-       std::vector<std::pair<std::string, const std::string*>>{
-           {"recall.csv", &tables.recall},
-           {"patching.csv", &tables.patching},
-           {"disruption_null.csv", &tables.disruption_null},
-           {"block_contrasts.csv", &tables.block_contrasts},
-           {"neighbours.csv", &tables.neighbours},
-           {"neighbour_circuits.txt", &tables.circuits}}) {
-    RETURN_IF_ERROR(outputs.WriteFile(dir + "/" + file, *text));
-  }
-  return outputs.Commit();
+  return StagedOutputs().WriteFilesAndCommit(
+      dir, {{"recall.csv", tables.recall},
+            {"patching.csv", tables.patching},
+            {"disruption_null.csv", tables.disruption_null},
+            {"block_contrasts.csv", tables.block_contrasts},
+            {"neighbours.csv", tables.neighbours},
+            {"neighbour_circuits.txt", tables.circuits}});
 }
 
 }  // namespace

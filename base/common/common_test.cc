@@ -169,6 +169,22 @@ TEST(StagedOutputsTest, CommitRenamesEveryOutputIntoPlace) {
   EXPECT_EQ(Listing(dir), " a.txt b.txt shards");  // No temporary, no lock.
 }
 
+TEST(StagedOutputsTest, WriteFilesAndCommitWritesEveryFileOrNone) {
+  const std::string dir = TestDir("files");
+  ASSERT_TRUE(StagedOutputs()
+                  .WriteFilesAndCommit(dir, {{"a.csv", "a"}, {"b.txt", "b"}})
+                  .ok());
+  EXPECT_EQ(*ReadFileToString(dir + "/a.csv"), "a");
+  EXPECT_EQ(*ReadFileToString(dir + "/b.txt"), "b");
+  // The second file cannot be staged (no such folder): the first stays old.
+  const absl::Status status = StagedOutputs().WriteFilesAndCommit(
+      dir, {{"a.csv", "new a"}, {"missing/c.csv", "c"}});
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(absl::StrContains(status.message(), "c.csv")) << status;
+  EXPECT_EQ(*ReadFileToString(dir + "/a.csv"), "a");
+  EXPECT_EQ(Listing(dir), " a.csv b.txt");
+}
+
 TEST(StagedOutputsTest, FailureOrAbandonLeavesNothingNew) {
   const std::string dir = TestDir("abandon");
   ASSERT_TRUE(WriteFileAtomically(dir + "/a.txt", "old a").ok());

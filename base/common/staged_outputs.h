@@ -5,11 +5,14 @@
 #define SPARSE_LAYERS_BASE_COMMON_STAGED_OUTPUTS_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace sparse_layers {
 
@@ -44,6 +47,22 @@ class StagedOutputs {
   // one rename fails, those done are undone (the replaced versions come back)
   // and nothing staged remains.
   absl::Status Commit();
+
+  // Writes each (file name, contents) under `dir` and commits: a tool's
+  // tables appear all together or not at all. Defined here, inline, so that
+  // binaries not calling it link the same bytes.
+  absl::Status WriteFilesAndCommit(
+      absl::string_view dir,
+      absl::Span<const std::pair<absl::string_view, absl::string_view>> files) {
+    for (const auto& [file, contents] : files) {
+      if (absl::Status status =
+              WriteFile(absl::StrCat(dir, "/", file), contents);
+          !status.ok()) {
+        return status;
+      }
+    }
+    return Commit();
+  }
 
  private:
   struct Output {
