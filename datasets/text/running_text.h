@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/types/span.h"
@@ -14,10 +15,20 @@
 namespace sparse_layers::datasets {
 
 // One piece as running text shows it: a word-initial piece with its space
-// (whichever marker spells it), any other piece decoded alone.
+// (whichever marker spells it), any other piece decoded alone, except that a
+// piece decoding to a control byte or to U+FFFD (one byte of a multi-byte
+// character: SentencePiece's byte fallback) shows as its piece ("<0x00>"),
+// so that listings and reports stay printable text.
 inline std::string PieceInRunningText(const Tokenizer& tokenizer, int id) {
   const std::string word = tokenizer.WordOfPiece(id);
-  return word.empty() ? tokenizer.Decode({id}) : " " + word;
+  if (!word.empty()) return " " + word;
+  const std::string text = tokenizer.Decode({id});
+  const bool printable =
+      !text.empty() &&
+      std::none_of(text.begin(), text.end(),
+                   [](unsigned char c) { return c < 0x20 || c == 0x7f; }) &&
+      !absl::StrContains(text, "\xEF\xBF\xBD");
+  return printable ? text : tokenizer.Piece(id);
 }
 
 // The pieces ids[position - before .. position + after] (clipped to the
