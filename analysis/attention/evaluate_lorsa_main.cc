@@ -9,6 +9,7 @@
 //   evaluate_lorsa --base=lm.pt --tokens=.../test.tokens.textproto
 //       --tokenizer=bpe.model --caches=1=.../test.activations.textproto,...
 //       --out_dir=DIR lorsa_l1_k8.pt sae_l1_k8.pt ...
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +19,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "analysis/attention/lorsa_evaluation.h"
 #include "base/common/cpu_slots.h"
 #include "base/common/file_io.h"
@@ -117,26 +120,26 @@ absl::Status Run(const std::vector<std::string>& paths) {
       analysis::EvaluateLorsa(base, *tok, *tokens, caches, fits, options));
 
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
-  if (options.fits_only) {
-    return StagedOutputs().WriteFilesAndCommit(dir,
-                                               {{"fits.csv", tables.fits}});
-  }
+  // fits.csv first: --fits_only writes it alone.
+  const std::pair<absl::string_view, absl::string_view> files[] = {
+      {"fits.csv", tables.fits},
+      {"attribution.csv", tables.attribution},
+      {"attribution_shares.csv", tables.attribution_shares},
+      {"heads.csv", tables.heads},
+      {"probe_heads.csv", tables.probe_heads},
+      {"probe.csv", tables.probe},
+      {"induction_heads.csv", tables.induction_heads},
+      {"errors.csv", tables.errors},
+      {"qk_spectra.csv", tables.qk_spectra},
+      {"qk_rank.csv", tables.qk_rank},
+      {"qk_rank_summary.csv", tables.qk_rank_summary},
+      {"operand_heads.csv", tables.operand_heads},
+      {"operand_summary.csv", tables.operand_summary},
+      {"operand_grid.csv", tables.operand_grid},
+      {"top_activations.txt", tables.top_activations}};
   return StagedOutputs().WriteFilesAndCommit(
-      dir, {{"fits.csv", tables.fits},
-            {"attribution.csv", tables.attribution},
-            {"attribution_shares.csv", tables.attribution_shares},
-            {"heads.csv", tables.heads},
-            {"probe_heads.csv", tables.probe_heads},
-            {"probe.csv", tables.probe},
-            {"induction_heads.csv", tables.induction_heads},
-            {"errors.csv", tables.errors},
-            {"qk_spectra.csv", tables.qk_spectra},
-            {"qk_rank.csv", tables.qk_rank},
-            {"qk_rank_summary.csv", tables.qk_rank_summary},
-            {"operand_heads.csv", tables.operand_heads},
-            {"operand_summary.csv", tables.operand_summary},
-            {"operand_grid.csv", tables.operand_grid},
-            {"top_activations.txt", tables.top_activations}});
+      dir, absl::MakeConstSpan(files).subspan(
+               0, options.fits_only ? 1 : std::size(files)));
 }
 
 }  // namespace

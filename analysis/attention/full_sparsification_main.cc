@@ -5,7 +5,6 @@
 //   full_sparsification --base=lm.pt --tokens=test.tokens.textproto
 //       --tokenizer=bpe.model --out_dir=DIR lorsa_b0_k_s1.pt lorsa_b1_k_s1.pt
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"

@@ -6,7 +6,6 @@
 //       --out_dir=DIR lorsa_b0_k_s1.pt lorsa_b1_k_s1.pt
 #include <algorithm>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"

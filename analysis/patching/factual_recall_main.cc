@@ -3,7 +3,6 @@
 // patching.csv, block_contrasts.csv and neighbours.csv in --out_dir.
 #include <filesystem>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
