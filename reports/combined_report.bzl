@@ -31,8 +31,15 @@ def _combined_report_impl(ctx):
             ctx.executable.judge_claims.path,
             ctx.file._lua_filter.path,
             ctx.file._css.path,
+            ctx.file._report_body.path,
         ] + sections,
-        inputs = [ctx.info_file, ctx.file._build_identity, ctx.file._lua_filter, ctx.file._css] + ctx.files.sections,
+        inputs = [
+            ctx.info_file,
+            ctx.file._build_identity,
+            ctx.file._lua_filter,
+            ctx.file._css,
+            ctx.file._report_body,
+        ] + ctx.files.sections,
         tools = [ctx.attr.judge_claims[DefaultInfo].files_to_run],
         outputs = [out],
         mnemonic = "CombinedReport",
@@ -57,6 +64,7 @@ _combined_report = rule(
         "_combine": attr.label(default = "//reports:combine_report", executable = True, cfg = "exec"),
         "_lua_filter": attr.label(default = "//reports:verdicts.lua", allow_single_file = True),
         "_css": attr.label(default = "//reports:report.css", allow_single_file = True),
+        "_report_body": attr.label(default = "//reports:report_body.sh", allow_single_file = True),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )
@@ -69,3 +77,43 @@ def combined_report(name, sections, **kwargs):
         scale = by_scale({"smoke": "smoke", "cpu": "cpu", "paper": "paper"}),
         **kwargs
     )
+
+def _experiment_name(section):
+    """mxd_frontier of "//experiments/mxd_frontier:mxd_frontier_section"."""
+    name = section.split(":")[-1]
+    if not name.endswith(_SECTION_SUFFIX):
+        fail("%s: sections must be experiment_report <name>_section targets" % section)
+    return name[:-len(_SECTION_SUFFIX)]
+
+def published_reports(name, sections):
+    """The combined report `name` of every section, one combined report per experiment (<experiment>_report), and
+    the results page's publishers: publish_results (every experiment) and publish_<experiment> (one), each a `bazel
+    run` target that builds its report at the build's scale and replaces those experiments' folders of
+    docs/results (publish_results.sh). One experiment at a time fits a session whose Bazel cache may not last."""
+    combined_report(name = name, sections = sections)
+    experiments = [_experiment_name(section) for section in sections]
+    publishers = {"publish_results": name}
+    for section, title in sections.items():
+        experiment = _experiment_name(section)
+
+        # Manual: `bazel build //...` builds the combined report; these only when a publisher runs.
+        combined_report(name = experiment + "_report", sections = {section: title}, tags = ["manual"])
+        publishers["publish_" + experiment] = experiment + "_report"
+    for publisher, report in publishers.items():
+        native.sh_binary(
+            name = publisher,
+            srcs = ["publish_results.sh"],
+            args = [
+                "$(location :%s)" % report,
+                "$(location results_readme_block.sh)",
+                "$(location report_body.sh)",
+                "$(location //analysis/claims:judge_claims)",
+            ] + experiments,
+            data = [
+                ":" + report,
+                "results_readme_block.sh",
+                "report_body.sh",
+                "//analysis/claims:judge_claims",
+            ],
+            tags = [] if report == name else ["manual"],
+        )

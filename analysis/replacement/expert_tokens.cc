@@ -8,7 +8,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
 #include "absl/types/span.h"
 #include "base/common/status_macros.h"
 #include "config/config_loader.h"
@@ -96,9 +95,9 @@ absl::StatusOr<ExpertTokensTables> ListExpertTokens(
           "%s unit %d: fires on %.2f%% of tokens; most common token \"%s\" "
           "(%.0f%% of its firings)\n",
           name, unit, 100 * rate,
-          top.token >= 0 ? absl::StrReplaceAll(
-                               tokenizer.Decode({static_cast<int>(top.token)}),
-                               {{"\n", "\\n"}})
+          // As the contexts below show it: printable, word space kept.
+          top.token >= 0 ? datasets::PieceInRunningText(
+                               tokenizer, static_cast<int>(top.token))
                          : "",
           100 * top.share);
       const torch::Tensor order = c.argsort(0, /*descending=*/true);
