@@ -28,12 +28,16 @@ scale=$(sed -n 's/^Code revision .*, scale `\([a-z]*\)`\.$/\1/p' "$report/report
 revision=$(sed -n 's/^Code revision \([^ ]*\) (\([a-z]*\)).*/\1/p' "$report/report.md")
 state=$(sed -n 's/^Code revision \([^ ]*\) (\([a-z]*\)).*/\2/p' "$report/report.md")
 [[ "$state" == clean ]] || fail "revision $revision was built with uncommitted changes ($state): commit, then publish"
+[[ "$(git -C "$BUILD_WORKSPACE_DIRECTORY" rev-parse HEAD)" == "$revision" ]] ||
+  fail "the report names revision $revision, the tree is at $(git -C "$BUILD_WORKSPACE_DIRECTORY" rev-parse HEAD)"
 identity=$(awk '/^Build identity/ { inside = 1; next } inside && /^- / { print } inside && /^$/ && seen++ { exit }' \
   "$report/report.md")
 published=$(date -u +%Y-%m-%d)
 
 page="$BUILD_WORKSPACE_DIRECTORY/docs/results"
 new="$page.tmp"
+block="$(mktemp)"
+trap 'rm -rf "$new" "$block"' EXIT
 rm -rf "$new"
 mkdir -p "$new"
 # The folders already published, minus experiments //reports no longer has.
@@ -69,7 +73,8 @@ for section in "$report"/*/; do
   } >"$new/$name/provenance.txt"
   replaced+=("$name")
 done
-chmod -R u+w "$new"
+# Bazel's outputs are read-only and executable; the page's files are plain files.
+find "$new" -type d -exec chmod 755 {} + && find "$new" -type f -exec chmod 644 {} +
 
 # A provenance field of a published folder.
 field() { sed -n "s/^$2 //p" "$new/$1/provenance.txt"; }
@@ -105,7 +110,6 @@ done
 # README's "what reproduces" block: the page's summary, linked into the page; made and checked before anything
 # in the repository is replaced.
 readme="$BUILD_WORKSPACE_DIRECTORY/README.md"
-block="$(mktemp)"; trap 'rm -f "$block"' EXIT
 "$readme_block" "$new/report.md" > "$block"
 if ! grep -q '^<!-- results:begin -->$' "$readme" || ! grep -q '^<!-- results:end -->$' "$readme"; then
   fail "README.md has no <!-- results:begin --> / <!-- results:end --> lines to fill"
