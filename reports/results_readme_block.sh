@@ -9,7 +9,7 @@ fail() { echo "results_readme_block: $*" >&2; exit 1; }
 grep -q '^Scale `cpu`\.' "$report" || fail "$report is not a cpu results page"
 table=$(awk '/^\| experiment \| holds /, /^$/' "$report" | sed 's|](#\([a-z0-9_]*\))|](docs/results/report.md#\1)|g')
 (( $(grep -c '^| \[' <<< "$table") > 0 )) || fail "no summary table (| experiment | holds ...) in $report"
-revisions=$(sed -n 's/^| \[\([a-z0-9_]*\)\](#[a-z0-9_]*) | `\([0-9a-f]*\)` | .*/\1 \2/p' "$report" | cut -c1-200)
+revisions=$(sed -n 's/^| \[\([a-z0-9_]*\)\](#[a-z0-9_]*) | `\([0-9a-f]*\)` | .*/\1 \2/p' "$report")
 [[ -n "$revisions" ]] || fail "no experiment revisions (| experiment | code revision | published |) in $report"
 echo
 echo "Measured by cpu-scale builds ([docs/results/report.md](docs/results/report.md): every verdict with its"
