@@ -8,7 +8,8 @@
 # of the published verdicts, the experiments not yet published, and every section; README.md's block between
 # <!-- results:begin --> and <!-- results:end --> becomes the page's summary. An experiment at a time fits a
 # session (each is under 90 min cold at cpu) on a machine whose Bazel cache may not last to the next.
-# Only a committed, unmodified tree is published, so the revision a section names is the one that built it.
+# Only a committed, unmodified tree is published, so the revision a section names is the one that built it, and
+# only a build on our own models (a user's HF_MODEL or CHESS_MODEL stays in the user's own report).
 # //reports:results_page_test then keeps the page honest against the current claims files.
 # Usage (bazel run sets BUILD_WORKSPACE_DIRECTORY):
 #   publish_results.sh REPORT_DIR README_BLOCK_SCRIPT REPORT_BODY JUDGE_CLAIMS EXPERIMENT...
@@ -56,6 +57,9 @@ fi
 replaced=()
 for section in "$report"/*/; do
   name=$(basename "$section")
+  # The page shows our pinned models' results; a user's model (HF_MODEL, CHESS_MODEL) is the user's own report.
+  ! grep -q '^pretrained_model {' "$section/manifest.textproto" ||
+    fail "$name was built on a pretrained model (HF_MODEL or CHESS_MODEL); publish a build without --repo_env"
   title=$(sed -n "s/^- \[$name\](#$name): //p" "$report/report.md")
   [[ -n "$title" ]] || fail "no title for $name in $report/report.md"
   rm -rf "${new:?}/$name"

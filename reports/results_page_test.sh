@@ -2,7 +2,8 @@
 # The committed results page (docs/results, written experiment by experiment by //reports:publish_<experiment>
 # or all at once by //reports:publish_results from cpu builds) against the current claims files: every claim,
 # control and design statement of a published experiment's claims file (the smoke report's verdicts.csv rows:
-# the engine writes one per claim) is on the page with the same statement, none is on the page that no claims
+# the engine writes one per claim) is on the page with the same statement, and its seed plan and amendments as
+# the section printed them (a change of seeds is an amendment), none is on the page that no claims
 # file has, every experiment not published is named as such, and each published folder names the clean cpu
 # revision that built it. A claim reworded, added or removed after publishing fails here, naming the revision
 # the experiment's section came from. Reads the real source tree (tagged external: never cached).
@@ -25,6 +26,11 @@ claims() {
 for r in csv.DictReader(open(sys.argv[1], newline="")):
     print("\t".join((r["kind"], r["id"], r["statement"])))' "$1" | sort -u
 }
+# A section's "Seed plan:" line and its "## Amendments" block (one "- date: what Why: why" line each).
+plan_and_amendments() {
+  awk '/^Seed plan: / { print } /^## Amendments/ { inside = 1; next } inside && /^## / { inside = 0 }
+       inside && /^- / { print }' "$1"
+}
 stale=0 published=0
 for section in "$smoke"/*/; do
   name=$(basename "$section")
@@ -42,6 +48,14 @@ for section in "$smoke"/*/; do
     echo "$name: claims file (<) and page (>) differ; rebuild from revision ${revision:0:12} or later with" \
       "./tools/bazel run //reports:publish_$name" >&2
     sed 's/^/  /' "$TEST_TMPDIR/$name.diff" | cut -c1-200 >&2
+    stale=1
+  fi
+  # The seed plan and the amendments (a change of seeds, base or claim after the plan is one) as published.
+  if ! diff <(plan_and_amendments "$section/section.md") <(plan_and_amendments "$page/$name/section.md") \
+    >"$TEST_TMPDIR/$name.amendments.diff"; then
+    echo "$name: the claims file's seed plan or amendments (<) and the page's (>) differ; rebuild from revision" \
+      "${revision:0:12} or later with ./tools/bazel run //reports:publish_$name" >&2
+    sed 's/^/  /' "$TEST_TMPDIR/$name.amendments.diff" | cut -c1-200 >&2
     stale=1
   fi
   for figure in "$page/$name"/*.svg; do
