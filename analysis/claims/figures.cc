@@ -42,9 +42,11 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
 }  // namespace
 
 // The --hline arguments of a figure's reference lines: a column's value is the
-// mean over seeds of its one value per seed among the figure's rows.
+// mean over seeds of its one value per seed among the figure's rows; a line
+// with rows of its own (table, where) is the mean over seeds of its column
+// (the figure's y by default) there, as a claim's arm.
 absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
-    const FigureSpec& spec, const TidyTable& table) {
+    const FigureSpec& spec, const Tables& tables) {
   std::vector<std::string> arguments;
   for (const ReferenceLine& line : spec.reference_lines()) {
     auto error = [&](absl::string_view what) {
@@ -53,28 +55,46 @@ absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
                                                      line.label(), "' ", what));
     };
     if (line.label().empty()) return error("has no label");
+    const bool own_rows = !line.table().empty() || line.where_size() > 0;
+    if (line.average_over_size() > 0 && !own_rows)
+      return error("averages over columns but has no rows of its own");
+    const std::string table_name =
+        line.table().empty() ? spec.table() : line.table();
+    const auto found = tables.find(table_name);
+    if (found == tables.end()) return error("reads no table " + table_name);
+    const TidyTable& table = found->second;
+    const std::string seed_column = SeedColumnOrDefault(spec.seed_column());
     double value = line.value();
-    if (line.source_case() == ReferenceLine::kColumn) {
+    if (line.source_case() == ReferenceLine::kValue) {
+      if (own_rows) return error("has a value and rows: one or the other");
+    } else if (own_rows) {
+      // As JudgeClaim reads an arm: the number its control compares with.
+      const std::string metric =
+          line.column().empty() ? spec.y() : line.column();
+      auto by_seed = SeedMeans(table, line.where(), seed_column, "", "", "", "",
+                               metric, line.average_over());
+      if (!by_seed.ok()) return error(by_seed.status().message());
+      value = MeanInterval(SeedValues(*by_seed), kConfidence).estimate;
+    } else if (line.source_case() == ReferenceLine::kColumn) {
       ASSIGN_OR_RETURN(const int column, table.Column(line.column()));
-      ASSIGN_OR_RETURN(const int seed_column,
-                       table.Column(SeedColumnOrDefault(spec.seed_column())));
+      ASSIGN_OR_RETURN(const int seed_index, table.Column(seed_column));
       std::map<std::string, double> by_seed;
       for (const auto& row : table.rows()) {
         if (!PassesFilters(table, row, spec.where())) continue;
         ASSIGN_OR_RETURN(const double cell,
                          ParseNumber(row[column], table.name()));
-        const auto [it, added] = by_seed.emplace(row[seed_column], cell);
+        const auto [it, added] = by_seed.emplace(row[seed_index], cell);
         if (!added && it->second != cell) {
           return error(absl::StrCat("reads column ", line.column(),
                                     ", which has several values for seed ",
-                                    row[seed_column],
+                                    row[seed_index],
                                     " (a per-level metric, not a reference)"));
         }
       }
       if (by_seed.empty()) return error("has no rows");
       value = MeanInterval(SeedValues(by_seed), kConfidence).estimate;
-    } else if (line.source_case() != ReferenceLine::kValue) {
-      return error("needs a column or a value");
+    } else {
+      return error("needs a column, a value or rows of its own");
     }
     arguments.push_back(
         absl::StrCat("--hline=", FormatNumber(value, 8), ":", line.label()));
@@ -149,7 +169,7 @@ absl::StatusOr<std::string> DrawFigures(const ClaimSet& claims,
         if (spec.logy()) argv.push_back("--logy");
         if (spec.integer_x()) argv.push_back("--integer_x");
         ASSIGN_OR_RETURN(const std::vector<std::string> lines,
-                         ReferenceLineArguments(spec, tables.at(spec.table())));
+                         ReferenceLineArguments(spec, tables));
         argv.insert(argv.end(), lines.begin(), lines.end());
       }
       if (auto status = RunCommand(argv); !status.ok()) {

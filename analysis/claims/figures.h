@@ -24,9 +24,11 @@ struct RenderOptions {
 };
 
 // The --hline arguments of a figure's reference lines: a column's value is the
-// mean over seeds of its one value per seed among the figure's rows.
+// mean over seeds of its one value per seed among the figure's rows; a line
+// with rows of its own (table, where) is the mean over seeds of its column
+// (the figure's y by default) there, as a claim's arm.
 absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
-    const FigureSpec& spec, const TidyTable& table);
+    const FigureSpec& spec, const Tables& tables);
 
 // Draws every figure of `claims` into options.out_dir; returns the section's
 // lines naming them (drawn, heat maps, not drawn for want of rows).

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "analysis/claims/claims_test_util.h"
 #include "google/protobuf/text_format.h"
@@ -14,6 +15,7 @@ namespace sparse_layers::claims {
 namespace {
 
 TidyTable Table(const std::string& csv) { return testing::CsvTable(csv); }
+Tables OneTable(const std::string& csv) { return {{"t.csv", Table(csv)}}; }
 FigureSpec Spec(const std::string& text) {
   return testing::ParseText<FigureSpec>(text);
 }
@@ -27,7 +29,7 @@ TEST(ReferenceLineArguments, ColumnSeedMeanOrFixedValue) {
       "file: 'f.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
       "reference_lines { label: 'base CE' column: 'ce_base' } "
       "reference_lines { label: 'chance' value: 0.5 }");
-  auto lines = ReferenceLineArguments(spec, Table(kRows));
+  auto lines = ReferenceLineArguments(spec, OneTable(kRows));
   ASSERT_TRUE(lines.ok()) << lines.status();
   // The base CE is one value per seed (4.0 and 4.5): their mean.
   ASSERT_EQ(lines->size(), 2u);
@@ -39,11 +41,68 @@ TEST(ReferenceLineArguments, APerLevelColumnIsNotAReference) {
   const FigureSpec spec = Spec(
       "file: 'f.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
       "reference_lines { label: 'ce' column: 'ce' }");
-  auto lines = ReferenceLineArguments(spec, Table(kRows));
+  auto lines = ReferenceLineArguments(spec, OneTable(kRows));
   ASSERT_FALSE(lines.ok());
   EXPECT_NE(lines.status().message().find("several values for seed 1"),
             std::string::npos)
       << lines.status();
+}
+
+// A trained model's coverage by block beside its random initialisation's (one
+// row per seed at the headline block), and a probe table whose control arm has
+// a row per class.
+constexpr char kModels[] =
+    "model,seed,layer,headline,coverage\n"
+    "trained,1,0,0,0.20\ntrained,1,1,1,0.30\ntrained,2,0,0,0.22\n"
+    "trained,2,1,1,0.34\nrandom,1,0,0,0.10\nrandom,1,1,1,0.12\n"
+    "random,2,0,0,0.11\nrandom,2,1,1,0.16\n";
+constexpr char kProbes[] =
+    "layer_kind,seed,class,f1\n"
+    "random,1,a,0.5\nrandom,1,b,0.7\nrandom,2,a,0.4\nrandom,2,b,0.6\n"
+    "mxd,1,a,0.9\nmxd,2,a,0.8\n";
+
+TEST(ReferenceLineArguments, RowsOfItsOwnAreAnArm) {
+  Tables tables = OneTable(kModels);
+  tables.emplace("probes.csv", Table(kProbes));
+  const FigureSpec spec = Spec(
+      "file: 'f.svg' table: 't.csv' x: 'layer' y: 'coverage' group: 'model' "
+      "where { column: 'model' value: 'trained' } "
+      "reference_lines { label: 'random init' "
+      "  where { column: 'model' value: 'random' } "
+      "  where { column: 'headline' value: '1' } } "
+      "reference_lines { label: 'random projection' table: 'probes.csv' "
+      "  column: 'f1' where { column: 'layer_kind' value: 'random' } "
+      "  average_over: 'class' }");
+  // The figure's y among its own rows (the figure's filter left out): the
+  // random model's headline-block coverage, 0.12 and 0.16 over the seeds; and
+  // per seed the probes' mean over classes (0.6, 0.5), then over seeds.
+  const std::vector<std::string> want = {"--hline=0.14:random init",
+                                         "--hline=0.55:random projection"};
+  auto lines = ReferenceLineArguments(spec, tables);
+  EXPECT_EQ(lines.value_or(std::vector<std::string>{}), want) << lines.status();
+
+  // Rows a seed holds twice, unless averaged over, are not one arm.
+  const FigureSpec by_block = Spec(
+      "file: 'f.svg' table: 't.csv' x: 'layer' y: 'coverage' group: 'model' "
+      "reference_lines { label: 'random init' "
+      "  where { column: 'model' value: 'random' } }");
+  lines = ReferenceLineArguments(by_block, tables);
+  ASSERT_FALSE(lines.ok());
+  EXPECT_NE(lines.status().message().find("several rows for seed 1"),
+            std::string::npos)
+      << lines.status();
+  // A filter that keeps nothing is an error, not a missing line.
+  const FigureSpec none = Spec(
+      "file: 'f.svg' table: 't.csv' x: 'layer' y: 'coverage' group: 'model' "
+      "reference_lines { label: 'random init' "
+      "  where { column: 'model' value: 'randon' } }");
+  EXPECT_FALSE(ReferenceLineArguments(none, tables).ok());
+  // A value has no rows to read.
+  const FigureSpec both = Spec(
+      "file: 'f.svg' table: 't.csv' x: 'layer' y: 'coverage' group: 'model' "
+      "reference_lines { label: 'chance' value: 0.5 "
+      "  where { column: 'model' value: 'random' } }");
+  EXPECT_FALSE(ReferenceLineArguments(both, tables).ok());
 }
 
 TEST(DrawFigures, CallsThePlotScriptAndNamesTheFigure) {

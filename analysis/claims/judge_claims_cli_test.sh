@@ -70,9 +70,9 @@ grep -q '^toy,claim,C1,.*,2,HOLDS,-0.22666667,.*,0.975$' "$dir/out/verdicts.csv"
 test -s "$dir/out/ce.svg" || fail "no figure"
 grep -q 'mxd,2,4.02,' "$dir/out/ce.points.csv" || fail "figure points"
 # Reference lines in the figure's script: a column's seed mean and a fixed value, each labelled.
-grep -qx 'h1 = 4.5' "$dir/out/ce.gp" && grep -q "h1 with lines dashtype 2 title 'zero ablation'" "$dir/out/ce.gp" ||
+grep -qx 'h1 = 4.5' "$dir/out/ce.gp" && grep -q "h1 with lines dashtype 2 linecolor rgb '#505050' title 'zero ablation'" "$dir/out/ce.gp" ||
   fail "zero-ablation reference line"
-grep -qx 'h2 = 4.1' "$dir/out/ce.gp" && grep -q "h2 with lines dashtype 2 title 'paper (Toy Fig. 1)'" "$dir/out/ce.gp" ||
+grep -qx 'h2 = 4.1' "$dir/out/ce.gp" && grep -q "h2 with lines dashtype 3 linecolor rgb '#505050' title 'paper (Toy Fig. 1)'" "$dir/out/ce.gp" ||
   fail "paper reference line"
 "$judge" --summarize "$dir/out/verdicts.csv" | grep -qxF '| [toy](#toy) | 1 | 0 | 0 | 1 | 1 / 2 | 1 | 0.05 | 1 |' ||
   fail "summary"

@@ -9,6 +9,8 @@
 #                   confidence interval); every series is drawn with error bars. A row whose ylow or yhigh is
 #                   empty or nan (e.g. a single seed) is drawn as a point without that bar.
 #   --integer_x     integer x tics only (the x variable is an index: a block, a layer).
+#   --hline=Y:LABEL a horizontal reference line at Y (a control, chance, the paper's number), LABEL in the key;
+#                   grey, each with its own dash pattern; repeatable.
 #   --points        a scatter: every row a point, no lines (a 2-D map); not with --ylow / --yhigh.
 #   --max_series=N  at most N series per panel (default 8); more groups are split over panels stacked in one
 #                   SVG, sharing the x and y ranges, each with its own key.
@@ -87,7 +89,8 @@ plot_command() {
   done
   for h in "${hlines[@]+"${hlines[@]}"}"; do
     n=$((n + 1))
-    printf ", h%d with lines dashtype 2 title %s" "$n" "$(q "${h#*:}")"
+    # Grey, each its own dash pattern: in a curve's colour a reference reads as that curve's (a paper value as ours).
+    printf ", h%d with lines dashtype %d linecolor rgb '#505050' title %s" "$n" "$((n + 1))" "$(q "${h#*:}")"
   done
   echo
 }

@@ -14,6 +14,7 @@ grep -q "<svg" "$dir/a.svg"
 diff <(cat "$dir/a.dat") <(printf 'mxd 2 3.3\nmxd 8 3.1\ntc 2 4.0\ntc 8 3.4\n')
 grep -q "title 'mxd'" "$dir/a.gp"
 grep -q "h1 = 3.0" "$dir/a.gp"
+grep -q "h1 with lines dashtype 2 linecolor rgb '#505050' title 'base'" "$dir/a.gp" || fail "hline not grey and dashed"
 grep -q "with linespoints" "$dir/a.gp"
 if grep -q "yerrorlines\|multiplot" "$dir/a.gp"; then fail "no bars and one panel unless asked"; fi
 if "$plot" --csv="$dir/a.csv" --x=nope --y=ce --group=method --out="$dir/b.svg" 2>/dev/null; then
