@@ -44,7 +44,8 @@ absl::Status RunCommand(const std::vector<std::string>& argv) {
 // The --hline arguments of a figure's reference lines: a column's value is the
 // mean over seeds of its one value per seed among the figure's rows; a line
 // with rows of its own (table, where) is the mean over seeds of its column
-// (the figure's y by default) there, as a claim's arm.
+// (the figure's y by default) there, as a claim's arm; a paper's number is a
+// --paper_hline.
 absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
     const FigureSpec& spec, const Tables& tables) {
   std::vector<std::string> arguments;
@@ -65,6 +66,8 @@ absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
     const TidyTable& table = found->second;
     const std::string seed_column = SeedColumnOrDefault(spec.seed_column());
     double value = line.value();
+    if (line.paper() && line.source_case() != ReferenceLine::kValue)
+      return error("is the paper's number: it needs a value");
     if (line.source_case() == ReferenceLine::kValue) {
       if (own_rows) return error("has a value and rows: one or the other");
     } else if (own_rows) {
@@ -96,8 +99,9 @@ absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
     } else {
       return error("needs a column, a value or rows of its own");
     }
-    arguments.push_back(
-        absl::StrCat("--hline=", FormatNumber(value, 8), ":", line.label()));
+    arguments.push_back(absl::StrCat(
+        line.paper() ? "--paper_hline=" : "--hline=", FormatNumber(value, 8),
+        ":", line.label()));
   }
   return arguments;
 }

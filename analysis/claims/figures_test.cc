@@ -37,6 +37,26 @@ TEST(ReferenceLineArguments, ColumnSeedMeanOrFixedValue) {
   EXPECT_EQ((*lines)[1], "--hline=0.5:chance");
 }
 
+TEST(ReferenceLineArguments, APapersNumberIsAPaperLineOfAValue) {
+  auto lines = ReferenceLineArguments(
+      Spec(
+          "file: 'f.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
+          "reference_lines { label: 'paper (Fig. 3)' value: 3.2 paper: true }"),
+      OneTable(kRows));
+  ASSERT_TRUE(lines.ok()) << lines.status();
+  ASSERT_EQ(lines->size(), 1u);
+  EXPECT_EQ((*lines)[0], "--paper_hline=3.2:paper (Fig. 3)");
+  // A paper's number is a value, not a mean of our rows.
+  auto from_rows = ReferenceLineArguments(
+      Spec("file: 'f.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "
+           "reference_lines { label: 'paper' column: 'ce_base' paper: true }"),
+      OneTable(kRows));
+  ASSERT_FALSE(from_rows.ok());
+  EXPECT_NE(from_rows.status().message().find("it needs a value"),
+            std::string::npos)
+      << from_rows.status();
+}
+
 TEST(ReferenceLineArguments, APerLevelColumnIsNotAReference) {
   const FigureSpec spec = Spec(
       "file: 'f.svg' table: 't.csv' x: 'k' y: 'ce' group: 'arm' "

@@ -2,15 +2,18 @@
 # The one plotting path of the project: CSV -> SVG line plot with gnuplot, one line per group.
 # Usage: plot_lines.sh --csv=F --x=COL --y=COL --group=COL --out=F.svg [--where=COL=VALUE]
 #                      [--title=T] [--xlabel=T] [--ylabel=T] [--logx] [--logy] [--hline=Y:LABEL]...
-#                      [--ylow=COL --yhigh=COL] [--integer_x] [--max_series=N] [--points]
+#                      [--paper_hline=Y:LABEL]... [--ylow=COL --yhigh=COL] [--integer_x] [--max_series=N]
+#                      [--points]
 # Columns are named by the CSV header. Writes F.svg, the gnuplot script F.gp and the plotted rows F.dat
 # ("group x y", plus "ylow yhigh" with bars) beside it.
 #   --ylow/--yhigh  columns holding the lower and upper end of each point's error bar (absolute values, e.g. a
 #                   confidence interval); every series is drawn with error bars. A row whose ylow or yhigh is
 #                   empty or nan (e.g. a single seed) is drawn as a point without that bar.
 #   --integer_x     integer x tics only (the x variable is an index: a block, a layer).
-#   --hline=Y:LABEL a horizontal reference line at Y (a control, chance, the paper's number), LABEL in the key;
-#                   grey, each with its own dash pattern; repeatable.
+#   --hline=Y:LABEL a horizontal reference line at Y (a control, chance, a base model), LABEL in the key; grey,
+#                   each with its own dash pattern; repeatable.
+#   --paper_hline=Y:LABEL  the same for a paper's number at the paper's scale: it does not stretch the y range
+#                   (our curves keep theirs), so it shows where it falls inside; the key gives "LABEL: Y".
 #   --points        a scatter: every row a point, no lines (a 2-D map); not with --ylow / --yhigh.
 #   --max_series=N  at most N series per panel (default 8); more groups are split over panels stacked in one
 #                   SVG, sharing the x and y ranges, each with its own key.
@@ -18,13 +21,14 @@
 set -euo pipefail
 csv="" x="" y="" group="" out="" where="" title="" xlabel="" ylabel="" logx=0 logy=0
 ylow="" yhigh="" integer_x=0 max_series=8 points=0
-hlines=()
+hlines=()  # "Y:LABEL", or "Y:paper:LABEL" for a --paper_hline
 for arg in "$@"; do
   case "$arg" in
     --csv=*) csv=${arg#*=} ;; --x=*) x=${arg#*=} ;; --y=*) y=${arg#*=} ;;
     --group=*) group=${arg#*=} ;; --out=*) out=${arg#*=} ;; --where=*) where=${arg#*=} ;;
     --title=*) title=${arg#*=} ;; --xlabel=*) xlabel=${arg#*=} ;; --ylabel=*) ylabel=${arg#*=} ;;
     --logx) logx=1 ;; --logy) logy=1 ;; --hline=*) hlines+=("${arg#*=}") ;;
+    --paper_hline=*) value=${arg#*=} && hlines+=("${value%%:*}:paper:${value#*:}") ;;
     --ylow=*) ylow=${arg#*=} ;; --yhigh=*) yhigh=${arg#*=} ;;
     --integer_x) integer_x=1 ;; --max_series=*) max_series=${arg#*=} ;; --points) points=1 ;;
     *) echo "plot_lines.sh: unknown argument $arg" >&2; exit 2 ;;
@@ -90,7 +94,12 @@ plot_command() {
   for h in "${hlines[@]+"${hlines[@]}"}"; do
     n=$((n + 1))
     # Grey, each its own dash pattern: in a curve's colour a reference reads as that curve's (a paper value as ours).
-    printf ", h%d with lines dashtype %d linecolor rgb '#505050' title %s" "$n" "$((n + 1))" "$(q "${h#*:}")"
+    if [[ "${h#*:}" == paper:* ]]; then
+      printf ", h%d with lines noautoscale dashtype %d linecolor rgb '#505050' title %s" "$n" "$((n + 1))" \
+        "$(q "${h#*:paper:}: ${h%%:*}")"
+    else
+      printf ", h%d with lines dashtype %d linecolor rgb '#505050' title %s" "$n" "$((n + 1))" "$(q "${h#*:}")"
+    fi
   done
   echo
 }

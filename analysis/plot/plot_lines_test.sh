@@ -16,6 +16,13 @@ grep -q "title 'mxd'" "$dir/a.gp"
 grep -q "h1 = 3.0" "$dir/a.gp"
 grep -q "h1 with lines dashtype 2 linecolor rgb '#505050' title 'base'" "$dir/a.gp" || fail "hline not grey and dashed"
 grep -q "with linespoints" "$dir/a.gp"
+# A paper's number at its scale: far above the data, it leaves the y range to the curves; the key gives its value.
+"$plot" --csv="$dir/a.csv" --x=k --y=ce --group=method --where=split=test --out="$dir/p.svg" \
+  --paper_hline="40:paper (its scale)"
+grep -q "h1 with lines noautoscale dashtype 2 linecolor rgb '#505050' title 'paper (its scale): 40'" "$dir/p.gp" ||
+  fail "a paper line must not autoscale and must show its value"
+grep -q "<text>paper (its scale): 40</text>" "$dir/p.svg" || fail "the paper line's value is not in the key"
+if grep -q "<text> 40</text>" "$dir/p.svg"; then fail "the paper line stretched the y range to 40"; fi
 if grep -q "yerrorlines\|multiplot" "$dir/a.gp"; then fail "no bars and one panel unless asked"; fi
 if "$plot" --csv="$dir/a.csv" --x=nope --y=ce --group=method --out="$dir/b.svg" 2>/dev/null; then
   fail "an unknown column must fail"
