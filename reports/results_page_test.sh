@@ -31,6 +31,15 @@ plan_and_amendments() {
   awk '/^Seed plan: / { print } /^## Amendments/ { inside = 1; next } inside && /^## / { inside = 0 }
        inside && /^- / { print }' "$1"
 }
+# WHAT A B: A (the claims file's) and B (the page's) of experiment $name must be the same; else the page is stale
+# and the message names the revision ($revision) to rebuild from.
+stale_unless_same() {
+  diff "$2" "$3" >"$TEST_TMPDIR/$name.diff" && return
+  echo "$name: $1 differ; rebuild from revision ${revision:0:12} or later with" \
+    "./tools/bazel run //reports:publish_$name" >&2
+  sed 's/^/  /' "$TEST_TMPDIR/$name.diff" | cut -c1-200 >&2
+  stale=1
+}
 stale=0 published=0
 for section in "$smoke"/*/; do
   name=$(basename "$section")
@@ -44,20 +53,11 @@ for section in "$smoke"/*/; do
   revision=$(sed -n 's/^revision //p' "$provenance" 2>/dev/null || true)
   grep -qx 'state clean' "$provenance" && grep -qx 'scale cpu' "$provenance" && [[ -n "$revision" ]] ||
     fail "$name: $provenance does not name a clean cpu revision"
-  if ! diff <(claims "$section/verdicts.csv") <(claims "$page/$name/verdicts.csv") >"$TEST_TMPDIR/$name.diff"; then
-    echo "$name: claims file (<) and page (>) differ; rebuild from revision ${revision:0:12} or later with" \
-      "./tools/bazel run //reports:publish_$name" >&2
-    sed 's/^/  /' "$TEST_TMPDIR/$name.diff" | cut -c1-200 >&2
-    stale=1
-  fi
+  stale_unless_same "claims file (<) and page (>)" <(claims "$section/verdicts.csv") \
+    <(claims "$page/$name/verdicts.csv")
   # The seed plan and the amendments (a change of seeds, base or claim after the plan is one) as published.
-  if ! diff <(plan_and_amendments "$section/section.md") <(plan_and_amendments "$page/$name/section.md") \
-    >"$TEST_TMPDIR/$name.amendments.diff"; then
-    echo "$name: the claims file's seed plan or amendments (<) and the page's (>) differ; rebuild from revision" \
-      "${revision:0:12} or later with ./tools/bazel run //reports:publish_$name" >&2
-    sed 's/^/  /' "$TEST_TMPDIR/$name.amendments.diff" | cut -c1-200 >&2
-    stale=1
-  fi
+  stale_unless_same "the claims file's seed plan or amendments (<) and the page's (>)" \
+    <(plan_and_amendments "$section/section.md") <(plan_and_amendments "$page/$name/section.md")
   for figure in "$page/$name"/*.svg; do
     [[ ! -e "$figure" ]] || grep -q '<svg' "$figure" || fail "$name: $(basename "$figure") on the page is not SVG"
   done

@@ -26,7 +26,8 @@ struct RenderOptions {
 // The --hline arguments of a figure's reference lines: a column's value is the
 // mean over seeds of its one value per seed among the figure's rows; a line
 // with rows of its own (table, where) is the mean over seeds of its column
-// (the figure's y by default) there, as a claim's arm.
+// (the figure's y by default) there, as a claim's arm; a paper's number is a
+// --paper_hline.
 absl::StatusOr<std::vector<std::string>> ReferenceLineArguments(
     const FigureSpec& spec, const Tables& tables);
 

@@ -21,14 +21,14 @@
 set -euo pipefail
 csv="" x="" y="" group="" out="" where="" title="" xlabel="" ylabel="" logx=0 logy=0
 ylow="" yhigh="" integer_x=0 max_series=8 points=0
-hlines=()  # "Y:LABEL", or "Y:paper:LABEL" for a --paper_hline
+hlines=() paper_hlines=()  # "Y:LABEL" each; paper_hlines[i] is 1 for a --paper_hline
 for arg in "$@"; do
   case "$arg" in
     --csv=*) csv=${arg#*=} ;; --x=*) x=${arg#*=} ;; --y=*) y=${arg#*=} ;;
     --group=*) group=${arg#*=} ;; --out=*) out=${arg#*=} ;; --where=*) where=${arg#*=} ;;
     --title=*) title=${arg#*=} ;; --xlabel=*) xlabel=${arg#*=} ;; --ylabel=*) ylabel=${arg#*=} ;;
-    --logx) logx=1 ;; --logy) logy=1 ;; --hline=*) hlines+=("${arg#*=}") ;;
-    --paper_hline=*) value=${arg#*=} && hlines+=("${value%%:*}:paper:${value#*:}") ;;
+    --logx) logx=1 ;; --logy) logy=1 ;; --hline=*) hlines+=("${arg#*=}") paper_hlines+=(0) ;;
+    --paper_hline=*) hlines+=("${arg#*=}") paper_hlines+=(1) ;;
     --ylow=*) ylow=${arg#*=} ;; --yhigh=*) yhigh=${arg#*=} ;;
     --integer_x) integer_x=1 ;; --max_series=*) max_series=${arg#*=} ;; --points) points=1 ;;
     *) echo "plot_lines.sh: unknown argument $arg" >&2; exit 2 ;;
@@ -94,9 +94,9 @@ plot_command() {
   for h in "${hlines[@]+"${hlines[@]}"}"; do
     n=$((n + 1))
     # Grey, each its own dash pattern: in a curve's colour a reference reads as that curve's (a paper value as ours).
-    if [[ "${h#*:}" == paper:* ]]; then
+    if ((paper_hlines[n - 1])); then
       printf ", h%d with lines noautoscale dashtype %d linecolor rgb '#505050' title %s" "$n" "$((n + 1))" \
-        "$(q "${h#*:paper:}: ${h%%:*}")"
+        "$(q "${h#*:}: ${h%%:*}")"
     else
       printf ", h%d with lines dashtype %d linecolor rgb '#505050' title %s" "$n" "$((n + 1))" "$(q "${h#*:}")"
     fi
