@@ -16,11 +16,11 @@ def experiment_config(name, base, scales, overlays = [], visibility = None, tags
     """
     native.genrule(
         name = name,
-        srcs = [base] + (by_scale({scale: [overlay] for scale, overlay in scales.items()}) if scales else []) +
-               overlays,
+        # The checker is the first of srcs (built in the target configuration, so its objects are the tests').
+        srcs = ["//models/tools:check_config", base] +
+               (by_scale({scale: [overlay] for scale, overlay in scales.items()}) if scales else []) + overlays,
         outs = [name + ".textproto"],
-        exec_tools = ["//models/tools:check_config"],
-        cmd = "$(location //models/tools:check_config) --out=$@ $(SRCS) >/dev/null",
+        cmd = "set -- $(SRCS); checker=$$1; shift; $$checker --out=$@ \"$$@\" >/dev/null",
         visibility = visibility,
         tags = tags,
     )

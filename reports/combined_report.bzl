@@ -58,10 +58,10 @@ _combined_report = rule(
         "judge_claims": attr.label(
             default = "//analysis/claims:judge_claims",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
             doc = "The claims engine; its --summarize mode writes the summary table.",
         ),
-        "_combine": attr.label(default = "//reports:combine_report", executable = True, cfg = "exec"),
+        "_combine": attr.label(default = "//reports:combine_report", executable = True, cfg = "target"),
         "_lua_filter": attr.label(default = "//reports:verdicts.lua", allow_single_file = True),
         "_css": attr.label(default = "//reports:report.css", allow_single_file = True),
         "_report_body": attr.label(default = "//reports:report_body.sh", allow_single_file = True),

@@ -87,7 +87,7 @@ chess_games = rule(
         "max_plies": attr.int(default = 80),
         "engine": attr.string(default = "/usr/games/stockfish"),
         "pgn_extract": attr.string(default = "/usr/games/pgn-extract"),
-        "_generate": attr.label(default = "//datasets/chess:generate_games", executable = True, cfg = "exec"),
-        "_build": attr.label(default = "//datasets/chess:build_chess_dataset", executable = True, cfg = "exec"),
+        "_generate": attr.label(default = "//datasets/chess:generate_games", executable = True, cfg = "target"),
+        "_build": attr.label(default = "//datasets/chess:build_chess_dataset", executable = True, cfg = "target"),
     },
 )

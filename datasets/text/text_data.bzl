@@ -91,7 +91,7 @@ text_corpus = rule(
         "_prepare_corpus": attr.label(
             default = "//datasets/text:prepare_corpus",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
         ),
     },
 )
@@ -138,7 +138,7 @@ sentencepiece_tokenizer = rule(
         "_train_tokenizer": attr.label(
             default = "//datasets/text:train_tokenizer",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
         ),
     },
 )
@@ -180,7 +180,7 @@ token_shards = rule(
         "_encode_shards": attr.label(
             default = "//datasets/text:encode_shards",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
         ),
     },
 )

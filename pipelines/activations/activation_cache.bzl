@@ -55,7 +55,7 @@ activation_cache = rule(
         "_cache_activations": attr.label(
             default = "//pipelines/activations:cache_activations",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
         ),
     },
 )

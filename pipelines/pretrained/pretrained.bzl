@@ -62,7 +62,7 @@ pretrained_model = rule(
         "_import_pretrained": attr.label(
             default = "//pipelines/pretrained:import_pretrained",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
         ),
     },
     outputs = {
@@ -119,7 +119,7 @@ saelens_fit = rule(
         "_import_saelens": attr.label(
             default = "//models/tools:import_saelens",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
         ),
     },
     outputs = {

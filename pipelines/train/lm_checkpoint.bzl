@@ -143,8 +143,8 @@ lm_checkpoint = rule(
             doc = "Also keep the model after this percent of the budget's steps, as <name>.at<percent>pct.pt " +
                   "(output group `snapshots`; checkpoint_snapshot names one): metrics over training.",
         ),
-        "_trainer": attr.label(default = "//pipelines/train:train", executable = True, cfg = "exec"),
-        "_decode_sample": attr.label(default = "//pipelines/train:decode_sample", executable = True, cfg = "exec"),
+        "_trainer": attr.label(default = "//pipelines/train:train", executable = True, cfg = "target"),
+        "_decode_sample": attr.label(default = "//pipelines/train:decode_sample", executable = True, cfg = "target"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )
@@ -186,7 +186,7 @@ replacement_checkpoint = rule(
             doc = "An activation_cache with train and validation splits.",
         ),
         "threads": attr.int(default = 2),
-        "_trainer": attr.label(default = "//pipelines/train:fit", executable = True, cfg = "exec"),
+        "_trainer": attr.label(default = "//pipelines/train:fit", executable = True, cfg = "target"),
         "_build_identity": attr.label(default = "@build_identity//:identity.txt", allow_single_file = True),
     },
 )

@@ -39,7 +39,7 @@ def seeded_lm(
             name = run + "_overlay",
             outs = [run + "_overlay.textproto"],
             cmd = overlay_cmd,
-            exec_tools = overlay_tools,
+            srcs = overlay_tools,  # Not tools: built in the target configuration, as the tests' objects are.
             tags = tags,
         )
         generated = [":%s_overlay" % run]

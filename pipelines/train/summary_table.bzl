@@ -47,7 +47,7 @@ _summary_table = rule(
         "constant_columns": attr.string_list(doc = "Columns of one value for every row, each column=value."),
         "name_from_path": attr.bool(doc = "Name each run by its file instead of the name inside it."),
         "out": attr.output(mandatory = True),
-        "_summary_table": attr.label(default = "//pipelines/train:summary_table", executable = True, cfg = "exec"),
+        "_summary_table": attr.label(default = "//pipelines/train:summary_table", executable = True, cfg = "target"),
     },
 )
 
@@ -85,7 +85,7 @@ _training_curves = rule(
         "runs": attr.label_list(mandatory = True, providers = [CheckpointInfo], doc = "Seeded checkpoints or fits, in row order."),
         "points": attr.int(default = 10, doc = "Equal bins of steps per run."),
         "out": attr.output(mandatory = True),
-        "_training_curves": attr.label(default = "//pipelines/train:training_curves", executable = True, cfg = "exec"),
+        "_training_curves": attr.label(default = "//pipelines/train:training_curves", executable = True, cfg = "target"),
     },
 )
 

@@ -146,7 +146,7 @@ tool_run = rule(
           "token_args, tokenizer, activations, bsp_games, file_args, file_list_args, directory_args, args, the CPU " +
           "slot, outputs, checkpoints.",
     attrs = {
-        "tool": attr.label(mandatory = True, executable = True, cfg = "exec"),
+        "tool": attr.label(mandatory = True, executable = True, cfg = "target"),
         "outs": attr.output_list(mandatory = True),
         "out_flags": attr.string_list(doc = "Per output: its flag prefix (\"--out=\"), or \"\" for none."),
         "out_dir_flag": attr.string(doc = "A flag prefix given the first output's directory (\"--out_dir=\")."),
@@ -190,7 +190,7 @@ tool_run = rule(
         "_quiet": attr.label(
             default = "//base/common:quiet.sh",
             executable = True,
-            cfg = "exec",
+            cfg = "target",
             allow_single_file = True,
         ),
     },
