@@ -642,6 +642,13 @@ TEST(Basis, ADesignStatementThatVariesBetweenSeedsIsAnError) {
       {});
   ASSERT_TRUE(fixed.ok()) << fixed.status();
   EXPECT_EQ(fixed->verdict, Verdict::kHolds);
+  // Its line gives the value without a zero-width "95% CI".
+  const std::string line = RenderVerdict(*fixed);
+  EXPECT_NE(line.find("-1, the same in every seed (one fixed model, no "
+                      "interval), n = 2 seeds"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("CI ["), std::string::npos) << line;
 }
 
 TEST(Basis, ADesignStatementThatDoesNotHoldIsAnError) {
@@ -683,6 +690,13 @@ TEST(Basis, AnEmpiricalClaimWhoseSeedsAgreeIsNotTestable) {
       {});
   ASSERT_TRUE(fixed.ok()) << fixed.status();
   EXPECT_EQ(fixed->verdict, Verdict::kHolds);
+  // Its line gives the value without a zero-width "95% CI".
+  const std::string line = RenderVerdict(*fixed);
+  EXPECT_NE(line.find("-1, the same in every seed (one fixed model, no "
+                      "interval), n = 2 seeds"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("CI ["), std::string::npos) << line;
 }
 
 TEST(Basis, DesignStatementsAreListedApartAndNeverCounted) {

@@ -68,6 +68,10 @@ std::string IntervalText(const LevelResult& level, bool percent,
   if (std::isinf(e.low) || std::isinf(e.high) || std::isnan(e.estimate) ||
       (level.method == IntervalMethod::kFisherZ && e.n < 2)) {
     bounds = "no interval";
+  } else if (level.no_spread && e.n >= 2) {
+    // A control reading one model every seed shares (the base LM) has no
+    // noise to estimate; a zero-width "95% CI" would read as one.
+    bounds = "the same in every seed (one fixed model, no interval)";
   } else {
     bounds = absl::StrCat(FormatNumber(100.0 * level.confidence, 4), "% CI [",
                           Signed(e.low, percent), ", ", Signed(e.high, percent),
