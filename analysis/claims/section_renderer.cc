@@ -69,8 +69,8 @@ std::string IntervalText(const LevelResult& level, bool percent,
       (level.method == IntervalMethod::kFisherZ && e.n < 2)) {
     bounds = "no interval";
   } else if (level.no_spread && e.n >= 2) {
-    // A control reading one model every seed shares (the base LM) has no
-    // noise to estimate; a zero-width "95% CI" would read as one.
+    // A value every seed shares (a design statement, a control reading the
+    // one base LM) has no noise to estimate; a zero-width CI would imply one.
     bounds = "the same in every seed (one fixed model, no interval)";
   } else {
     bounds = absl::StrCat(FormatNumber(100.0 * level.confidence, 4), "% CI [",
