@@ -1,6 +1,9 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "ops/core/rms_norm.h"
@@ -71,6 +74,119 @@ TEST(SparseDotTest, MatchesTheGatheredReferenceAndItsGradients) {
   if (unused.any().item<bool>()) {
     EXPECT_EQ(fused_grads[1].index({unused}).abs().sum().item<float>(), 0);
   }
+}
+
+// SparseDecode's fused kernel against embedding_bag, values and both
+// gradients, with (..., k) codes, repeated rows and a width not a multiple of
+// the vector lanes.
+TEST(SparseDecodeTest, MatchesTheEmbeddingBagReferenceAndItsGradients) {
+  torch::manual_seed(1);
+  at::set_num_threads(2);
+  const torch::Tensor values = torch::randn({5, 60, 6}, torch::requires_grad());
+  const torch::Tensor rows = torch::randn({17, 43}, torch::requires_grad());
+  const torch::Tensor indices = torch::randint(17, {5, 60, 6}, torch::kLong);
+  const torch::Tensor upstream = torch::randn({5, 60, 43});
+  const torch::Tensor fused = SparseDecode({values, indices}, rows);
+  ASSERT_EQ(fused.sizes(), upstream.sizes());
+  const auto fused_grads =
+      torch::autograd::grad({fused}, {values, rows}, {upstream});
+  const torch::Tensor reference =
+      SparseDecodeReference({values, indices}, rows);
+  const auto reference_grads =
+      torch::autograd::grad({reference}, {values, rows}, {upstream});
+  EXPECT_TRUE(torch::allclose(fused, reference, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(fused_grads[0], reference_grads[0], 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(fused_grads[1], reference_grads[1], 1e-4, 1e-5));
+  // One entry by hand: sum_j values[b, j] rows[indices[b, j]].
+  torch::Tensor by_hand = torch::zeros({43});
+  for (int64_t j = 0; j < 6; ++j) {
+    by_hand += values[2][9][j] * rows[indices[2][9][j].item<int64_t>()];
+  }
+  EXPECT_TRUE(torch::allclose(fused[2][9], by_hand, 1e-5, 1e-5));
+}
+
+// sum(upstream * op(a, rows)) by central differences in double, against the
+// kernels' gradients for a few entries of each input.
+void ExpectGradientsMatchFiniteDifferences(
+    const std::function<torch::Tensor(const torch::Tensor&,
+                                      const torch::Tensor&)>& op,
+    const torch::Tensor& a, const torch::Tensor& rows) {
+  const torch::Tensor upstream = torch::randn_like(op(a, rows));
+  const torch::Tensor a_grad = a.clone().requires_grad_();
+  const torch::Tensor rows_grad = rows.clone().requires_grad_();
+  const auto grads = torch::autograd::grad({op(a_grad, rows_grad)},
+                                           {a_grad, rows_grad}, {upstream});
+  const double h = 1e-6;
+  int which = 0;
+  for (const torch::Tensor& input : {a, rows}) {
+    for (int64_t e = 0; e < input.numel(); e += 7) {
+      torch::Tensor plus = input.clone(), minus = input.clone();
+      plus.view({-1})[e] += h;
+      minus.view({-1})[e] -= h;
+      const bool first = which == 0;
+      const double f_plus = (upstream * (first ? op(plus, rows) : op(a, plus)))
+                                .sum()
+                                .item<double>();
+      const double f_minus =
+          (upstream * (first ? op(minus, rows) : op(a, minus)))
+              .sum()
+              .item<double>();
+      EXPECT_NEAR(grads[which].view({-1})[e].item<double>(),
+                  (f_plus - f_minus) / (2 * h), 1e-6)
+          << "input " << which << " entry " << e;
+    }
+    ++which;
+  }
+}
+
+TEST(SparseRowsTest, GradientsMatchFiniteDifferencesInDouble) {
+  torch::manual_seed(2);
+  const torch::Tensor indices = torch::randint(9, {12, 4}, torch::kLong);
+  const auto options = torch::dtype(torch::kDouble);
+  ExpectGradientsMatchFiniteDifferences(
+      [&](const torch::Tensor& x, const torch::Tensor& rows) {
+        return SparseDot(x, rows, indices);
+      },
+      torch::randn({12, 11}, options), torch::randn({9, 11}, options));
+  ExpectGradientsMatchFiniteDifferences(
+      [&](const torch::Tensor& values, const torch::Tensor& rows) {
+        return SparseDecode({values, indices}, rows);
+      },
+      torch::randn({12, 4}, options), torch::randn({9, 11}, options));
+}
+
+// Two threads, twice: the same bits (each row's sum runs in token order
+// whatever the split), and an index out of range fails with its value.
+TEST(SparseRowsTest, RepeatsAreBitIdenticalAndBadIndicesFail) {
+  torch::manual_seed(3);
+  at::set_num_threads(2);
+  const torch::Tensor x = torch::randn({513, 64}, torch::requires_grad());
+  const torch::Tensor rows = torch::randn({300, 64}, torch::requires_grad());
+  const torch::Tensor indices = torch::randint(300, {513, 8}, torch::kLong);
+  const auto run = [&] {
+    const torch::Tensor h = SparseDot(x, rows, indices);
+    const torch::Tensor y = SparseDecode({h, indices}, rows);
+    const auto grads = torch::autograd::grad({y.square().sum()}, {x, rows});
+    return std::vector<torch::Tensor>{y, grads[0], grads[1]};
+  };
+  const auto first = run(), second = run();
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_TRUE(torch::equal(first[i], second[i])) << "output " << i;
+  }
+  torch::Tensor bad = indices.clone();
+  bad[4][2] = 300;
+  EXPECT_THROW(
+      {
+        try {
+          SparseDot(x, rows, bad);
+        } catch (const c10::Error& e) {
+          EXPECT_NE(std::string(e.what()).find("row index 300 out of range"),
+                    std::string::npos);
+          throw;
+        }
+      },
+      c10::Error);
+  EXPECT_THROW(SparseDecode({x.narrow(1, 0, 8), bad}, rows), c10::Error);
 }
 
 }  // namespace

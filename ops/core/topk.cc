@@ -1,6 +1,10 @@
 #include "ops/core/topk.h"
 
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+
+#include <cstring>
+#include <vector>
 
 namespace sparse_layers::layers {
 
@@ -25,7 +29,315 @@ torch::Tensor Densify(const TopKCodes& codes, int64_t width) {
       .scatter_add(-1, codes.indices, codes.values);
 }
 
+namespace {
+
+// Four float lanes (one SSE register, the baseline ISA): each lane adds in a
+// fixed order, so results do not depend on the machine.
+typedef float FloatLanes __attribute__((vector_size(16)));
+constexpr int64_t kLanes = 4;
+
+inline FloatLanes LoadLanes(const float* p) {
+  FloatLanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename T>
+T Dot(const T* a, const T* b, int64_t n) {
+  T sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// Four lane accumulators (16 floats a step), then their lanes in order, then
+// the tail.
+template <>
+float Dot<float>(const float* a, const float* b, int64_t n) {
+  FloatLanes acc[4] = {};
+  int64_t i = 0;
+  for (; i + 4 * kLanes <= n; i += 4 * kLanes) {
+    for (int64_t u = 0; u < 4; ++u) {
+      acc[u] += LoadLanes(a + i + u * kLanes) * LoadLanes(b + i + u * kLanes);
+    }
+  }
+  for (; i + kLanes <= n; i += kLanes) {
+    acc[0] += LoadLanes(a + i) * LoadLanes(b + i);
+  }
+  const FloatLanes total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  float sum = 0;
+  for (int64_t l = 0; l < kLanes; ++l) sum += total[l];
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// y += a x, element by element (no reassociation: any vector width gives the
+// same bits).
+template <typename T>
+void Axpy(T a, const T* x, int64_t n, T* y) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    FloatLanes lanes_a;
+    for (int64_t l = 0; l < kLanes; ++l) lanes_a[l] = a;
+    for (; i + kLanes <= n; i += kLanes) {
+      const FloatLanes sum = LoadLanes(y + i) + lanes_a * LoadLanes(x + i);
+      std::memcpy(y + i, &sum, sizeof sum);
+    }
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+// The flat positions p = b * k + j of the (B, k) indices grouped by the row
+// they select, in increasing p within a row (a counting sort): per-row sums
+// then add in token order, and rows can be split over threads without two
+// writing the same row.
+struct RowLists {
+  torch::Tensor
+      starts;  // (rows + 1,) int64: row r's are [starts[r], starts[r + 1]).
+  torch::Tensor positions;  // (B * k,) int64.
+};
+
+RowLists ListByRow(const torch::Tensor& indices, int64_t num_rows) {
+  const int64_t count = indices.numel();
+  const int64_t* index = indices.data_ptr<int64_t>();
+  RowLists lists{torch::zeros({num_rows + 1}, indices.options()),
+                 torch::empty({count}, indices.options())};
+  int64_t* starts = lists.starts.data_ptr<int64_t>();
+  for (int64_t p = 0; p < count; ++p) {
+    TORCH_CHECK(index[p] >= 0 && index[p] < num_rows, "row index ", index[p],
+                " out of range [0, ", num_rows, ")");
+    ++starts[index[p] + 1];
+  }
+  for (int64_t r = 0; r < num_rows; ++r) starts[r + 1] += starts[r];
+  std::vector<int64_t> next(starts, starts + num_rows);
+  int64_t* positions = lists.positions.data_ptr<int64_t>();
+  for (int64_t p = 0; p < count; ++p) positions[next[index[p]]++] = p;
+  return lists;
+}
+
+struct SparseRowsShape {
+  int64_t tokens, k, num_rows, width;
+};
+
+// out[b, j] = rows[indices[b, j]] . x[b], a row at a time: each row is read
+// once and the tokens that select it are gathered.
+template <typename T>
+void GatherDotKernel(const T* x, const T* rows, const RowLists& lists,
+                     const SparseRowsShape& s, T* out) {
+  const int64_t* starts = lists.starts.data_ptr<int64_t>();
+  const int64_t* positions = lists.positions.data_ptr<int64_t>();
+  at::parallel_for(0, s.num_rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* row = rows + r * s.width;
+      for (int64_t q = starts[r]; q < starts[r + 1]; ++q) {
+        const int64_t p = positions[q];
+        out[p] = Dot(row, x + (p / s.k) * s.width, s.width);
+      }
+    }
+  });
+}
+
+// out[b] = sum_j weights[b, j] rows[indices[b, j]], a token at a time.
+template <typename T>
+void GatherSumKernel(const T* weights, const int64_t* indices, const T* rows,
+                     const SparseRowsShape& s, T* out) {
+  at::parallel_for(0, s.tokens, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      T* y = out + b * s.width;
+      std::fill(y, y + s.width, T(0));
+      for (int64_t j = 0; j < s.k; ++j) {
+        const int64_t p = b * s.k + j;
+        Axpy(weights[p], rows + indices[p] * s.width, s.width, y);
+      }
+    }
+  });
+}
+
+// out[r] = sum over (b, j) selecting r of weights[b, j] x[b], every row
+// written (zero where none selects it), a row at a time.
+template <typename T>
+void ScatterOuterKernel(const T* weights, const T* x, const RowLists& lists,
+                        const SparseRowsShape& s, T* out) {
+  const int64_t* starts = lists.starts.data_ptr<int64_t>();
+  const int64_t* positions = lists.positions.data_ptr<int64_t>();
+  at::parallel_for(0, s.num_rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      T* y = out + r * s.width;
+      std::fill(y, y + s.width, T(0));
+      for (int64_t q = starts[r]; q < starts[r + 1]; ++q) {
+        const int64_t p = positions[q];
+        Axpy(weights[p], x + (p / s.k) * s.width, s.width, y);
+      }
+    }
+  });
+}
+
+// SparseDecode's backward in one walk of the rows: for each (b, j) selecting
+// r, grad_weights[b, j] = rows[r] . grad[b] and grad_rows[r] += weights[b, j]
+// grad[b], reading each grad[b] once for both.
+template <typename T>
+void DecodeBackwardKernel(const T* weights, const T* grad, const T* rows,
+                          const RowLists& lists, const SparseRowsShape& s,
+                          T* grad_weights, T* grad_rows) {
+  const int64_t* starts = lists.starts.data_ptr<int64_t>();
+  const int64_t* positions = lists.positions.data_ptr<int64_t>();
+  at::parallel_for(0, s.num_rows, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* row = rows + r * s.width;
+      T* y = grad_rows + r * s.width;
+      std::fill(y, y + s.width, T(0));
+      for (int64_t q = starts[r]; q < starts[r + 1]; ++q) {
+        const int64_t p = positions[q];
+        const T* g = grad + (p / s.k) * s.width;
+        grad_weights[p] = Dot(row, g, s.width);
+        Axpy(weights[p], g, s.width, y);
+      }
+    }
+  });
+}
+
+SparseRowsShape ShapeOf(const torch::Tensor& indices,
+                        const torch::Tensor& rows) {
+  return {indices.size(0), indices.size(1), rows.size(0), rows.size(1)};
+}
+
+torch::Tensor GatherDot(const torch::Tensor& x, const torch::Tensor& rows,
+                        const torch::Tensor& indices, const RowLists& lists) {
+  torch::Tensor out = torch::empty(indices.sizes(), x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "GatherDot", [&] {
+    GatherDotKernel<scalar_t>(x.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(),
+                              lists, ShapeOf(indices, rows),
+                              out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+torch::Tensor GatherSum(const torch::Tensor& weights,
+                        const torch::Tensor& indices,
+                        const torch::Tensor& rows) {
+  torch::Tensor out =
+      torch::empty({indices.size(0), rows.size(1)}, weights.options());
+  AT_DISPATCH_FLOATING_TYPES(weights.scalar_type(), "GatherSum", [&] {
+    GatherSumKernel<scalar_t>(weights.data_ptr<scalar_t>(),
+                              indices.data_ptr<int64_t>(),
+                              rows.data_ptr<scalar_t>(), ShapeOf(indices, rows),
+                              out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+torch::Tensor ScatterOuter(const torch::Tensor& weights, const torch::Tensor& x,
+                           const torch::Tensor& indices,
+                           const torch::Tensor& rows, const RowLists& lists) {
+  torch::Tensor out = torch::empty_like(rows);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "ScatterOuter", [&] {
+    ScatterOuterKernel<scalar_t>(
+        weights.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), lists,
+        ShapeOf(indices, rows), out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+RowLists SavedLists(torch::autograd::AutogradContext* ctx) {
+  return {ctx->saved_data["starts"].toTensor(),
+          ctx->saved_data["positions"].toTensor()};
+}
+
+void SaveLists(torch::autograd::AutogradContext* ctx, const RowLists& lists) {
+  ctx->saved_data["starts"] = lists.starts;
+  ctx->saved_data["positions"] = lists.positions;
+}
+
+// x (B, I), rows (width, I), indices (B, k) -> (B, k). Backward: d/dx is
+// GatherSum of the gradient, d/drows ScatterOuter of it against x.
+class SparseDotFunction : public torch::autograd::Function<SparseDotFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& x,
+                               const torch::Tensor& rows,
+                               const torch::Tensor& indices) {
+    const torch::Tensor xc = x.contiguous(), rc = rows.contiguous(),
+                        ic = indices.contiguous();
+    const RowLists lists = ListByRow(ic, rc.size(0));
+    ctx->save_for_backward({xc, rc, ic});
+    SaveLists(ctx, lists);
+    return GatherDot(xc, rc, ic, lists);
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &rows = saved[1], &indices = saved[2];
+    const torch::Tensor grad = grad_outputs[0].contiguous();
+    return {GatherSum(grad, indices, rows),
+            ScatterOuter(grad, x, indices, rows, SavedLists(ctx)),
+            torch::Tensor()};
+  }
+};
+
+// weights (B, k), indices (B, k), rows (width, O) -> (B, O). Backward: both
+// gradients in one walk of the rows (DecodeBackwardKernel).
+class SparseDecodeFunction
+    : public torch::autograd::Function<SparseDecodeFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& weights,
+                               const torch::Tensor& indices,
+                               const torch::Tensor& rows) {
+    const torch::Tensor wc = weights.contiguous(), ic = indices.contiguous(),
+                        rc = rows.contiguous();
+    const RowLists lists = ListByRow(ic, rc.size(0));
+    ctx->save_for_backward({wc, ic, rc});
+    SaveLists(ctx, lists);
+    return GatherSum(wc, ic, rc);
+  }
+
+  static torch::autograd::variable_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &weights = saved[0], &indices = saved[1],
+                        &rows = saved[2];
+    const torch::Tensor grad = grad_outputs[0].contiguous();
+    torch::Tensor grad_weights = torch::empty_like(weights);
+    torch::Tensor grad_rows = torch::empty_like(rows);
+    AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "SparseDecodeBackward", [&] {
+      DecodeBackwardKernel<scalar_t>(
+          weights.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(),
+          rows.data_ptr<scalar_t>(), SavedLists(ctx), ShapeOf(indices, rows),
+          grad_weights.data_ptr<scalar_t>(), grad_rows.data_ptr<scalar_t>());
+    });
+    return {grad_weights, torch::Tensor(), grad_rows};
+  }
+};
+
+bool FusedOnCpu(const torch::Tensor& a, const torch::Tensor& rows) {
+  return a.device().is_cpu() && rows.device().is_cpu() &&
+         a.scalar_type() == rows.scalar_type() &&
+         (a.scalar_type() == torch::kFloat ||
+          a.scalar_type() == torch::kDouble);
+}
+
+}  // namespace
+
 torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows) {
+  TORCH_CHECK(rows.dim() == 2 && codes.values.sizes() == codes.indices.sizes(),
+              "SparseDecode: values and indices (..., k), rows (width, O)");
+  TORCH_CHECK(codes.indices.scalar_type() == torch::kLong,
+              "SparseDecode: int64 indices");
+  const int64_t k = codes.values.size(-1);
+  auto shape = codes.values.sizes().vec();
+  shape.back() = rows.size(1);
+  if (!FusedOnCpu(codes.values, rows)) {
+    return SparseDecodeReference(codes, rows).view(shape);
+  }
+  return SparseDecodeFunction::apply(codes.values.reshape({-1, k}),
+                                     codes.indices.reshape({-1, k}), rows)
+      .view(shape);
+}
+
+torch::Tensor SparseDecodeReference(const TopKCodes& codes,
+                                    const torch::Tensor& rows) {
   const int64_t k = codes.values.size(-1);
   const torch::Tensor indices = codes.indices.reshape({-1});
   const torch::Tensor weights = codes.values.reshape({-1});
@@ -41,83 +353,6 @@ torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows) {
   return decoded.view(shape);
 }
 
-namespace {
-
-// out[b, j] = rows[indices[b, j]] . x[b], parallel over tokens.
-template <typename T>
-void SparseDotKernel(const T* x, const T* rows, const int64_t* indices,
-                     int64_t tokens, int64_t k, int64_t width, T* out) {
-  at::parallel_for(0, tokens, 64, [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
-      const T* xb = x + b * width;
-      for (int64_t j = 0; j < k; ++j) {
-        const T* row = rows + indices[b * k + j] * width;
-        T sum = 0;
-        for (int64_t i = 0; i < width; ++i) sum += row[i] * xb[i];
-        out[b * k + j] = sum;
-      }
-    }
-  });
-}
-
-// grad_rows[indices[b, j]] += grad[b, j] x[b]; threads own column slices, so
-// no two write the same element.
-template <typename T>
-void ScatterOuterKernel(const T* grad, const T* x, const int64_t* indices,
-                        int64_t tokens, int64_t k, int64_t width,
-                        T* grad_rows) {
-  at::parallel_for(0, width, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t b = 0; b < tokens; ++b) {
-      const T* xb = x + b * width;
-      for (int64_t j = 0; j < k; ++j) {
-        const T g = grad[b * k + j];
-        T* row = grad_rows + indices[b * k + j] * width;
-        for (int64_t i = begin; i < end; ++i) row[i] += g * xb[i];
-      }
-    }
-  });
-}
-
-class SparseDotFunction : public torch::autograd::Function<SparseDotFunction> {
- public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
-                               const torch::Tensor& x,
-                               const torch::Tensor& rows,
-                               const torch::Tensor& indices) {
-    const torch::Tensor xc = x.contiguous(), rc = rows.contiguous(),
-                        ic = indices.contiguous();
-    ctx->save_for_backward({xc, rc, ic});
-    torch::Tensor out = torch::empty(ic.sizes(), xc.options());
-    AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "SparseDot", [&] {
-      SparseDotKernel<scalar_t>(xc.data_ptr<scalar_t>(),
-                                rc.data_ptr<scalar_t>(), ic.data_ptr<int64_t>(),
-                                ic.size(0), ic.size(1), xc.size(1),
-                                out.data_ptr<scalar_t>());
-    });
-    return out;
-  }
-
-  static torch::autograd::variable_list backward(
-      torch::autograd::AutogradContext* ctx,
-      torch::autograd::variable_list grad_outputs) {
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &rows = saved[1], &indices = saved[2];
-    const torch::Tensor grad = grad_outputs[0].contiguous();
-    // d/dx: sum_j grad[b, j] rows[indices[b, j]], SparseDecode's sum.
-    const torch::Tensor grad_x = SparseDecode({grad, indices}, rows);
-    torch::Tensor grad_rows = torch::zeros_like(rows);
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "SparseDotBackward", [&] {
-      ScatterOuterKernel<scalar_t>(
-          grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-          indices.data_ptr<int64_t>(), indices.size(0), indices.size(1),
-          x.size(1), grad_rows.data_ptr<scalar_t>());
-    });
-    return {grad_x, grad_rows, torch::Tensor()};
-  }
-};
-
-}  // namespace
-
 torch::Tensor SparseDot(const torch::Tensor& x, const torch::Tensor& rows,
                         const torch::Tensor& indices) {
   TORCH_CHECK(x.dim() == 2 && rows.dim() == 2 && indices.dim() == 2 &&
@@ -125,10 +360,7 @@ torch::Tensor SparseDot(const torch::Tensor& x, const torch::Tensor& rows,
               "SparseDot: x (B, I), rows (width, I), indices (B, k)");
   TORCH_CHECK(indices.scalar_type() == torch::kLong,
               "SparseDot: int64 indices");
-  if (!x.device().is_cpu() || !rows.device().is_cpu() ||
-      x.scalar_type() != rows.scalar_type()) {
-    return SparseDotReference(x, rows, indices);
-  }
+  if (!FusedOnCpu(x, rows)) return SparseDotReference(x, rows, indices);
   return SparseDotFunction::apply(x, rows, indices);
 }
 

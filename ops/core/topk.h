@@ -21,14 +21,23 @@ TopKCodes ReluTopK(const torch::Tensor& pre, int64_t k);
 // unit listed twice gets the sum: padding repeats units at value 0).
 torch::Tensor Densify(const TopKCodes& codes, int64_t width);
 
-// sum_j values[b, j] * rows[indices[b, j]]: (B, k) x (width, O) -> (B, O),
-// through embedding_bag (gathers k rows per token, never all of them).
+// sum_j values[b, j] * rows[indices[b, j]]: (..., k) x (width, O) -> (..., O),
+// gathering k rows per token, never all of them. On CPU a fused kernel whose
+// backward writes each row's gradient once, from the tokens that selected it
+// (no zero-filled (width, O) buffer, no sort); differentiable once.
 torch::Tensor SparseDecode(const TopKCodes& codes, const torch::Tensor& rows);
+
+// The same through embedding_bag with per-sample weights: SparseDecode's
+// reference in tests, and its path on other devices.
+torch::Tensor SparseDecodeReference(const TopKCodes& codes,
+                                    const torch::Tensor& rows);
 
 // rows[indices[b, j]] . x[b]: (B, I) x (width, I) x (B, k) -> (B, k), the
 // transpose of SparseDecode (a per-token gathered encoder, sgatlin Eq. 1). On
-// CPU a fused kernel that never materialises the (B, k, I) gathered rows; it
-// is differentiable once (x, rows), not twice.
+// CPU a fused kernel that never materialises the (B, k, I) gathered rows and
+// walks the rows once each (their selecting tokens listed by a counting sort,
+// in token order, so repeats are bit-identical); differentiable once (x,
+// rows), not twice.
 torch::Tensor SparseDot(const torch::Tensor& x, const torch::Tensor& rows,
                         const torch::Tensor& indices);
 
