@@ -3,6 +3,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace sparse_layers::layers {
@@ -76,24 +77,26 @@ void ForwardKernel(const T* halves, const HalvesLayout& l, T* scores,
       });
 }
 
-// grad_halves[t, 0, c, i] and [t, 1, c, j] += grad of each result; rows are
-// disjoint, so threads never write the same element.
+// grad_halves[t, 0, c, :] and [t, 1, c, :] zeroed, then [.., i] and [.., j]
+// += grad of each result, in the halves' own layout; rows are disjoint, so
+// threads never write the same element.
 template <typename T>
 void BackwardKernel(const T* grad, const int64_t* first, const int64_t* second,
                     const HalvesLayout& l, T* grad_halves) {
-  const int64_t half = l.channels * l.n;
-  at::parallel_for(0, l.tokens * l.channels, 64,
-                   [&](int64_t begin, int64_t end) {
-                     for (int64_t row = begin; row < end; ++row) {
-                       const int64_t t = row / l.channels, c = row % l.channels;
-                       T* g1 = grad_halves + t * 2 * half + c * l.n;
-                       T* g2 = g1 + half;
-                       for (int64_t o = 0; o < l.k; ++o) {
-                         g1[first[row * l.k + o]] += grad[row * l.k + o];
-                         g2[second[row * l.k + o]] += grad[row * l.k + o];
-                       }
-                     }
-                   });
+  at::parallel_for(
+      0, l.tokens * l.channels, 64, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t t = row / l.channels, c = row % l.channels;
+          T* g1 = grad_halves + t * l.token_stride + c * l.channel_stride;
+          T* g2 = g1 + l.half_stride;
+          std::fill(g1, g1 + l.n, T(0));
+          std::fill(g2, g2 + l.n, T(0));
+          for (int64_t o = 0; o < l.k; ++o) {
+            g1[first[row * l.k + o]] += grad[row * l.k + o];
+            g2[second[row * l.k + o]] += grad[row * l.k + o];
+          }
+        }
+      });
 }
 
 class ProductKeyTopKFunction
@@ -119,9 +122,10 @@ class ProductKeyTopKFunction
           second.data_ptr<int64_t>());
     });
     ctx->save_for_backward({first, second});
-    ctx->saved_data["tokens"] = layout.tokens;
-    ctx->saved_data["channels"] = layout.channels;
-    ctx->saved_data["n"] = layout.n;
+    // The gradient is written in the input's layout, so that a router's
+    // permuted view (PEER's) passes it back without a copy.
+    ctx->saved_data["sizes"] = halves.sizes().vec();
+    ctx->saved_data["strides"] = halves.strides().vec();
     ctx->mark_non_differentiable({indices});
     return {scores, indices};
   }
@@ -130,15 +134,15 @@ class ProductKeyTopKFunction
       torch::autograd::AutogradContext* ctx,
       torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
-    const int64_t tokens = ctx->saved_data["tokens"].toInt(),
-                  channels = ctx->saved_data["channels"].toInt(),
-                  n = ctx->saved_data["n"].toInt();
+    const std::vector<int64_t> sizes = ctx->saved_data["sizes"].toIntVector(),
+                               strides =
+                                   ctx->saved_data["strides"].toIntVector();
     const torch::Tensor grad = grad_outputs[0].contiguous();
-    const HalvesLayout layout{
-        tokens,           channels,     n, saved[0].size(-1),
-        2 * channels * n, channels * n, n};
+    const HalvesLayout layout{sizes[0],          sizes[2],   sizes[3],
+                              saved[0].size(-1), strides[0], strides[1],
+                              strides[2]};
     torch::Tensor grad_halves =
-        torch::zeros({tokens, 2, channels, n}, grad.options());
+        torch::empty_strided(sizes, strides, grad.options());
     AT_DISPATCH_FLOATING_TYPES(
         grad.scalar_type(), "ProductKeyTopKBackward", [&] {
           BackwardKernel<scalar_t>(grad.data_ptr<scalar_t>(),
@@ -161,7 +165,9 @@ ProductTopK ProductKeyTopKOfHalves(const torch::Tensor& halves, int64_t k) {
     return ProductKeyTopKReference(halves.select(1, 0), halves.select(1, 1), k);
   }
   const torch::Tensor rows =
-      halves.stride(3) == 1 ? halves : halves.contiguous();
+      halves.stride(3) == 1 && halves.is_non_overlapping_and_dense()
+          ? halves
+          : halves.contiguous();
   const auto results = ProductKeyTopKFunction::apply(rows, k);
   return {results[0], results[1]};
 }

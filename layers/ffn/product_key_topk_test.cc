@@ -73,6 +73,25 @@ TEST(ProductKeyTopKTest, RepeatsAreBitIdenticalAndStridesAreRead) {
   EXPECT_TRUE(torch::equal(first.indices, strided.indices));
 }
 
+// PEER's router hands the top-k a permuted view; its gradient comes back in
+// that layout (so the view passes it on without a copy) and equals the
+// contiguous input's.
+TEST(ProductKeyTopKTest, GradientKeepsTheInputLayout) {
+  const torch::Tensor s = RouterScores(torch::kFloat);
+  const torch::Tensor weights = torch::randn({40, 3, 4});
+  const torch::Tensor base =
+      s.detach().permute({1, 2, 0, 3}).contiguous().requires_grad_();
+  const torch::Tensor permuted = base.permute({2, 0, 1, 3});  // (N, 2, C, n)
+  const torch::Tensor grad_contiguous = torch::autograd::grad(
+      {(ProductKeyTopKOfHalves(s, 4).scores * weights).sum()}, {s})[0];
+  const torch::Tensor grad_permuted = torch::autograd::grad(
+      {(ProductKeyTopKOfHalves(permuted, 4).scores * weights).sum()},
+      {base})[0];
+  EXPECT_TRUE(grad_permuted.is_contiguous());
+  EXPECT_TRUE(
+      torch::equal(grad_permuted.permute({2, 0, 1, 3}), grad_contiguous));
+}
+
 TEST(ProductKeyTopKTest, RefusesBadShapes) {
   EXPECT_ANY_THROW(ProductKeyTopKOfHalves(torch::randn({4, 3, 2, 8}), 2));
   EXPECT_ANY_THROW(ProductKeyTopKOfHalves(torch::randn({4, 2, 2, 8}), 9));

@@ -1,7 +1,6 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -9,6 +8,7 @@
 #include "ops/core/rms_norm.h"
 #include "ops/core/rotary.h"
 #include "ops/core/topk.h"
+#include "ops/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -105,54 +105,30 @@ TEST(SparseDecodeTest, MatchesTheEmbeddingBagReferenceAndItsGradients) {
   EXPECT_TRUE(torch::allclose(fused[2][9], by_hand, 1e-5, 1e-5));
 }
 
-// sum(upstream * op(a, rows)) by central differences in double, against the
-// kernels' gradients for a few entries of each input.
-void ExpectGradientsMatchFiniteDifferences(
-    const std::function<torch::Tensor(const torch::Tensor&,
-                                      const torch::Tensor&)>& op,
-    const torch::Tensor& a, const torch::Tensor& rows) {
-  const torch::Tensor upstream = torch::randn_like(op(a, rows));
-  const torch::Tensor a_grad = a.clone().requires_grad_();
-  const torch::Tensor rows_grad = rows.clone().requires_grad_();
-  const auto grads = torch::autograd::grad({op(a_grad, rows_grad)},
-                                           {a_grad, rows_grad}, {upstream});
-  const double h = 1e-6;
-  int which = 0;
-  for (const torch::Tensor& input : {a, rows}) {
-    for (int64_t e = 0; e < input.numel(); e += 7) {
-      torch::Tensor plus = input.clone(), minus = input.clone();
-      plus.view({-1})[e] += h;
-      minus.view({-1})[e] -= h;
-      const bool first = which == 0;
-      const double f_plus = (upstream * (first ? op(plus, rows) : op(a, plus)))
-                                .sum()
-                                .item<double>();
-      const double f_minus =
-          (upstream * (first ? op(minus, rows) : op(a, minus)))
-              .sum()
-              .item<double>();
-      EXPECT_NEAR(grads[which].view({-1})[e].item<double>(),
-                  (f_plus - f_minus) / (2 * h), 1e-6)
-          << "input " << which << " entry " << e;
-    }
-    ++which;
-  }
-}
-
+// Both kernels' gradients against central differences in double.
 TEST(SparseRowsTest, GradientsMatchFiniteDifferencesInDouble) {
   torch::manual_seed(2);
+  const auto options = torch::dtype(torch::kDouble).requires_grad(true);
   const torch::Tensor indices = torch::randint(9, {12, 4}, torch::kLong);
-  const auto options = torch::dtype(torch::kDouble);
-  ExpectGradientsMatchFiniteDifferences(
-      [&](const torch::Tensor& x, const torch::Tensor& rows) {
-        return SparseDot(x, rows, indices);
-      },
-      torch::randn({12, 11}, options), torch::randn({9, 11}, options));
-  ExpectGradientsMatchFiniteDifferences(
-      [&](const torch::Tensor& values, const torch::Tensor& rows) {
-        return SparseDecode({values, indices}, rows);
-      },
-      torch::randn({12, 4}, options), torch::randn({9, 11}, options));
+  const torch::Tensor x = torch::randn({12, 11}, options);
+  const torch::Tensor values = torch::randn({12, 4}, options);
+  const torch::Tensor rows = torch::randn({9, 11}, options);
+  const torch::Tensor dot_weights = torch::randn({12, 4}, torch::kDouble);
+  const torch::Tensor decode_weights = torch::randn({12, 11}, torch::kDouble);
+  for (const std::string& message : testing::CheckGradients(
+           [&] { return (SparseDot(x, rows, indices) * dot_weights).sum(); },
+           {{"x", x}, {"rows", rows}}, /*entries_per_parameter=*/20)) {
+    ADD_FAILURE() << "SparseDot " << message;
+  }
+  for (const std::string& message : testing::CheckGradients(
+           [&] {
+             return (SparseDecode({values, indices}, rows) * decode_weights)
+                 .sum();
+           },
+           {{"values", values}, {"rows", rows}},
+           /*entries_per_parameter=*/20)) {
+    ADD_FAILURE() << "SparseDecode " << message;
+  }
 }
 
 // Two threads, twice: the same bits (each row's sum runs in token order
