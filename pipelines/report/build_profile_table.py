@@ -5,9 +5,12 @@ long build resumed in parts) by action kind and prints a Markdown table (count, 
 Kinds: the progress verb (Training, Fitting, Caching, Running, ...) and, for trainings and fits, the
 layer the target's name carries (sgatlin, peer, moe_x, transcoder, ...). Cache hits take no time and
 are not counted; an action interrupted in one part and rerun in the next counts both times. A profile
-times an action from start to end, including its wait for a CPU slot (base/common/cpu_slots.h): with
-several actions in flight on 2 cores the sums exceed the build's wall time, so compare shares, or run
-the build with --jobs=1 for costs that add up."""
+times an action from start to end ("wall"), including its wait for a CPU slot (base/common/cpu_slots.h),
+so with several actions in flight the walls sum past the build's time. "Held" is each action's time
+holding the slot, for a build alone on a machine with one slot (2 cores, 2-thread tools): the holds are
+then serial, and an action held the slot from the later of its start and the previous holder's end.
+Bazel's own actions (compiles, links, symlinks, file writes, genrules) take no slot; "held" counts their
+wall time."""
 import collections
 import gzip
 import json
@@ -35,29 +38,50 @@ def kind_of(description):
     return verb, experiment
 
 
+# Progress verbs of Bazel's own actions, which run without a CPU slot.
+SLOT_FREE_VERBS = {"BazelWorkspaceStatusAction", "Compiling", "Creating", "Executing", "Linking", "Placing",
+                   "Setting", "SolibSymlink", "Symlinking", "Tabulating", "Writing"}
+
+
+def actions_with_holds(events):
+    """(name, wall seconds, held seconds) of each executed action of one profile."""
+    actions = [e for e in events if e.get("ph") == "X" and e.get("cat") == "action processing"]
+    held = {}
+    previous_end = None
+    for event in sorted(actions, key=lambda e: e["ts"] + e["dur"]):
+        end = event["ts"] + event["dur"]
+        if event["name"].split(" ")[0] in SLOT_FREE_VERBS:
+            held[id(event)] = event["dur"]
+            continue
+        start = event["ts"] if previous_end is None else max(event["ts"], previous_end)
+        held[id(event)] = end - start
+        previous_end = end
+    return [(e["name"], e["dur"] / 1e6, held[id(e)] / 1e6) for e in actions]
+
+
 def main(paths):
-    by_kind = collections.defaultdict(lambda: [0, 0.0])
-    by_experiment = collections.defaultdict(float)
+    by_kind = collections.defaultdict(lambda: [0, 0.0, 0.0])
+    by_experiment = collections.defaultdict(lambda: [0.0, 0.0])
     for path in paths:
         with gzip.open(path) as f:
             data = json.load(f)
         events = data["traceEvents"] if isinstance(data, dict) else data
-        for event in events:
-            if event.get("ph") != "X" or event.get("cat") != "action processing":
-                continue
-            seconds = event["dur"] / 1e6
-            kind, experiment = kind_of(event["name"])
+        for name, wall, held in actions_with_holds(events):
+            kind, experiment = kind_of(name)
             by_kind[kind][0] += 1
-            by_kind[kind][1] += seconds
-            by_experiment[experiment] += seconds
-    total = sum(seconds for _, seconds in by_kind.values()) or 1.0
-    print(f"| action kind | count | wall (min) | share |\n|---|---|---|---|")
-    for kind, (count, seconds) in sorted(by_kind.items(), key=lambda item: -item[1][1]):
-        print(f"| {kind} | {count} | {seconds / 60:.1f} | {100 * seconds / total:.1f}% |")
-    print(f"| all | {sum(c for c, _ in by_kind.values())} | {total / 60:.1f} | 100% |\n")
-    print("| package | wall (min) | share |\n|---|---|---|")
-    for experiment, seconds in sorted(by_experiment.items(), key=lambda item: -item[1]):
-        print(f"| {experiment} | {seconds / 60:.1f} | {100 * seconds / total:.1f}% |")
+            by_kind[kind][1] += wall
+            by_kind[kind][2] += held
+            by_experiment[experiment][0] += wall
+            by_experiment[experiment][1] += held
+    total = sum(held for _, _, held in by_kind.values()) or 1.0
+    print("| action kind | count | wall (min) | held (min) | share of held |\n|---|---|---|---|---|")
+    for kind, (count, wall, held) in sorted(by_kind.items(), key=lambda item: -item[1][2]):
+        print(f"| {kind} | {count} | {wall / 60:.1f} | {held / 60:.1f} | {100 * held / total:.1f}% |")
+    walls = sum(wall for _, wall, _ in by_kind.values())
+    print(f"| all | {sum(c for c, _, _ in by_kind.values())} | {walls / 60:.1f} | {total / 60:.1f} | 100% |\n")
+    print("| package | wall (min) | held (min) | share of held |\n|---|---|---|---|")
+    for experiment, (wall, held) in sorted(by_experiment.items(), key=lambda item: -item[1][1]):
+        print(f"| {experiment} | {wall / 60:.1f} | {held / 60:.1f} | {100 * held / total:.1f}% |")
 
 
 if __name__ == "__main__":
