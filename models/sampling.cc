@@ -22,41 +22,68 @@ torch::Tensor NucleusProbabilities(const torch::Tensor& logits,
   return probabilities / probabilities.sum();
 }
 
-std::vector<int64_t> Sample(GptImpl& model, const std::vector<int64_t>& prompt,
-                            const SamplingOptions& options) {
+std::vector<std::vector<int64_t>> SampleRows(
+    GptImpl& model, const std::vector<int64_t>& prompt,
+    const SamplingOptions& options, const std::vector<uint64_t>& seeds) {
+  TORCH_CHECK(!prompt.empty(), "sampling needs a non-empty prompt");
   torch::NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(options.seed);
-  std::vector<int64_t> sequence = prompt;
-  std::vector<int64_t> generated;
+  const int64_t rows = seeds.size();
+  std::vector<at::Generator> generators;
+  for (uint64_t seed : seeds) {
+    generators.push_back(at::make_generator<at::CPUGeneratorImpl>(seed));
+  }
+  // (rows, length): the prompt in every row, then each row's own samples.
+  torch::Tensor sequences =
+      torch::tensor(prompt, torch::kLong).unsqueeze(0).repeat({rows, 1});
+  const torch::Tensor unembedding = model.UnembeddingWeight();
+  const int64_t vocabulary = unembedding.size(0);
+  // Each row's occurrence counts so far, prompt included (frequency penalty).
+  torch::Tensor counts =
+      torch::bincount(torch::tensor(prompt, torch::kLong), {}, vocabulary)
+          .to(torch::kFloat)
+          .unsqueeze(0)
+          .repeat({rows, 1});
+  std::vector<std::vector<int64_t>> generated(rows);
+  std::vector<bool> stopped(rows, false);
+  int64_t running = rows;
   const int64_t context = model.options().context_length;
-  for (int i = 0; i < options.new_tokens; ++i) {
-    const int64_t start =
-        std::max<int64_t>(0, static_cast<int64_t>(sequence.size()) - context);
-    const torch::Tensor tokens =
-        torch::tensor(
-            std::vector<int64_t>(sequence.begin() + start, sequence.end()),
-            torch::kLong)
-            .unsqueeze(0);
-    torch::Tensor logits = model.forward(tokens)[0][-1];
+  for (int i = 0; i < options.new_tokens && running > 0; ++i) {
+    const int64_t length = sequences.size(1);
+    const torch::Tensor window =
+        sequences.slice(1, std::max<int64_t>(0, length - context));
+    // Only the last position's logits are drawn from: (rows, vocabulary).
+    torch::Tensor logits = torch::nn::functional::linear(
+        model.Hidden(window).select(1, -1), unembedding);
     if (options.frequency_penalty != 0) {
-      const torch::Tensor counts =
-          torch::bincount(torch::tensor(sequence, torch::kLong), {},
-                          logits.size(0))
-              .to(logits.dtype());
-      logits = logits - options.frequency_penalty * counts;
+      logits = logits - options.frequency_penalty * counts.to(logits.dtype());
     }
-    const torch::Tensor probabilities =
-        NucleusProbabilities(logits, options.temperature, options.top_p);
-    const int64_t next =
-        torch::multinomial(probabilities, 1, false, generator).item<int64_t>();
-    sequence.push_back(next);
-    generated.push_back(next);
-    if (next == options.stop_id) break;
+    std::vector<int64_t> next(rows, options.stop_id);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (stopped[r]) continue;  // Fed its stop id; its tail is discarded.
+      const torch::Tensor probabilities =
+          NucleusProbabilities(logits[r], options.temperature, options.top_p);
+      next[r] = torch::multinomial(probabilities, 1, false, generators[r])
+                    .item<int64_t>();
+      generated[r].push_back(next[r]);
+      if (next[r] == options.stop_id) {
+        stopped[r] = true;
+        --running;
+      }
+    }
+    const torch::Tensor column = torch::tensor(next, torch::kLong);
+    sequences = torch::cat({sequences, column.unsqueeze(1)}, 1);
+    counts.scatter_add_(1, column.clamp_min(0).unsqueeze(1),
+                        torch::ones({rows, 1}, counts.options()));
   }
   model.train(was_training);
   return generated;
+}
+
+std::vector<int64_t> Sample(GptImpl& model, const std::vector<int64_t>& prompt,
+                            const SamplingOptions& options) {
+  return SampleRows(model, prompt, options, {options.seed}).front();
 }
 
 }  // namespace sparse_layers::layers

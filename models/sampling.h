@@ -32,8 +32,16 @@ struct SamplingOptions {
 torch::Tensor NucleusProbabilities(const torch::Tensor& logits,
                                    double temperature, double top_p);
 
-// Continues `prompt` (ids); returns only the new ids. The context window
-// slides when the sequence outgrows it.
+// Continues `prompt` (ids) once per seed, the rows decoded as one batch (one
+// forward per new token, only the last position unembedded); row r draws from
+// its own generator seeded seeds[r], so it equals a one-row run with that
+// seed. Returns only the new ids, without what follows a row's stop id. The
+// context window slides when the sequence outgrows it. options.seed is unused.
+std::vector<std::vector<int64_t>> SampleRows(
+    GptImpl& model, const std::vector<int64_t>& prompt,
+    const SamplingOptions& options, const std::vector<uint64_t>& seeds);
+
+// One row of SampleRows, seeded options.seed.
 std::vector<int64_t> Sample(GptImpl& model, const std::vector<int64_t>& prompt,
                             const SamplingOptions& options);
 

@@ -95,16 +95,9 @@ absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
                                      const ProbedBlock& probed,
                                      absl::string_view jsonl,
                                      const UnitProbingOptions& options) {
-  std::vector<torch::Tensor> xs, ys, hidden;
-  const std::string prefix = absl::StrCat("blocks.", probed.block, ".ffn.");
-  base.FindHook(prefix + "hook_in")->Add(layers::CaptureHook(&xs));
-  base.FindHook(prefix + "hook_out")->Add(layers::CaptureHook(&ys));
-  base.FindHook(prefix + "hook_hidden")->Add(layers::CaptureHook(&hidden));
-  const absl::Cleanup clear_hooks = [&base] { base.ClearHooks(); };
-  torch::NoGradGuard no_grad;
-  const int64_t d = base.options().d_model;
   PooledTask task;
-  std::vector<std::vector<torch::Tensor>> pooled(probed.methods.size());
+  std::vector<std::vector<int64_t>> texts;  // Each kept text's window of ids.
+  std::vector<bool> at_last_token;
   for (absl::string_view line :
        absl::StrSplit(jsonl, '\n', absl::SkipEmpty())) {
     ASSIGN_OR_RETURN(const datasets::Document document,
@@ -112,14 +105,14 @@ absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
     std::vector<int> ids = tokenizer.Encode(document.text());
     if (ids.size() < 5) continue;  // As the paper's released probe script.
     const auto pool = document.metadata().find("pool");
-    const bool at_last_token =
+    const bool last =
         pool != document.metadata().end() && pool->second == "last";
-    task.token_level = task.token_level || at_last_token;
+    task.token_level = task.token_level || last;
     const size_t keep = std::min<size_t>(
         ids.size(),
         std::min<int64_t>(options.max_tokens, base.options().context_length));
     // A token-level example is read at its last token: keep the text's end.
-    if (at_last_token) {
+    if (last) {
       ids.erase(ids.begin(), ids.end() - keep);
     } else {
       ids.resize(keep);
@@ -129,28 +122,66 @@ absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
         options.seed,
         group != document.metadata().end() ? group->second : document.text()));
     task.labels.push_back(document.label());
+    texts.emplace_back(ids.begin(), ids.end());
+    at_last_token.push_back(last);
+  }
+  const int64_t n_texts = texts.size();
+  std::vector<std::vector<torch::Tensor>> pooled(
+      probed.methods.size(), std::vector<torch::Tensor>(n_texts));
+  // Texts run through the base model in batches of similar length, padded on
+  // the right: causal attention keeps a text's positions blind to its padding.
+  std::vector<int64_t> order(n_texts);
+  for (int64_t i = 0; i < n_texts; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return texts[a].size() < texts[b].size();
+  });
+  std::vector<torch::Tensor> xs, ys, hidden;
+  const std::string prefix = absl::StrCat("blocks.", probed.block, ".ffn.");
+  base.FindHook(prefix + "hook_in")->Add(layers::CaptureHook(&xs));
+  base.FindHook(prefix + "hook_out")->Add(layers::CaptureHook(&ys));
+  base.FindHook(prefix + "hook_hidden")->Add(layers::CaptureHook(&hidden));
+  const absl::Cleanup clear_hooks = [&base] { base.ClearHooks(); };
+  torch::NoGradGuard no_grad;
+  for (int64_t begin = 0; begin < n_texts; begin += kPooledTextsPerBatch) {
+    const int64_t end = std::min(n_texts, begin + kPooledTextsPerBatch);
+    const int64_t batch = end - begin;
+    const int64_t length = texts[order[end - 1]].size();
+    std::vector<int64_t> padded(batch * length, 0);
+    for (int64_t b = 0; b < batch; ++b) {
+      const std::vector<int64_t>& ids = texts[order[begin + b]];
+      std::copy(ids.begin(), ids.end(), padded.begin() + b * length);
+    }
     xs.clear();
     ys.clear();
     hidden.clear();
-    base.Hidden(torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()))
-                    .unsqueeze(0));
-    const torch::Tensor x = xs.at(0).reshape({-1, d});
-    const torch::Tensor y = ys.at(0).reshape({-1, d});
+    base.Hidden(torch::tensor(padded).view({batch, length}));
+    // Each text's mean over its own tokens, or its last one (token level).
+    const auto pool = [&](const torch::Tensor& values) {
+      const torch::Tensor by_text = values.reshape({batch, length, -1});
+      std::vector<torch::Tensor> rows;
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t text = order[begin + b];
+        const int64_t kept = texts[text].size();
+        rows.push_back(at_last_token[text]
+                           ? by_text[b][kept - 1]
+                           : by_text[b].slice(0, 0, kept).mean(0));
+      }
+      return torch::stack(rows);
+    };
+    const torch::Tensor x = pool(xs.at(0)), y = pool(ys.at(0));
     for (size_t m = 0; m < probed.methods.size(); ++m) {
       const ProbeMethod& method = probed.methods[m];
-      torch::Tensor units;
-      if (method.layer) {
-        units = method.layer->PreCodes(method.on_output ? y : x);
-      } else if (method.layer_kind == "mlp_neurons") {
-        units = hidden.at(0).reshape({x.size(0), -1});
-      } else {
-        units = x.matmul(probed.random_directions);
+      // Pre-codes and the random projection are affine in their input
+      // (SparseReplacementImpl::PreCodes), so they encode the pooled rows;
+      // the neurons follow a nonlinearity and are pooled themselves.
+      const torch::Tensor units =
+          method.layer ? method.layer->PreCodes(method.on_output ? y : x)
+          : method.layer_kind == "mlp_neurons"
+              ? pool(hidden.at(0))
+              : x.matmul(probed.random_directions);
+      for (int64_t b = 0; b < batch; ++b) {
+        pooled[m][order[begin + b]] = units[b];
       }
-      // Mean over the text's tokens, or its last token (token-level tasks),
-      // copied: a view would keep the text's whole (T, units) alive until the
-      // stack, every text's at once (23 GB for the atlas's seven fits at cpu).
-      pooled[m].push_back(at_last_token ? units[units.size(0) - 1].clone()
-                                        : units.mean(0));
     }
   }
   for (const std::vector<torch::Tensor>& rows : pooled) {

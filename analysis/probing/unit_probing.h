@@ -7,7 +7,9 @@
 // token-level examples) and run through the base model once; the block's FFN
 // input x and output y are captured, and every method's unit activations are
 // mean-pooled over the text's tokens (document-level tasks, the paper's) or
-// read at the last token (token-level tasks, the CSV's granularity):
+// read at the last token (token-level tasks, the CSV's granularity); affine
+// units (pre-codes, the random projection) encode the pooled x or y, which is
+// the same mean (texts run in padded batches of kPooledTextsPerBatch):
 //   mlp_neurons  the base FFN's hidden units;
 //   <fit name>   a replacement layer's pre-activations (TC/STC encoder, MxD
 //                gate logits, SAE encoder on y);
@@ -96,6 +98,10 @@ struct PooledTask {
   std::vector<SplitPart> parts;
   std::vector<torch::Tensor> features;  // Per method of the ProbedBlock.
 };
+
+// Texts per forward pass of the base model while pooling (sorted by length,
+// padded to the batch's longest).
+inline constexpr int64_t kPooledTextsPerBatch = 32;
 
 absl::StatusOr<PooledTask> PoolUnits(layers::GptImpl& base,
                                      const datasets::Tokenizer& tokenizer,

@@ -177,6 +177,41 @@ TEST(PoolUnitsTest, DocumentsMeanPoolAndTokenExamplesReadTheLastToken) {
   EXPECT_EQ(pooled->features[3].sizes(), torch::IntArrayRef({2, 100}));
 }
 
+// Texts of different lengths pooled in one padded batch get the rows each
+// gets alone: the padding is neither attended to nor pooled.
+TEST(PoolUnitsTest, PaddedBatchesPoolEachTextAsAlone) {
+  auto tok = datasets::LoadTestBpe();
+  auto model = TinyModel(tok->vocab_size());
+  UnitProbingOptions options;
+  options.max_tokens = 32;
+  auto probed = ProbedBlockOf(*model, TinyFits(1), options);
+  ASSERT_TRUE(probed.ok()) << probed.status();
+  const std::vector<std::string> lines = {
+      Json("the old man walked along the river to the town before the rain "
+           "came and the ship would leave",
+           "a"),
+      Json("the old ship", "b"),
+      Json("she came at dawn", "a", R"(, "pool": "last")")};
+  // Three lengths within the context: the two short ones are padded.
+  ASSERT_GE(tok->Encode("the old ship").size(), 5u);
+  ASSERT_LT(tok->Encode("the old ship").size(),
+            tok->Encode("she came at dawn").size());
+  ASSERT_LT(tok->Encode("she came at dawn").size(), 16u);
+  auto together =
+      PoolUnits(*model, *tok, *probed, lines[0] + lines[1] + lines[2], options);
+  ASSERT_TRUE(together.ok()) << together.status();
+  ASSERT_EQ(together->labels.size(), 3u);
+  for (int text = 0; text < 3; ++text) {
+    auto alone = PoolUnits(*model, *tok, *probed, lines[text], options);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    for (size_t m = 0; m < probed->methods.size(); ++m) {
+      EXPECT_TRUE(torch::allclose(together->features[m][text],
+                                  alone->features[m][0], 1e-5, 1e-6))
+          << "method " << m << ", text " << text;
+    }
+  }
+}
+
 // Pooling keeps one row per text and method, not the text's (T, units): the
 // memory it adds for more token-level texts is about their rows' bytes.
 TEST(PoolUnitsTest, KeepsOnlyThePooledRows) {

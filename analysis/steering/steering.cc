@@ -24,27 +24,26 @@
 namespace sparse_layers::analysis {
 namespace {
 
-std::vector<std::vector<int64_t>> Generate(layers::GptImpl& model,
-                                           const std::vector<int64_t>& prompt,
-                                           const SteeringOptions& options) {
-  std::vector<std::vector<int64_t>> out;
-  for (int s = 0; s < options.samples; ++s) {
-    layers::SamplingOptions sampling;
-    sampling.new_tokens = options.new_tokens;
-    sampling.temperature = options.temperature;
-    sampling.top_p = options.top_p;
-    sampling.frequency_penalty = options.frequency_penalty;
-    sampling.seed = options.seed + s;
-    out.push_back(layers::Sample(model, prompt, sampling));
-  }
-  return out;
+layers::SamplingOptions SamplingOf(const SteeringOptions& options) {
+  layers::SamplingOptions sampling;
+  sampling.new_tokens = options.new_tokens;
+  sampling.temperature = options.temperature;
+  sampling.top_p = options.top_p;
+  sampling.frequency_penalty = options.frequency_penalty;
+  return sampling;
 }
 
-double MeanNll(layers::GptImpl& base, const std::vector<int64_t>& prompt,
-               const std::vector<std::vector<int64_t>>& generations) {
+// Sample s of every row set draws from seed + s, steered or not (paired).
+std::vector<uint64_t> SampleSeeds(const SteeringOptions& options) {
+  std::vector<uint64_t> seeds;
+  for (int s = 0; s < options.samples; ++s) seeds.push_back(options.seed + s);
+  return seeds;
+}
+
+double Mean(const std::vector<double>& values, size_t begin, size_t end) {
   double total = 0;
-  for (const auto& g : generations) total += ContinuationNll(base, prompt, g);
-  return generations.empty() ? 0 : total / generations.size();
+  for (size_t i = begin; i < end; ++i) total += values[i];
+  return end > begin ? total / (end - begin) : 0;
 }
 
 // One layer whose units are steered: a model and the hook carrying the codes.
@@ -153,17 +152,38 @@ absl::Status SteerLayer(const SteeredLayer& layer, SteeringRun& run) {
                   sweep_log, " chosen ", absl::StrFormat("%g", alpha_scale),
                   "\n");
 
-  const auto unsteered = Generate(model, run.prompt, options);
-  const double nll_unsteered = MeanNll(*run.base, run.prompt, unsteered);
+  // Every generation of the layer decoded as one batch: rows [0, samples)
+  // unsteered, then each steered unit's samples, with the same seeds.
+  const std::vector<uint64_t> sample_seeds = SampleSeeds(options);
+  const size_t samples = sample_seeds.size();
+  std::vector<uint64_t> seeds = sample_seeds;
+  std::vector<int64_t> row_units(samples, 0);
+  std::vector<double> row_alphas(samples, 0.0), alphas;
+  for (size_t i = 0; i < units; ++i) {
+    alphas.push_back(alpha_scale * unit_max[live[i]].item<double>());
+    seeds.insert(seeds.end(), sample_seeds.begin(), sample_seeds.end());
+    row_units.insert(row_units.end(), samples, live[i]);
+    row_alphas.insert(row_alphas.end(), samples, alphas.back());
+  }
+  layer.codes_hook->Add(
+      AddToRowUnitHook(std::move(row_units), std::move(row_alphas)));
+  const std::vector<std::vector<int64_t>> generations =
+      layers::SampleRows(model, run.prompt, SamplingOf(options), seeds);
+  layer.codes_hook->Clear();
+  const std::vector<double> nlls =
+      ContinuationNlls(*run.base, run.prompt, generations);
+  const std::vector<std::vector<int64_t>> unsteered(
+      generations.begin(), generations.begin() + samples);
+  const double nll_unsteered = Mean(nlls, 0, samples);
   for (size_t i = 0; i < units; ++i) {
     const int64_t unit = live[i];
-    const double alpha = alpha_scale * unit_max[unit].item<double>();
+    const double alpha = alphas[i];
     const std::set<int64_t>& concept = concept_of(unit);
     const HeldOutEffect held_out_effect = HeldOutSteeringEffect(
         model, *layer.codes_hook, unit, alpha, held_out, concept);
-    layer.codes_hook->Add(AddToUnitHook(unit, alpha));
-    const auto steered = Generate(model, run.prompt, options);
-    layer.codes_hook->Clear();
+    const size_t first = (i + 1) * samples;
+    const std::vector<std::vector<int64_t>> steered(
+        generations.begin() + first, generations.begin() + first + samples);
     const double concept_steered = ConceptShare(steered, concept);
     const double concept_unsteered = ConceptShare(unsteered, concept);
     absl::StrAppendFormat(
@@ -171,10 +191,9 @@ absl::Status SteerLayer(const SteeredLayer& layer, SteeringRun& run) {
         "%s,%s,%s,%d,%g,%.4f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%d\n",
         options.base_name, layer.method, layer.layer_kind, unit, alpha_scale,
         alpha, concept_steered, concept_unsteered,
-        concept_steered - concept_unsteered,
-        MeanNll(*run.base, run.prompt, steered), nll_unsteered,
-        held_out_effect.concept_mass_gain, held_out_effect.ce_increase,
-        options.seed);
+        concept_steered - concept_unsteered, Mean(nlls, first, first + samples),
+        nll_unsteered, held_out_effect.concept_mass_gain,
+        held_out_effect.ce_increase, options.seed);
     if (i < 3) {
       std::string top;
       for (int64_t id : concept) {
@@ -261,7 +280,10 @@ absl::StatusOr<SteeringTables> Steer(
   run.tables.examples = absl::StrCat(
       "# Steering examples (prompt \"", options.prompt,
       "\")\n\nunsteered base: ",
-      Text(tokenizer, Generate(*run.base, run.prompt, options)[0]), "\n");
+      Text(tokenizer, layers::SampleRows(*run.base, run.prompt,
+                                         SamplingOf(options), {options.seed})
+                          .front()),
+      "\n");
 
   // The dense baseline: the base model's own FFN neurons at the fits' block.
   const int block = fits.front().spec.layer();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <utility>
 
 namespace sparse_layers::analysis {
 
@@ -41,31 +42,77 @@ double ConceptShare(const std::vector<std::vector<int64_t>>& generations,
   return total > 0 ? static_cast<double>(hits) / total : 0.0;
 }
 
-double ContinuationNll(layers::GptImpl& model,
-                       const std::vector<int64_t>& prompt,
-                       const std::vector<int64_t>& continuation) {
+std::vector<double> ContinuationNlls(
+    layers::GptImpl& model, const std::vector<int64_t>& prompt,
+    const std::vector<std::vector<int64_t>>& continuations) {
   torch::NoGradGuard no_grad;
-  std::vector<int64_t> sequence = prompt;
-  sequence.insert(sequence.end(), continuation.begin(), continuation.end());
   const int64_t context = model.options().context_length;
-  if (static_cast<int64_t>(sequence.size()) > context + 1) {
-    sequence.erase(sequence.begin(), sequence.end() - (context + 1));
+  const torch::Tensor unembedding = model.UnembeddingWeight();
+  // Continuations of one length share a batch (and the same left cut).
+  std::map<size_t, std::vector<size_t>> rows_by_length;
+  for (size_t i = 0; i < continuations.size(); ++i) {
+    rows_by_length[continuations[i].size()].push_back(i);
   }
-  const int64_t n = sequence.size();
-  const torch::Tensor ids = torch::tensor(sequence, torch::kLong);
-  const torch::Tensor logits =
-      model.forward(ids.slice(0, 0, n - 1).unsqueeze(0))[0];
-  const torch::Tensor losses = torch::nn::functional::cross_entropy(
-      logits, ids.slice(0, 1, n),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  const int64_t scored = std::min<int64_t>(continuation.size(), n - 1);
-  return losses.slice(0, n - 1 - scored).mean().item<double>();
+  std::vector<double> nlls(continuations.size(),
+                           std::numeric_limits<double>::quiet_NaN());
+  for (const auto& [length, rows] : rows_by_length) {
+    if (length == 0) continue;  // Nothing scored: NaN.
+    std::vector<int64_t> ids;
+    for (size_t row : rows) {
+      std::vector<int64_t> sequence = prompt;
+      sequence.insert(sequence.end(), continuations[row].begin(),
+                      continuations[row].end());
+      if (static_cast<int64_t>(sequence.size()) > context + 1) {
+        sequence.erase(sequence.begin(), sequence.end() - (context + 1));
+      }
+      ids.insert(ids.end(), sequence.begin(), sequence.end());
+    }
+    const int64_t batch = rows.size();
+    const torch::Tensor sequences =
+        torch::tensor(ids, torch::kLong).view({batch, -1});
+    const int64_t n = sequences.size(1);
+    const int64_t scored = std::min<int64_t>(length, n - 1);
+    // Only the scored positions are unembedded: (batch * scored, vocab).
+    const torch::Tensor hidden =
+        model.Hidden(sequences.slice(1, 0, n - 1)).slice(1, n - 1 - scored);
+    const torch::Tensor logits = torch::nn::functional::linear(
+        hidden.reshape({batch * scored, -1}), unembedding);
+    const torch::Tensor losses =
+        torch::nn::functional::cross_entropy(
+            logits, sequences.slice(1, n - scored).reshape({-1}),
+            torch::nn::functional::CrossEntropyFuncOptions().reduction(
+                torch::kNone))
+            .view({batch, scored})
+            .mean(1);
+    for (int64_t b = 0; b < batch; ++b) {
+      nlls[rows[b]] = losses[b].item<double>();
+    }
+  }
+  return nlls;
 }
 
 layers::HookFn AddToUnitHook(int64_t unit, double alpha) {
   return [unit, alpha](const torch::Tensor& codes) {
     torch::Tensor steered = codes.clone();
     steered.select(-1, unit).add_(alpha);
+    return steered;
+  };
+}
+
+layers::HookFn AddToRowUnitHook(std::vector<int64_t> units,
+                                std::vector<double> alphas) {
+  return [units = std::move(units),
+          alphas = std::move(alphas)](const torch::Tensor& codes) {
+    torch::Tensor steered = codes.clone();
+    const int64_t rows = units.size();
+    TORCH_CHECK(codes.dim() >= 2 && codes.size(0) % rows == 0,
+                "row-wise steering of ", rows, " rows got codes ",
+                codes.sizes());
+    // (rows, positions, units): the code's rows are batch-major.
+    const torch::Tensor by_row = steered.view({rows, -1, steered.size(-1)});
+    for (int64_t r = 0; r < rows; ++r) {
+      if (alphas[r] != 0) by_row[r].select(-1, units[r]).add_(alphas[r]);
+    }
     return steered;
   };
 }

@@ -26,15 +26,22 @@ std::set<int64_t> TopActivatingTokens(const torch::Tensor& activations,
 double ConceptShare(const std::vector<std::vector<int64_t>>& generations,
                     const std::set<int64_t>& concept_tokens);
 
-// Mean negative log-likelihood (nats per token) the model assigns to
-// `continuation` after `prompt` (teacher forcing, one forward pass).
-double ContinuationNll(layers::GptImpl& model,
-                       const std::vector<int64_t>& prompt,
-                       const std::vector<int64_t>& continuation);
+// Mean negative log-likelihood (nats per token) the model assigns to each
+// continuation after `prompt` (teacher forcing; continuations of one length
+// share a forward pass); NaN for an empty continuation.
+std::vector<double> ContinuationNlls(
+    layers::GptImpl& model, const std::vector<int64_t>& prompt,
+    const std::vector<std::vector<int64_t>>& continuations);
 
 // Adds alpha to column `unit` of a code tensor (..., units): steering one unit
 // of a layer's code at every position (MxD Sec. 3.2.2).
 layers::HookFn AddToUnitHook(int64_t unit, double alpha);
+
+// Row-wise steering of a batch decoded together (SampleRows): row r's codes
+// get alphas[r] added to column units[r]; a zero alpha leaves the row as it
+// was. codes: (rows, T, units) or (rows * T, units).
+layers::HookFn AddToRowUnitHook(std::vector<int64_t> units,
+                                std::vector<double> alphas);
 
 // Held-out windows for choosing alpha: inputs and next-token targets (B, T),
 // and the unsteered model's log-probabilities over them (B, T, V).

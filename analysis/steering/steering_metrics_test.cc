@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "models/tiny_gpt.h"
 
 namespace sparse_layers::analysis {
@@ -41,7 +43,35 @@ TEST(SteeringMetricsTest, ContinuationNllIsTheMeanTokenLossOfTheContinuation) {
   const torch::Tensor log_p = torch::log_softmax(logits, -1);
   const double expected =
       -(log_p[2][4].item<double>() + log_p[3][5].item<double>()) / 2;
-  EXPECT_NEAR(ContinuationNll(*model, prompt, continuation), expected, 1e-6);
+  const std::vector<double> nlls =
+      ContinuationNlls(*model, prompt, {continuation, {}, {4, 5, 6}, {7, 8}});
+  ASSERT_EQ(nlls.size(), 4u);
+  EXPECT_NEAR(nlls[0], expected, 1e-6);
+  EXPECT_TRUE(std::isnan(nlls[1])) << "an empty continuation scores nothing";
+  // Each row of the batch as if scored alone (lengths 2 and 3 mixed).
+  for (const size_t row : {2, 3}) {
+    const std::vector<std::vector<int64_t>> alone = {
+        row == 2 ? std::vector<int64_t>{4, 5, 6} : std::vector<int64_t>{7, 8}};
+    EXPECT_NEAR(nlls[row], ContinuationNlls(*model, prompt, alone)[0], 1e-6)
+        << "row " << row;
+  }
+  EXPECT_NE(nlls[0], nlls[3]);
+}
+
+// Row r of a batch steered at units[r] by alphas[r], in both code layouts.
+TEST(SteeringMetricsTest, RowUnitHookSteersEachRowAtItsOwnUnit) {
+  const torch::Tensor codes = torch::zeros({3, 2, 4});
+  const layers::HookFn hook = AddToRowUnitHook({1, 0, 3}, {2.0, 0.0, -1.5});
+  for (const torch::Tensor& layout : {codes, codes.view({6, 4})}) {
+    const torch::Tensor steered = hook(layout).view({3, 2, 4});
+    torch::Tensor expected = torch::zeros({3, 2, 4});
+    expected.select(0, 0).select(-1, 1).fill_(2.0);
+    expected.select(0, 2).select(-1, 3).fill_(-1.5);
+    EXPECT_TRUE(torch::equal(steered, expected)) << steered;
+  }
+  EXPECT_TRUE(torch::equal(codes, torch::zeros({3, 2, 4})))
+      << "the hook must not write into its input";
+  EXPECT_THROW(hook(torch::zeros({4, 4})), c10::Error);
 }
 
 TEST(SteeringMetricsTest, HeldOutEffectIsSteeredMinusUnsteeredMassAndLoss) {

@@ -57,7 +57,9 @@ class SparseReplacementImpl : public FeedForwardImpl {
 
   // Unit pre-activations before ReLU and TopK, (B, units): the Transcoder /
   // SAE encoder or the MxD gate logits (what the paper probes, "all
-  // pre-activation": MxD, arXiv:2505.21364 Sec. 3.2.1).
+  // pre-activation": MxD, arXiv:2505.21364 Sec. 3.2.1). Affine in x (the
+  // encoder's input is x less a constant), so the pre-codes of a mean of rows
+  // are the mean of their pre-codes: sparse probing pools before encoding.
   torch::Tensor PreCodes(const torch::Tensor& x);
   // The active codes (values and indices) for input x: (B, d_in).
   // TOPK: TopK(ReLU(.), k), selected on the dense pre-codes, differentiated

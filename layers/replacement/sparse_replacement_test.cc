@@ -647,6 +647,13 @@ TEST(RegistryTest, ReplacementLayersAreNamedFeedForwards) {
                   .sparsity,
               config::EffectiveSparsity(spec))
         << name;
+    // PreCodes is affine: encoding a mean of rows is the mean of encodings.
+    auto replacement = std::dynamic_pointer_cast<SparseReplacementImpl>(*layer);
+    const torch::Tensor rows = torch::randn({5, 16});
+    EXPECT_TRUE(torch::allclose(replacement->PreCodes(rows.mean(0, true)),
+                                replacement->PreCodes(rows).mean(0, true), 1e-5,
+                                1e-5))
+        << name;
     HookPoint none;
     EXPECT_EQ(
         (*layer)->Forward(torch::randn({2, 3, 16}).view({6, 16}), none).sizes(),
