@@ -10,8 +10,17 @@ std::vector<int64_t> TopUnitsByMeanDifference(const torch::Tensor& features,
                                               int64_t count) {
   const torch::Tensor f = features.to(torch::kDouble);
   const torch::Tensor positive = labels.to(torch::kBool);
+  const int64_t n = positive.numel();
+  const int64_t n_positive = positive.sum().item<int64_t>();
+  // mean(positive) - mean(negative) as one weighted sum over the rows (no
+  // per-class copies of the features); NaN when a class has no rows.
   const torch::Tensor difference =
-      f.index({positive}).mean(0) - f.index({~positive}).mean(0);
+      n_positive == 0 || n_positive == n
+          ? torch::full({f.size(1)}, std::nan(""), f.options())
+          : torch::where(positive,
+                         torch::full({}, 1.0 / n_positive, f.options()),
+                         torch::full({}, -1.0 / (n - n_positive), f.options()))
+                .matmul(f);
   count = std::min<int64_t>(count, difference.size(0));
   const torch::Tensor order = std::get<1>(difference.topk(count));
   return std::vector<int64_t>(order.data_ptr<int64_t>(),

@@ -20,6 +20,25 @@ TEST(SparseProbingTest, RanksUnitsBySignedMeanDifference) {
             (std::vector<int64_t>{0}));
 }
 
+// Unequal classes: each side's mean is over its own rows, as the masked
+// means on random features rank them.
+TEST(SparseProbingTest, MeanDifferenceWeighsEachClassByItsOwnCount) {
+  torch::manual_seed(3);
+  const torch::Tensor features = torch::randn({60, 40});
+  const torch::Tensor labels = torch::rand({60}) < 0.2;
+  const int64_t positives = labels.sum().item<int64_t>();
+  ASSERT_GT(positives, 3);
+  ASSERT_LT(positives, 20);
+  const torch::Tensor f = features.to(torch::kDouble);
+  const torch::Tensor order =
+      std::get<1>(
+          (f.index({labels}).mean(0) - f.index({~labels}).mean(0)).topk(10))
+          .contiguous();
+  EXPECT_EQ(TopUnitsByMeanDifference(features, labels, 10),
+            std::vector<int64_t>(order.data_ptr<int64_t>(),
+                                 order.data_ptr<int64_t>() + 10));
+}
+
 TEST(SparseProbingTest, F1AndBalancedAccuracyByHand) {
   const torch::Tensor predicted = torch::tensor({true, true, false, false});
   const torch::Tensor truth = torch::tensor({true, false, true, false});

@@ -213,24 +213,27 @@ int AppendProbeRows(const std::string& task, const PooledTask& pooled,
   torch::NoGradGuard no_grad;
   for (size_t m = 0; m < probed.methods.size(); ++m) {
     const ProbeMethod& method = probed.methods[m];
-    const torch::Tensor& features = pooled.features[m];
+    // Each part's rows once per method, in the probes' float64.
+    const torch::Tensor features = pooled.features[m].to(torch::kDouble);
+    const torch::Tensor train_x = rows(features, train_rows);
+    const torch::Tensor fit_x = rows(features, fit_rows);
+    const torch::Tensor validation_x = rows(features, validation_rows);
+    const torch::Tensor test_x = rows(features, test_rows);
     for (const auto& [label, unused] : classes) {
       std::vector<uint8_t> flags(n);
       for (int64_t i = 0; i < n; ++i) flags[i] = labels[i] == label;
       const torch::Tensor positive =
           torch::tensor(std::vector<int64_t>(flags.begin(), flags.end()))
               .to(torch::kBool);
-      const torch::Tensor test_x = rows(features, test_rows);
       const torch::Tensor test_y = rows(positive, test_rows);
       // Paper variant: fit on the whole training split, best unit on test.
       const ProbeOutcome paper =
-          ProbeOneClass(rows(features, train_rows), rows(positive, train_rows),
-                        test_x, test_y, test_x, test_y, options.candidates);
+          ProbeOneClass(train_x, rows(positive, train_rows), test_x, test_y,
+                        test_x, test_y, options.candidates);
       // Leakage-free: units fitted on fit rows, chosen on validation rows.
       const ProbeOutcome clean = ProbeOneClass(
-          rows(features, fit_rows), rows(positive, fit_rows),
-          rows(features, validation_rows), rows(positive, validation_rows),
-          test_x, test_y, options.candidates);
+          fit_x, rows(positive, fit_rows), validation_x,
+          rows(positive, validation_rows), test_x, test_y, options.candidates);
       const std::string key =
           absl::StrCat(options.base_name, ",", task, ",",
                        pooled.token_level ? "token" : "document", ",", label,
