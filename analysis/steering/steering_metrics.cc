@@ -92,18 +92,14 @@ std::vector<double> ContinuationNlls(
 }
 
 layers::HookFn AddToUnitHook(int64_t unit, double alpha) {
-  return [unit, alpha](const torch::Tensor& codes) {
-    torch::Tensor steered = codes.clone();
-    steered.select(-1, unit).add_(alpha);
-    return steered;
-  };
+  return AddToRowUnitHook({unit}, {alpha});  // One row: every position.
 }
 
 layers::HookFn AddToRowUnitHook(std::vector<int64_t> units,
                                 std::vector<double> alphas) {
   return [units = std::move(units),
           alphas = std::move(alphas)](const torch::Tensor& codes) {
-    torch::Tensor steered = codes.clone();
+    torch::Tensor steered = codes.clone(at::MemoryFormat::Contiguous);
     const int64_t rows = units.size();
     TORCH_CHECK(codes.dim() >= 2 && codes.size(0) % rows == 0,
                 "row-wise steering of ", rows, " rows got codes ",
