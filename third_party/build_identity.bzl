@@ -9,6 +9,9 @@ installed versions and the libblas.so.3 alternative) or LIBTORCH changes.
 
 _LIB_DIR = "/usr/lib/x86_64-linux-gnu"
 
+# Iterations an idle OpenMP thread spins before it sleeps; .bazelrc's test_env repeats it for tests.
+OPENMP_SPIN_COUNT = "1000"
+
 # OpenBLAS with DYNAMIC_ARCH picks its kernels from the CPU at load time (or OPENBLAS_CORETYPE, which tools/bazel
 # sets from the CPU's instruction sets); sums then round differently.
 _OPENBLAS_PROBE = """
@@ -62,8 +65,13 @@ def _build_identity_impl(rctx):
     ]
     rctx.file("identity.txt", "\n".join(lines) + "\n")
 
-    # The environment of every action that runs LibTorch: the same OpenBLAS kernels as the probe above.
-    rctx.file("settings.bzl", "BLAS_ENV = %s\n" % repr({"OPENBLAS_CORETYPE": coretype} if coretype else {}))
+    # The environment of every action that runs LibTorch: the same OpenBLAS kernels as the probe above, and OpenMP
+    # threads that sleep after a short spin. libgomp's default spin (300k) made a 2-thread LM step 1.4-1.5x slower
+    # beside one busy core; 1000 costs nothing idle (docs/measurements.md, "OpenMP waiting"). It changes no numbers.
+    env = {"GOMP_SPINCOUNT": OPENMP_SPIN_COUNT}
+    if coretype:
+        env["OPENBLAS_CORETYPE"] = coretype
+    rctx.file("settings.bzl", "TORCH_ENV = %s\n" % repr(env))
     rctx.file("BUILD.bazel", 'package(default_visibility = ["//visibility:public"])\n\nexports_files(["identity.txt", "settings.bzl"])\n')
 
 build_identity = repository_rule(

@@ -3,7 +3,7 @@ attention output) pairs in whole windows, of a trained model, per token split, a
 (<name>/<split>/<split>.activations.textproto + shards). The checkpoint's digest is in the manifest, and the
 checkpoint is an input, so retraining the model re-caches."""
 
-load("@build_identity//:settings.bzl", "BLAS_ENV")
+load("@build_identity//:settings.bzl", "TORCH_ENV")
 load("//base/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//pipelines/train:providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "split_manifest")
 
@@ -18,7 +18,7 @@ def _activation_cache_impl(ctx):
         directory = ctx.actions.declare_directory("%s/%s" % (ctx.label.name, split))
         ctx.actions.run(
             executable = ctx.executable._cache_activations,
-            env = BLAS_ENV,  # OpenBLAS's kernels as @build_identity records them
+            env = TORCH_ENV,  # OpenBLAS's kernels as @build_identity records them, OpenMP's spin
             arguments = [
                 "--checkpoint=" + checkpoint.path,
                 "--tokens=" + split_manifest(shards[split], split, "tokens"),

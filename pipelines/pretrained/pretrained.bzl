@@ -5,7 +5,7 @@ merges.txt where the model has them (GPT-2), else tokenizer.json (Pythia, Llama 
 vocabulary.chars (TokenizerInfo: the files Tokenizer::Load reads, for token_shards and the tools that encode
 text). `files` is a Hugging Face directory's files or a nanoGPT ckpt.pt with its meta.pkl."""
 
-load("@build_identity//:settings.bzl", "BLAS_ENV")
+load("@build_identity//:settings.bzl", "TORCH_ENV")
 load("//datasets/text:text_data.bzl", "TokenizerInfo")
 load("//pipelines/train:providers.bzl", "CheckpointInfo")
 
@@ -28,7 +28,7 @@ def _pretrained_model_impl(ctx):
     tokenizer = [ctx.actions.declare_file(ctx.label.name + "_tokenizer/" + name) for name in tokenizer_names]
     ctx.actions.run(
         executable = ctx.executable._import_pretrained,
-        env = BLAS_ENV,  # OpenBLAS's kernels as @build_identity records them
+        env = TORCH_ENV,  # OpenBLAS's kernels as @build_identity records them, OpenMP's spin
         arguments = [
             "--from=" + source,
             "--out=" + ctx.outputs.checkpoint.path,
@@ -79,7 +79,7 @@ def _saelens_fit_impl(ctx):
     base = ctx.attr.base[CheckpointInfo].checkpoint
     ctx.actions.run(
         executable = ctx.executable._import_saelens,
-        env = BLAS_ENV,  # OpenBLAS's kernels as @build_identity records them
+        env = TORCH_ENV,  # OpenBLAS's kernels as @build_identity records them, OpenMP's spin
         arguments = [
             "--sae_dir=" + configs[0].dirname,
             "--base=" + base.path,

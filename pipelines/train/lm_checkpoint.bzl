@@ -11,7 +11,7 @@ training resumes: it checkpoints every RESUME_FLAGS seconds into the user's resu
 tools/bazel makes it writable) under a key of its inputs, and a rerun continues from there to the same bytes.
 """
 
-load("@build_identity//:settings.bzl", "BLAS_ENV")
+load("@build_identity//:settings.bzl", "TORCH_ENV")
 load("//base/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//datasets/text:text_data.bzl", "TokenShardsInfo")
 load(":providers.bzl", "ActivationCacheInfo", "CheckpointInfo", "CheckpointSnapshotsInfo", "split_manifest")
@@ -39,7 +39,7 @@ def _run_trainer(ctx, inputs, leading_args, trailing_args, mnemonic, progress_me
         ])]
     ctx.actions.run(
         executable = ctx.executable._trainer,
-        env = BLAS_ENV,  # OpenBLAS's kernels as @build_identity records them
+        env = TORCH_ENV,  # OpenBLAS's kernels as @build_identity records them, OpenMP's spin
         arguments = leading_args + [
             "--out=" + checkpoint.path,
             "--log_csv=" + log.path,
@@ -109,7 +109,7 @@ def _decode_sample(ctx, summary):
     sample = ctx.actions.declare_file(ctx.label.name + ".sample.txt")
     ctx.actions.run(
         executable = ctx.executable._decode_sample,
-        env = BLAS_ENV,  # OpenBLAS's kernels as @build_identity records them
+        env = TORCH_ENV,  # OpenBLAS's kernels as @build_identity records them, OpenMP's spin
         arguments = [
             "--summary=" + summary.path,
             "--tokenizer=" + tokenizer[0].path,

@@ -19,7 +19,7 @@ The tool runs under base/common/quiet.sh: its stderr (progress) goes to `log` wh
 fails, when its last 5 lines (the one-line `<program>: error:` last) are shown.
 """
 
-load("@build_identity//:settings.bzl", "BLAS_ENV")
+load("@build_identity//:settings.bzl", "TORCH_ENV")
 load("//base/common:cpu_slots.bzl", "CPU_SLOT_FLAG")
 load("//datasets/chess:chess_data.bzl", "ChessGamesInfo")
 load("//datasets/text:text_data.bzl", "TokenShardsInfo", "TokenizerInfo")
@@ -129,7 +129,7 @@ def _tool_run_impl(ctx):
     outputs = ctx.outputs.outs + log
     ctx.actions.run(
         executable = ctx.executable._quiet,
-        env = BLAS_ENV,  # OpenBLAS's kernels as @build_identity records them
+        env = TORCH_ENV,  # OpenBLAS's kernels as @build_identity records them, OpenMP's spin
         arguments = (["--discard_stdout"] if ctx.attr.discard_stdout else []) +
                     [log[0].path if log else "-", ctx.executable.tool.path, args],
         inputs = inputs,
