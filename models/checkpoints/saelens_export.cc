@@ -85,6 +85,7 @@ absl::StatusOr<SaeLensExport> DescribeSaeLens(const LoadedReplacement& fit) {
       "blocks.", spec.layer(), attention ? ".attn" : ".ffn", ".hook_out");
   ASSIGN_OR_RETURN(const std::string fit_sha256, Sha256OfFile(fit.path));
   const config::ExperimentConfig& config = fit.loaded.config;
+  result.architecture = architecture->second;
   result.cfg_json = absl::StrCat(
       "{\"architecture\": \"", architecture->second, "\", \"d_in\": ", d_in,
       ", \"d_sae\": ", d_sae,

@@ -41,12 +41,13 @@ namespace sparse_layers::layers {
 inline constexpr char kSaeLensVersion[] = "6.49.2";
 
 struct SaeLensExport {
+  std::string architecture;  // SAELens's name: "topk", "standard", "jumprelu"
   std::string cfg_json;
   std::map<std::string, torch::Tensor> tensors;
 };
 absl::StatusOr<SaeLensExport> DescribeSaeLens(const LoadedReplacement& fit);
 
-// The TopK SAE fit at `checkpoint_path` written as the SAELens directory
+// The SAE fit at `checkpoint_path` written as the SAELens directory
 // `out_dir` (both files or neither); returns what was written.
 absl::StatusOr<SaeLensExport> ExportSaeLens(const std::string& checkpoint_path,
                                             const std::string& out_dir);

@@ -1,6 +1,6 @@
 // export_fit: a fitted sparse layer (Transcoder, Skip Transcoder, TopK SAE,
 // MxD, Lorsa) as a safetensors file for Python users (name scheme in
-// fit_export.h), or a TopK SAE as a SAELens SAE directory (saelens_export.h).
+// fit_export.h), or an SAE as a SAELens SAE directory (saelens_export.h).
 //
 //   export_fit --checkpoint=gelu_mxd_k8_s1.pt --out=gelu_mxd_k8_s1.safetensors
 //   export_fit --format=saelens --checkpoint=sae_k8_s1.pt --out=sae_k8_s1/
@@ -22,7 +22,7 @@ ABSL_FLAG(std::string, out, "",
           "Output .safetensors file, or directory with --format=saelens");
 ABSL_FLAG(std::string, format, "safetensors",
           "safetensors (sparse_layers.fit.v1, every fit) or saelens (a "
-          "SAELens SAE directory, TopK SAEs)");
+          "SAELens SAE directory: TopK, ReLU, JumpReLU and BatchTopK SAEs)");
 
 namespace sparse_layers::layers {
 namespace {
@@ -37,8 +37,9 @@ absl::Status Run() {
   if (format == "saelens") {
     ASSIGN_OR_RETURN(const SaeLensExport described,
                      ExportSaeLens(checkpoint, absl::GetFlag(FLAGS_out)));
-    std::fprintf(stderr, "export_fit: %s as a SAELens topk SAE (%zu tensors)\n",
-                 checkpoint.c_str(), described.tensors.size());
+    std::fprintf(stderr, "export_fit: %s as a SAELens %s SAE (%zu tensors)\n",
+                 checkpoint.c_str(), described.architecture.c_str(),
+                 described.tensors.size());
     return absl::OkStatus();
   }
   if (format != "safetensors") {

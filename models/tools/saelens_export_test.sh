@@ -31,7 +31,8 @@ grep -aq "expansion: $(python3 -c "import json; c = json.load(open('$dir/out/cfg
 
 echo "== ReLU, JumpReLU and BatchTopK SAEs out, in, out"
 for name in relu jump batch; do
-  "$export_fit" --format=saelens --checkpoint="$dir/$name.pt" --out="$dir/out_$name"
+  "$export_fit" --format=saelens --checkpoint="$dir/$name.pt" --out="$dir/out_$name" 2>"$dir/export_$name.txt"
+  cat "$dir/export_$name.txt" >&2
   echo "$name cfg.json: $(cat "$dir/out_$name/cfg.json")"
   python3 "$reference" check "$dir/out_$name" "$dir/rows_$name.safetensors"
   "$import_saelens" --sae_dir="$dir/out_$name" --base="$dir/base.pt" --out="$dir/back_$name.pt"
@@ -41,6 +42,7 @@ done
 cmp "$dir/out_relu/sae_weights.safetensors" "$dir/back_relu/sae_weights.safetensors" ||
   fail "the ReLU SAE's tensors changed out and back in"
 grep -q '"architecture": "standard"' "$dir/out_relu/cfg.json" || fail "relu_sae is not SAELens's standard SAE"
+grep -q "as a SAELens standard SAE" "$dir/export_relu.txt" || fail "export_fit misnames the architecture: $(cat "$dir/export_relu.txt")"
 grep -q '"architecture": "jumprelu"' "$dir/out_batch/cfg.json" || fail "batch_topk_sae does not infer as jumprelu"
 grep -q '"sparse_layers_layer_type": "jump_relu_sae"' "$dir/back_batch/cfg.json" ||
   fail "a SAELens jumprelu does not import as jump_relu_sae"
