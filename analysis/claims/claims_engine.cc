@@ -912,9 +912,12 @@ absl::StatusOr<ClaimResult> JudgeClaim(
   if (!is_control && claim.basis() == EMPIRICAL) {
     int fewest = std::numeric_limits<int>::max();
     bool undefined = false, flat = false;
-    for (const LevelResult& level : judged->levels) {
+    for (LevelResult& level : judged->levels) {
       fewest = std::min(fewest, level.effect.n);
       undefined = undefined || std::isnan(level.effect.estimate);
+      // A level's own verdict needs a noise estimate too: its row in
+      // verdicts.csv must not read HOLDS on a zero-width interval.
+      if (level.no_spread) level.verdict = Verdict::kNotTestable;
       if (level.no_spread && !flat) {
         flat = true;
         reasons.push_back(absl::StrCat(

@@ -673,6 +673,23 @@ TEST(Basis, ADesignStatementThatDoesNotHoldIsAnError) {
       << broken.status();
 }
 
+TEST(Basis, ALevelWhoseSeedsAgreeIsNotTestableItself) {
+  // The claim read NOT TESTABLE, but its level rows kept HOLDS on zero-width
+  // intervals (slimpajama_isoflop's F3_optimal_size_* at a3ceebe).
+  const ClaimResult r = Judge(kBetter + " over: 'k' quantifier: EVERY",
+                              "arm,k,seed,loss\n"
+                              "new,1,1,1.0\nnew,1,2,1.0\nnew,1,3,1.0\n"
+                              "old,1,1,2.0\nold,1,2,2.0\nold,1,3,2.0\n"
+                              "new,2,1,1.0\nnew,2,2,1.01\nnew,2,3,0.99\n"
+                              "old,2,1,2.0\nold,2,2,2.0\nold,2,3,2.0\n");
+  EXPECT_EQ(r.verdict, Verdict::kNotTestable);
+  ASSERT_EQ(r.levels.size(), 2u);
+  EXPECT_TRUE(r.levels[0].no_spread);
+  EXPECT_EQ(r.levels[0].verdict, Verdict::kNotTestable);
+  // A level with spread keeps its own verdict.
+  EXPECT_EQ(r.levels[1].verdict, Verdict::kHolds);
+}
+
 TEST(Basis, AnEmpiricalClaimWhoseSeedsAgreeIsNotTestable) {
   // A zero-width interval used to read HOLDS without any noise estimate.
   const ClaimResult r = Judge(

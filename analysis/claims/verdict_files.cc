@@ -31,8 +31,11 @@ TidyTable VerdictsTable(const std::string& experiment,
     const Claim& claim = *result.claim;
     const std::string effect =
         level ? FormatNumber(level->effect.estimate, 8) : "";
+    // A value every seed shares has no interval: a zero-width one would imply
+    // a noise estimate (the section prints "no interval" for it too).
     const bool bounded = level && !std::isinf(level->effect.low) &&
-                         !std::isinf(level->effect.high);
+                         !std::isinf(level->effect.high) &&
+                         !(level->no_spread && level->effect.n >= 2);
     absl::StrAppend(
         &csv, CsvField(experiment), ",", KindName(result), ",",
         CsvField(claim.id()), ",", CsvField(claim.source()), ",",
@@ -168,13 +171,14 @@ absl::StatusOr<int> VerifyVerdicts(const ClaimSet& claims,
                        "' is not in the vocabulary"));
     }
     if (row[columns[3]].empty()) ++summary_rows[id];
-    // A counted verdict rests on a noise estimate: never a zero-width interval.
-    if (it->second == "claim" && row[columns[3]].empty() &&
-        (v == "HOLDS" || v == "DOES NOT HOLD") && !row[columns[6]].empty() &&
-        row[columns[6]] == row[columns[7]]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(verdicts.name(), ": claim ", id, " is ", v,
-                       " on a zero-width interval"));
+    // A claim's verdict, and each of its levels', rests on a noise estimate:
+    // never a zero-width interval.
+    if (it->second == "claim" && (v == "HOLDS" || v == "DOES NOT HOLD") &&
+        !row[columns[6]].empty() && row[columns[6]] == row[columns[7]]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          verdicts.name(), ": claim ", id,
+          row[columns[3]].empty() ? "" : " at level " + row[columns[3]], " is ",
+          v, " on a zero-width interval"));
     }
     // Every verdict rests on min_n observations, except one NOT TESTABLE
     // without an interval (too few seeds, its n the reason).

@@ -38,6 +38,45 @@ TEST(VerifyVerdicts, ACountedVerdictOnAZeroWidthIntervalIsAnError) {
   EXPECT_TRUE(VerifyVerdicts(set, *fine, 2).ok());
 }
 
+TEST(VerifyVerdicts, ALevelRowOnAZeroWidthIntervalIsAnError) {
+  const ClaimSet set =
+      ParseSet("experiment: 'x' claims { id: 'c' comparison: BETTER }");
+  auto flat = TidyTable::Parse(
+      kHeader + std::string("x,claim,c,,,,NOT TESTABLE,,,,,,why,\n"
+                            "x,claim,c,,,1,HOLDS,1,1,1,3,,,0.975\n"),
+      "v.csv");
+  ASSERT_TRUE(flat.ok());
+  auto checked = VerifyVerdicts(set, *flat, 2);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_NE(checked.status().message().find("at level 1 is HOLDS on a "
+                                            "zero-width interval"),
+            std::string::npos)
+      << checked.status();
+}
+
+TEST(VerdictsTable, AValueEverySeedSharesHasNoInterval) {
+  static const Claim claim = testing::ParseText<Claim>("id: 'c'");
+  ClaimResult result;
+  result.claim = &claim;
+  result.verdict = Verdict::kNotTestable;
+  LevelResult level;
+  level.level = "1";
+  level.effect.estimate = level.effect.low = level.effect.high = 0.5;
+  level.effect.n = 2;
+  level.no_spread = true;
+  level.verdict = Verdict::kNotTestable;
+  result.levels = {level, level};
+  result.levels[1].level = "2";
+  const TidyTable table = VerdictsTable("x", {result});
+  ASSERT_EQ(table.rows().size(), 3u);
+  auto low = table.Column("ci_low");
+  ASSERT_TRUE(low.ok());
+  EXPECT_EQ(table.rows()[1][*low], "");
+  auto effect = table.Column("effect");
+  ASSERT_TRUE(effect.ok());
+  EXPECT_EQ(table.rows()[1][*effect], "0.5");
+}
+
 TEST(VerifyVerdicts, EveryClaimOnceWithAKnownVerdict) {
   const ClaimSet set = ParseSet(
       "experiment: 'x' controls { id: 'k' comparison: BETTER } "
