@@ -915,10 +915,11 @@ absl::StatusOr<ClaimResult> JudgeClaim(
     for (LevelResult& level : judged->levels) {
       fewest = std::min(fewest, level.effect.n);
       undefined = undefined || std::isnan(level.effect.estimate);
+      if (!level.no_spread) continue;
       // A level's own verdict needs a noise estimate too: its row in
       // verdicts.csv must not read HOLDS on a zero-width interval.
-      if (level.no_spread) level.verdict = Verdict::kNotTestable;
-      if (level.no_spread && !flat) {
+      level.verdict = Verdict::kNotTestable;
+      if (!flat) {
         flat = true;
         reasons.push_back(absl::StrCat(
             "every seed gives the same effect (", level.effect.estimate,

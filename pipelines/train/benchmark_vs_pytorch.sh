@@ -28,6 +28,8 @@ for arg in "$@"; do
     --rounds=*) rounds="${arg#--rounds=}" ;;
     "$list_flag"=*) items="${arg#"$list_flag"=}" ;;
     --steps=*) steps="${arg#--steps=}" ;;
+    # TORCH_ENV from the BUILD file: both programs run in every LibTorch action's environment.
+    --env=*) export "${arg#--env=}" ;;
     *) echo "$name: unknown argument $arg (--rounds=N, --steps=N, $list_flag=a,b)" >&2; exit 2 ;;
   esac
 done
@@ -62,9 +64,6 @@ if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "$name: python3 cannot import torch; install Debian's python3-torch (./tools/bazel installs tools/deps.txt)" >&2
   exit 1
 fi
-# Both programs wait for OpenMP work as every action and test does (.bazelrc, third_party/build_identity.bzl):
-# libgomp's default spin of 300,000 steals a busy core's time (docs/measurements.md, "OpenMP waiting").
-export GOMP_SPINCOUNT=1000
 lines="$(mktemp)"; trap 'rm -f "$lines"' EXIT
 for round in $(seq 1 "$rounds"); do
   echo "round $round of $rounds"
