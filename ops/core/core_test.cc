@@ -131,6 +131,83 @@ TEST(SparseRowsTest, GradientsMatchFiniteDifferencesInDouble) {
   }
 }
 
+// The float sums' order, exactly: a dot product adds into 16 partial sums
+// (element i into i % 16), then whole groups of 4 into the first 4, pairs the
+// four lane sets as (0 + 1) + (2 + 3), adds their lanes in order and then the
+// tail; every other sum adds token by token in list order. A change of order
+// (vector width, grouping, threads) changes the bits of every cpu result.
+float DotInDocumentedOrder(const float* a, const float* b, int64_t n) {
+  float partial[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int64_t l = 0; l < 16; ++l) partial[l] += a[i + l] * b[i + l];
+  }
+  for (; i + 4 <= n; i += 4) {
+    for (int64_t l = 0; l < 4; ++l) partial[l] += a[i + l] * b[i + l];
+  }
+  float sum = 0;
+  for (int64_t l = 0; l < 4; ++l) {
+    sum += (partial[l] + partial[4 + l]) + (partial[8 + l] + partial[12 + l]);
+  }
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+TEST(SparseRowsTest, FloatSumsAddInTheirDocumentedOrder) {
+  torch::manual_seed(4);
+  at::set_num_threads(2);
+  const int64_t tokens = 70, k = 6, num_rows = 23, width = 37;
+  const torch::Tensor x = torch::randn({tokens, width}, torch::requires_grad());
+  const torch::Tensor weights =
+      torch::randn({tokens, k}, torch::requires_grad());
+  const torch::Tensor rows =
+      torch::randn({num_rows, width}, torch::requires_grad());
+  const torch::Tensor indices =
+      torch::randint(num_rows, {tokens, k}, torch::kLong);
+  const torch::Tensor grad_dot = torch::randn({tokens, k});
+  const torch::Tensor grad_decode = torch::randn({tokens, width});
+  const torch::Tensor dot = SparseDot(x, rows, indices);
+  const torch::Tensor decoded = SparseDecode({weights, indices}, rows);
+  const auto dot_grads = torch::autograd::grad({dot}, {x, rows}, {grad_dot});
+  const auto decode_grads =
+      torch::autograd::grad({decoded}, {weights, rows}, {grad_decode});
+
+  const auto at = [width](const torch::Tensor& t, int64_t i) {
+    return t.data_ptr<float>() + i * width;
+  };
+  const int64_t* index = indices.data_ptr<int64_t>();
+  torch::Tensor want_dot = torch::empty({tokens, k});
+  torch::Tensor want_decoded = torch::zeros({tokens, width});
+  torch::Tensor want_grad_x = torch::zeros({tokens, width});
+  torch::Tensor want_dot_grad_rows = torch::zeros({num_rows, width});
+  torch::Tensor want_grad_weights = torch::empty({tokens, k});
+  torch::Tensor want_decode_grad_rows = torch::zeros({num_rows, width});
+  const float* w = weights.data_ptr<float>();
+  const float* g = grad_dot.data_ptr<float>();
+  for (int64_t b = 0; b < tokens; ++b) {
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t p = b * k + j, r = index[p];
+      want_dot.data_ptr<float>()[p] =
+          DotInDocumentedOrder(at(rows, r), at(x, b), width);
+      want_grad_weights.data_ptr<float>()[p] =
+          DotInDocumentedOrder(at(rows, r), at(grad_decode, b), width);
+      for (int64_t i = 0; i < width; ++i) {
+        at(want_decoded, b)[i] += w[p] * at(rows, r)[i];
+        at(want_grad_x, b)[i] += g[p] * at(rows, r)[i];
+        // Rows gather their tokens in increasing p, as this loop visits them.
+        at(want_dot_grad_rows, r)[i] += g[p] * at(x, b)[i];
+        at(want_decode_grad_rows, r)[i] += w[p] * at(grad_decode, b)[i];
+      }
+    }
+  }
+  EXPECT_TRUE(torch::equal(dot, want_dot));
+  EXPECT_TRUE(torch::equal(decoded, want_decoded));
+  EXPECT_TRUE(torch::equal(dot_grads[0], want_grad_x));
+  EXPECT_TRUE(torch::equal(dot_grads[1], want_dot_grad_rows));
+  EXPECT_TRUE(torch::equal(decode_grads[0], want_grad_weights));
+  EXPECT_TRUE(torch::equal(decode_grads[1], want_decode_grad_rows));
+}
+
 // Two threads, twice: the same bits (each row's sum runs in token order
 // whatever the split), and an index out of range fails with its value.
 TEST(SparseRowsTest, RepeatsAreBitIdenticalAndBadIndicesFail) {
