@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "absl/flags/flag.h"
+#include "ops/backend/caching_cpu_allocator.h"
 #include "ops/backend/torch_runtime.h"
 
 ABSL_FLAG(int, threads, 2,
@@ -19,6 +20,7 @@ std::vector<std::string> InitMain(int argc, char** argv,
       !status.ok()) {
     std::exit(ExitWithError(status));
   }
+  backend::UseCachingCpuAllocator();
   return positional;
 }
 

@@ -1,5 +1,6 @@
-// Start-up shared by every LibTorch binary's main(): parses Abseil flags and
-// sets LibTorch's thread count. The one-line error exit and the top-level
+// Start-up shared by every LibTorch binary's main(): parses Abseil flags, sets
+// LibTorch's thread count and installs the caching CPU allocator
+// (caching_cpu_allocator.h). The one-line error exit and the top-level
 // handler (RunMain) come from main.h.
 #ifndef SPARSE_LAYERS_OPS_BACKEND_TORCH_INIT_H_
 #define SPARSE_LAYERS_OPS_BACKEND_TORCH_INIT_H_
@@ -17,7 +18,7 @@ ABSL_DECLARE_FLAG(int, threads);
 namespace sparse_layers {
 
 // ParseMainFlags, then applies --threads (one error line and exit 1 if it is
-// out of range).
+// out of range) and installs the caching CPU allocator.
 std::vector<std::string> InitMain(int argc, char** argv,
                                   absl::string_view usage);
 
