@@ -7,7 +7,6 @@ al., arXiv:2412.06410), ReLU + L1 (Bricken et al. 2023 with the decoder-norm-wei
 data for the study rule (//pipelines/study): ATLAS_FITS, ATLAS_LAYERS, PROBED_LAYERS, OWN_FEATURE_LAYERS,
 ABSORPTION_LAYERS, ATLAS_BASE_SCALES and steering_tables()."""
 
-load("@hf_model//:settings.bzl", "HF_MODEL")
 load("//base/scale:scale.bzl", "SCALES", "by_scale")
 load("//base/seeds:seeds.bzl", "SEED_PLAN")
 load("//experiments/mxd_frontier:mxd.bzl", "FEATURE_K", "K_GRID", "METHODS", "base_models", "feature_layers")
@@ -136,13 +135,11 @@ ABSORPTION_LAYERS = [
     for k in K_GRID
 ] + OWN_FEATURE_LAYERS
 
-# The scales that measure each base (the study's base_scales): at cpu only the GELU base, the table of every layer
-# on one base. Amendment of 2026-11-30 (claims.textproto), before any atlas verdict at cpu: with the SkylakeX
-# kernels the atlas's own actions on both bases measured 88.4 min of Bazel's profile for 252 actions with 14 of its
-# 102 fits and its per-seed evaluations still to run, over issue 48's 90-minute budget for its own nodes. The
-# SwiGLU base is measured at smoke (the pipeline's test) and paper scale, and its claims read NOT TESTABLE at cpu.
-# A user's pretrained model (HF_MODEL) is the only base and is measured at every scale.
-ATLAS_BASE_SCALES = {} if HF_MODEL else {"swiglu": ["smoke", "paper"]}
+# The scales that measure each base (the study's base_scales): empty, so every scale measures both bases (and a
+# user's pretrained model, HF_MODEL, is the only base). Amendment of 2026-11-30 (claims.textproto): measured
+# alone on an idle machine, the atlas's own actions on the SwiGLU base held 31.3 min at cea46d4, and on the GELU
+# base 48.1 min at 1d37078: 79.4 min for both, under issue 48's 90 minutes beyond the MxD experiments' nodes.
+ATLAS_BASE_SCALES = {}
 
 # The atlas's steering table joins //experiments/steering's files seed by seed: both read the same seeds.
 (SEED_PLAN["steering"] == SEED_PLAN["sparse_layer_atlas"]) or fail("steering_tables() needs the atlas's seeds to be steering's")
