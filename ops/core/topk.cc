@@ -231,10 +231,13 @@ void GatherSumKernel(const T* weights, const int64_t* indices, const T* rows,
 }
 
 // out[r] = sum over (b, j) selecting r of weights[b, j] x[b], every row
-// written (zero where none selects it), a row at a time.
+// written (zero where none selects it), a row at a time. With dot_rows, also
+// dots[b, j] = dot_rows[r] . x[b] for the same pairs, from the same group of
+// x[b] while in cache (SparseDecode's backward reads grad[b] once for both).
 template <typename T>
 void ScatterOuterKernel(const T* weights, const T* x, const RowLists& lists,
-                        const SparseRowsShape& s, T* out) {
+                        const SparseRowsShape& s, T* out,
+                        const T* dot_rows = nullptr, T* dots = nullptr) {
   const int64_t* starts = lists.starts.data_ptr<int64_t>();
   const int64_t* positions = lists.positions.data_ptr<int64_t>();
   at::parallel_for(0, s.num_rows, 16, [&](int64_t begin, int64_t end) {
@@ -247,37 +250,11 @@ void ScatterOuterKernel(const T* weights, const T* x, const RowLists& lists,
         const int64_t count =
             TokenVectors(x, positions, q, starts[r + 1], s, vectors);
         T scales[kGroup];
-        for (int64_t v = 0; v < count; ++v)
-          scales[v] = weights[positions[q + v]];
-        AddScaled(scales, vectors, count, s.width, y);
-      }
-    }
-  });
-}
-
-// SparseDecode's backward in one walk of the rows: for each (b, j) selecting
-// r, grad_weights[b, j] = rows[r] . grad[b] and grad_rows[r] += weights[b, j]
-// grad[b], a group of grad[b] read for both while in cache.
-template <typename T>
-void DecodeBackwardKernel(const T* weights, const T* grad, const T* rows,
-                          const RowLists& lists, const SparseRowsShape& s,
-                          T* grad_weights, T* grad_rows) {
-  const int64_t* starts = lists.starts.data_ptr<int64_t>();
-  const int64_t* positions = lists.positions.data_ptr<int64_t>();
-  at::parallel_for(0, s.num_rows, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const T* row = rows + r * s.width;
-      T* y = grad_rows + r * s.width;
-      std::fill(y, y + s.width, T(0));
-      for (int64_t q = starts[r]; q < starts[r + 1]; q += kGroup) {
-        PrefetchNextGroup(grad, positions, q, starts[end], s);
-        const T* vectors[kGroup];
-        const int64_t count =
-            TokenVectors(grad, positions, q, starts[r + 1], s, vectors);
-        T scales[kGroup];
         for (int64_t v = 0; v < count; ++v) {
           const int64_t p = positions[q + v];
-          grad_weights[p] = Dot(row, vectors[v], s.width);
+          if (dot_rows != nullptr) {
+            dots[p] = Dot(dot_rows + r * s.width, vectors[v], s.width);
+          }
           scales[v] = weights[p];
         }
         AddScaled(scales, vectors, count, s.width, y);
@@ -367,7 +344,7 @@ class SparseDotFunction : public torch::autograd::Function<SparseDotFunction> {
 };
 
 // weights (B, k), indices (B, k), rows (width, O) -> (B, O). Backward: both
-// gradients in one walk of the rows (DecodeBackwardKernel).
+// gradients in one walk of the rows (ScatterOuterKernel with dot_rows).
 class SparseDecodeFunction
     : public torch::autograd::Function<SparseDecodeFunction> {
  public:
@@ -393,10 +370,11 @@ class SparseDecodeFunction
     torch::Tensor grad_weights = torch::empty_like(weights);
     torch::Tensor grad_rows = torch::empty_like(rows);
     AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "SparseDecodeBackward", [&] {
-      DecodeBackwardKernel<scalar_t>(
+      ScatterOuterKernel<scalar_t>(
           weights.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(),
-          rows.data_ptr<scalar_t>(), SavedLists(ctx), ShapeOf(indices, rows),
-          grad_weights.data_ptr<scalar_t>(), grad_rows.data_ptr<scalar_t>());
+          SavedLists(ctx), ShapeOf(indices, rows),
+          grad_rows.data_ptr<scalar_t>(), rows.data_ptr<scalar_t>(),
+          grad_weights.data_ptr<scalar_t>());
     });
     return {grad_weights, torch::Tensor(), grad_rows};
   }
