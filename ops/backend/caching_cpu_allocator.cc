@@ -83,8 +83,10 @@ CachingCpuAllocator::~CachingCpuAllocator() {
 c10::DataPtr CachingCpuAllocator::allocate(size_t n) const {
   const c10::Device cpu(c10::DeviceType::CPU);
   if (n < kMinCachedBytes) {
+    // c10's own deleter: freeing a small buffer takes no lock or lookup (only
+    // raw_deallocate, which has no DataPtr, goes through Release for both).
     void* data = c10::alloc_cpu(n);
-    return {data, data, &Release, cpu};
+    return {data, data, &c10::free_cpu, cpu};
   }
   const size_t size = RoundUp(n);
   void* data = nullptr;

@@ -172,7 +172,7 @@ TEST(SparseRowsTest, FloatSumsAddInTheirDocumentedOrder) {
   const auto decode_grads =
       torch::autograd::grad({decoded}, {weights, rows}, {grad_decode});
 
-  const auto at = [width](const torch::Tensor& t, int64_t i) {
+  const auto row_of = [width](const torch::Tensor& t, int64_t i) {
     return t.data_ptr<float>() + i * width;
   };
   const int64_t* index = indices.data_ptr<int64_t>();
@@ -188,15 +188,15 @@ TEST(SparseRowsTest, FloatSumsAddInTheirDocumentedOrder) {
     for (int64_t j = 0; j < k; ++j) {
       const int64_t p = b * k + j, r = index[p];
       want_dot.data_ptr<float>()[p] =
-          DotInDocumentedOrder(at(rows, r), at(x, b), width);
+          DotInDocumentedOrder(row_of(rows, r), row_of(x, b), width);
       want_grad_weights.data_ptr<float>()[p] =
-          DotInDocumentedOrder(at(rows, r), at(grad_decode, b), width);
+          DotInDocumentedOrder(row_of(rows, r), row_of(grad_decode, b), width);
       for (int64_t i = 0; i < width; ++i) {
-        at(want_decoded, b)[i] += w[p] * at(rows, r)[i];
-        at(want_grad_x, b)[i] += g[p] * at(rows, r)[i];
+        row_of(want_decoded, b)[i] += w[p] * row_of(rows, r)[i];
+        row_of(want_grad_x, b)[i] += g[p] * row_of(rows, r)[i];
         // Rows gather their tokens in increasing p, as this loop visits them.
-        at(want_dot_grad_rows, r)[i] += g[p] * at(x, b)[i];
-        at(want_decode_grad_rows, r)[i] += w[p] * at(grad_decode, b)[i];
+        row_of(want_dot_grad_rows, r)[i] += g[p] * row_of(x, b)[i];
+        row_of(want_decode_grad_rows, r)[i] += w[p] * row_of(grad_decode, b)[i];
       }
     }
   }

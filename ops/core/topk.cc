@@ -201,6 +201,19 @@ void GatherDotKernel(const T* x, const T* rows, const RowLists& lists,
   });
 }
 
+// The selected rows of flat entries [p, min(p + kGroup, end)):
+// rows + indices[p + v] * width, as TokenVectors is for the token side.
+// Returns how many.
+template <typename T>
+int64_t SelectedRows(const T* rows, const int64_t* indices, int64_t p,
+                     int64_t end, const SparseRowsShape& s, const T** out) {
+  const int64_t count = std::max<int64_t>(0, std::min(kGroup, end - p));
+  for (int64_t v = 0; v < count; ++v) {
+    out[v] = rows + indices[p + v] * s.width;
+  }
+  return count;
+}
+
 // out[b] = sum_j weights[b, j] rows[indices[b, j]], a token at a time.
 template <typename T>
 void GatherSumKernel(const T* weights, const int64_t* indices, const T* rows,
@@ -213,17 +226,11 @@ void GatherSumKernel(const T* weights, const int64_t* indices, const T* rows,
       for (int64_t j = 0; j < s.k; j += kGroup) {
         const int64_t p = b * s.k + j;
         const T* ahead[kGroup];
-        const int64_t ahead_count =
-            std::max<int64_t>(0, std::min(kGroup, last - p - kGroup));
-        for (int64_t v = 0; v < ahead_count; ++v) {
-          ahead[v] = rows + indices[p + kGroup + v] * s.width;
-        }
-        Prefetch(ahead, ahead_count, s.width);
+        Prefetch(ahead, SelectedRows(rows, indices, p + kGroup, last, s, ahead),
+                 s.width);
         const T* vectors[kGroup];
-        const int64_t count = std::min(kGroup, s.k - j);
-        for (int64_t v = 0; v < count; ++v) {
-          vectors[v] = rows + indices[p + v] * s.width;
-        }
+        const int64_t count =
+            SelectedRows(rows, indices, p, (b + 1) * s.k, s, vectors);
         AddScaled(weights + p, vectors, count, s.width, y);
       }
     }
