@@ -2,6 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "ops/testing/gradient_check.h"
 
@@ -90,6 +96,81 @@ TEST(ProductKeyTopKTest, GradientKeepsTheInputLayout) {
   EXPECT_TRUE(grad_permuted.is_contiguous());
   EXPECT_TRUE(
       torch::equal(grad_permuted.permute({2, 0, 1, 3}), grad_contiguous));
+}
+
+// The documented order by brute force: each half's k best by (score
+// descending, position ascending), then the k best of their k^2 sums by (sum
+// descending, a-major pair order).
+template <typename T>
+ProductTopK DocumentedOrder(const torch::Tensor& halves, int64_t k) {
+  const int64_t tokens = halves.size(0), channels = halves.size(2),
+                n = halves.size(3);
+  const torch::Tensor h = halves.contiguous();
+  torch::Tensor scores = torch::empty({tokens, channels, k}, h.options());
+  torch::Tensor indices =
+      torch::empty({tokens, channels, k}, h.options().dtype(torch::kLong));
+  const auto best_of = [&](const T* v) {
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return v[a] > v[b]; });
+    order.resize(k);
+    return order;
+  };
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const T* s1 = h[t][0][c].template data_ptr<T>();
+      const T* s2 = h[t][1][c].template data_ptr<T>();
+      const std::vector<int64_t> best1 = best_of(s1), best2 = best_of(s2);
+      std::vector<std::pair<T, int64_t>> sums;  // (sum, i * n + j)
+      for (int64_t a = 0; a < k; ++a) {
+        for (int64_t b = 0; b < k; ++b) {
+          sums.push_back(
+              {s1[best1[a]] + s2[best2[b]], best1[a] * n + best2[b]});
+        }
+      }
+      std::stable_sort(
+          sums.begin(), sums.end(),
+          [](const auto& x, const auto& y) { return x.first > y.first; });
+      for (int64_t o = 0; o < k; ++o) {
+        scores[t][c][o] = sums[o].first;
+        indices[t][c][o] = sums[o].second;
+      }
+    }
+  }
+  return {scores, indices};
+}
+
+// Float rows with k = 8 take the branch-free path, the others the scalar one;
+// both must rank exactly as documented, ties included (scores drawn from 7
+// integers tie in almost every row), at row widths around the vector path's
+// edges, and rows with -inf scores fall back to the scalar path.
+TEST(ProductKeyTopKTest, BothPathsRankInTheDocumentedOrder) {
+  torch::manual_seed(3);
+  for (const int64_t n : {8, 9, 16, 40, 80}) {
+    for (const bool ties : {false, true}) {
+      torch::Tensor halves =
+          ties ? torch::randint(-3, 4, {64, 2, 3, n}, torch::kFloat)
+               : torch::randn({64, 2, 3, n});
+      halves[5][0][1].fill_(-std::numeric_limits<float>::infinity());
+      halves[6][1][2]
+          .slice(0, 0, n - 3)
+          .fill_(-std::numeric_limits<float>::infinity());
+      for (const int64_t k : {8, 4}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "n " << n << ", ties " << ties << ", k " << k);
+        const ProductTopK expected = DocumentedOrder<float>(halves, k);
+        const ProductTopK fused = ProductKeyTopKOfHalves(halves, k);
+        EXPECT_TRUE(torch::equal(fused.scores, expected.scores));
+        EXPECT_TRUE(torch::equal(fused.indices, expected.indices));
+      }
+      const torch::Tensor doubles = halves.to(torch::kDouble);
+      const ProductTopK expected = DocumentedOrder<double>(doubles, 8);
+      const ProductTopK fused = ProductKeyTopKOfHalves(doubles, 8);
+      EXPECT_TRUE(torch::equal(fused.scores, expected.scores));
+      EXPECT_TRUE(torch::equal(fused.indices, expected.indices));
+    }
+  }
 }
 
 TEST(ProductKeyTopKTest, RefusesBadShapes) {
