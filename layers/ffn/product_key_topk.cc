@@ -4,6 +4,10 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -28,23 +32,12 @@ void TopKPositions(const T* v, int64_t n, int64_t k, int64_t* best) {
   }
 }
 
-// Eight (score, tag) pairs best first, in two SSE registers of four lanes (the
-// baseline ISA). Float rows with k = 8 (every cpu-scale product-key layer) are
-// ranked here without branches on the data: the scalar paths above and below
-// mispredict about once per inserted entry, which was most of a layer's top-k.
+// Float rows with k = 8 (every cpu-scale product-key layer) are ranked below
+// without branches on the data, in SSE registers of four lanes (the baseline
+// ISA): the scalar paths mispredict about once per entry that enters the k
+// best, which was most of a layer's top-k time.
 typedef float Lanes __attribute__((vector_size(16)));
 typedef int32_t Tags __attribute__((vector_size(16)));
-
-struct Best8 {
-  Lanes v0, v1;  // Ranks 0-3 and 4-7.
-  Tags t0, t1;
-};
-
-// Lane-wise "a before b": the higher score, or on equal scores the lower tag
-// (the earlier position or pair), the order of the scalar paths.
-inline Tags Before(Lanes av, Tags at, Lanes bv, Tags bt) {
-  return (av > bv) | ((av == bv) & (at < bt));
-}
 
 // [before[3], v[0], v[1], v[2]]: v moved down one rank, the rank above it
 // entering from `before`. Two byte shifts and an or (SSE2), not the unpack
@@ -69,118 +62,131 @@ inline Lanes Select(Tags m, Lanes a, Lanes b) {
       Select(m, reinterpret_cast<Tags>(a), reinterpret_cast<Tags>(b)));
 }
 
-// Inserts x, tagged later than every entry, by one compare per rank: x takes
-// the first rank it beats and the ranks below shift down one.
-inline void Insert(Best8& b, float x, int32_t tag) {
-  const Lanes xs = {x, x, x, x};
-  const Tags ts = {tag, tag, tag, tag};
-  const Tags zero = {0, 0, 0, 0};
-  const Lanes none = {0, 0, 0, 0};
-  const Tags g0 = xs > b.v0, g1 = xs > b.v1;  // Monotone over ranks.
-  const Tags above0 = DownOneRank(zero, g0), above1 = DownOneRank(g0, g1);
-  const Lanes up0 = DownOneRank(none, b.v0), up1 = DownOneRank(b.v0, b.v1);
-  const Tags tup0 = DownOneRank(zero, b.t0), tup1 = DownOneRank(b.t0, b.t1);
-  b.v0 = Select(g0, Select(above0, up0, xs), b.v0);
-  b.v1 = Select(g1, Select(above1, up1, xs), b.v1);
-  b.t0 = Select(g0, Select(above0, tup0, ts), b.t0);
-  b.t1 = Select(g1, Select(above1, tup1, ts), b.t1);
+// x > y ? x : y and y < x ? y : x lane-wise: one maxps / minps each on x86
+// (whose definitions these are, signed zeros and NaN included).
+inline Lanes Larger(Lanes x, Lanes y) {
+#if defined(__SSE__)
+  return _mm_max_ps(x, y);
+#else
+  return Select(x > y, x, y);
+#endif
 }
 
-// One bitonic step inside each register: lanes paired by `partner`, the lane
-// in `second` of each pair keeps the later entry.
-inline void SortStep(Lanes& v, Tags& t, Tags partner, Tags second) {
-  const Lanes pv = __builtin_shuffle(v, partner);
-  const Tags pt = __builtin_shuffle(t, partner);
-  const Tags keep = Before(v, t, pv, pt) ^ second;
-  v = Select(keep, v, pv);
-  t = Select(keep, t, pt);
+inline Lanes Smaller(Lanes y, Lanes x) {
+#if defined(__SSE__)
+  return _mm_min_ps(y, x);
+#else
+  return Select(y < x, y, x);
+#endif
 }
 
-// b becomes the best 8 of b and r (both best first): a bitonic merge
-// (Batcher), exact for any total order.
-inline void Merge(Best8& b, Lanes r0, Lanes r1, Tags rt0, Tags rt1) {
-  const Tags reverse = {3, 2, 1, 0};
-  const Lanes w0 = __builtin_shuffle(r1, reverse),
-              w1 = __builtin_shuffle(r0, reverse);
-  const Tags wt0 = __builtin_shuffle(rt1, reverse),
-             wt1 = __builtin_shuffle(rt0, reverse);
-  const Tags k0 = Before(b.v0, b.t0, w0, wt0), k1 = Before(b.v1, b.t1, w1, wt1);
-  // A bitonic sequence holding the best 8.
-  const Lanes c0 = Select(k0, b.v0, w0), c1 = Select(k1, b.v1, w1);
-  const Tags ct0 = Select(k0, b.t0, wt0), ct1 = Select(k1, b.t1, wt1);
-  const Tags first = Before(c0, ct0, c1, ct1);
-  b.v0 = Select(first, c0, c1);
-  b.v1 = Select(first, c1, c0);
-  b.t0 = Select(first, ct0, ct1);
-  b.t1 = Select(first, ct1, ct0);
-  const Tags pairs2 = {2, 3, 0, 1}, second2 = {0, 0, -1, -1};
-  const Tags pairs1 = {1, 0, 3, 2}, second1 = {0, -1, 0, -1};
-  SortStep(b.v0, b.t0, pairs2, second2);
-  SortStep(b.v1, b.t1, pairs2, second2);
-  SortStep(b.v0, b.t0, pairs1, second1);
-  SortStep(b.v1, b.t1, pairs1, second1);
+// The 8 largest values of a sorted (falling) buffer after x arrives: rank p
+// keeps min(max(x, v[p]), v[p - 1]), i.e. v[p - 1] where x beats it, x where
+// x beats only v[p], else v[p]. Values only (equal values are the same
+// value), so two maxps, two minps and three shifts, no positions.
+inline void InsertValue(Lanes& v0, Lanes& v1, float x) {
+  constexpr float kHigh = std::numeric_limits<float>::infinity();
+  const Lanes xs = {x, x, x, x}, high = {kHigh, kHigh, kHigh, kHigh};
+  const Lanes up0 = DownOneRank(high, v0), up1 = DownOneRank(v0, v1);
+  v0 = Smaller(up0, Larger(xs, v0));
+  v1 = Smaller(up1, Larger(xs, v1));
 }
 
-// The 8 best of v[0, n) as TopKPositions ranks them, in two interleaved
-// chains (even and odd positions) so that one insert's latency overlaps the
-// other's, then merged. Chains start from (-inf, kNoPosition) fillers; a row
-// that keeps one (fewer than 8 scores above -inf) goes to TopKPositions.
-constexpr int32_t kNoPosition = INT32_MAX;
-
-inline void Top8Positions(const float* v, int64_t n, int64_t* best) {
+// The 8 largest of v[0, n), n >= 8, falling, as two registers: inserted in
+// two interleaved chains (even and odd positions, so that one insert's latency
+// overlaps the other's), merged by a bitonic step.
+inline void Top8Values(const float* v, int64_t n, Lanes top[2]) {
   constexpr float kLow = -std::numeric_limits<float>::infinity();
   const Lanes low = {kLow, kLow, kLow, kLow};
-  const Tags none = {kNoPosition, kNoPosition, kNoPosition, kNoPosition};
-  Best8 even{low, low, none, none}, odd{low, low, none, none};
+  Lanes e0 = low, e1 = low, o0 = low, o1 = low;
   int64_t i = 0;
   for (; i + 1 < n; i += 2) {
-    Insert(even, v[i], static_cast<int32_t>(i));
-    Insert(odd, v[i + 1], static_cast<int32_t>(i + 1));
+    InsertValue(e0, e1, v[i]);
+    InsertValue(o0, o1, v[i + 1]);
   }
-  if (i < n) Insert(even, v[i], static_cast<int32_t>(i));
-  Merge(even, odd.v0, odd.v1, odd.t0, odd.t1);
-  if (even.t1[3] == kNoPosition) {
+  if (i < n) InsertValue(e0, e1, v[i]);
+  // The larger of e[r] and o[7 - r] (a bitonic sequence holding the best 8),
+  // then sorted by three compare-exchange steps.
+  const Tags reverse = {3, 2, 1, 0};
+  const Lanes c0 = Larger(e0, __builtin_shuffle(o1, reverse)),
+              c1 = Larger(e1, __builtin_shuffle(o0, reverse));
+  top[0] = Larger(c0, c1);
+  top[1] = Smaller(c0, c1);
+  for (int h = 0; h < 2; ++h) {
+    Lanes& t = top[h];
+    const Lanes p2 = __builtin_shuffle(t, Tags{2, 3, 0, 1});
+    t = Select((t > p2) ^ Tags{0, 0, -1, -1}, t, p2);
+    const Lanes p1 = __builtin_shuffle(t, Tags{1, 0, 3, 2});
+    t = Select((t > p1) ^ Tags{0, -1, 0, -1}, t, p1);
+  }
+}
+
+// The positions of the 8 best of v[0, n) in rank order (score falling, the
+// earlier position first among equals), as TopKPositions gives them: their
+// values first, then one pass without data branches that takes every value
+// above the 8th and the earliest of those equal to it, and ranks each by the
+// values above it plus the equal ones before it. Rows where that pass does
+// not find 8 (NaN scores, which no comparison ranks) go to TopKPositions.
+inline void Top8Positions(const float* v, int64_t n, int64_t* best) {
+  Lanes top[2];
+  Top8Values(v, n, top);
+  const float last = top[1][3];
+  const Lanes lasts = {last, last, last, last};
+  const Tags equal_lanes = (top[0] == lasts) + (top[1] == lasts);
+  int equal_left =
+      -(equal_lanes[0] + equal_lanes[1] + equal_lanes[2] + equal_lanes[3]);
+  int64_t chosen[9];
+  int found = 0;
+  for (int64_t p = 0; p < n; ++p) {
+    const float x = v[p];
+    const int equal = (x == last) & (equal_left > 0);
+    equal_left -= equal;
+    chosen[std::min(found, 8)] = p;  // found <= 8 unless NaN.
+    found += (x > last) | equal;
+  }
+  if (found != 8) {
+    // Only NaN scores (never among the values above) leave fewer than 8.
+    TORCH_INTERNAL_ASSERT(std::any_of(v, v + n, [](float x) { return x != x; }),
+                          "product-key top-k: the 8 best values were lost");
     TopKPositions(v, n, 8, best);
     return;
   }
-  for (int r = 0; r < 4; ++r) {
-    best[r] = even.t0[r];
-    best[r + 4] = even.t1[r];
+  int seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int c = 0; c < 8; ++c) {
+    const float x = v[chosen[c]];
+    const Lanes xs = {x, x, x, x};
+    const Tags above = (top[0] > xs) + (top[1] > xs);  // -1 per rank above.
+    const int rank = -(above[0] + above[1] + above[2] + above[3]);
+    best[rank + seen[rank]++] = chosen[c];
   }
 }
 
-// The 8 best of the 64 sums v1[a] + v2[b] (both best first), tagged a * 8 + b
-// (the scalar path's a-major order); a row whose best sum cannot enter ends
-// the search, as in the scalar path.
-inline Best8 Top8Sums(const float* v1, const float* v2) {
-  const Lanes b0 = {v2[0], v2[1], v2[2], v2[3]};
-  const Lanes b1 = {v2[4], v2[5], v2[6], v2[7]};
-  const Tags low = {0, 1, 2, 3}, high = {4, 5, 6, 7};
-  Best8 best{v1[0] + b0, v1[0] + b1, low, high};
-  for (int32_t a = 1; a < 8; ++a) {
-    const Lanes r0 = v1[a] + b0, r1 = v1[a] + b1;
-    if (!(r0[0] > best.v1[3])) break;
-    Merge(best, r0, r1, low + 8 * a, high + 8 * a);
-  }
-  return best;
-}
+// The pairs (a, b) of ranks with (a + 1)(b + 1) <= 8, a-major: the only sums
+// that can be among the 8 best of the 64, since each other pair has at least
+// 8 pairs at or above both its ranks, all earlier in a-major order.
+constexpr int kCandidatePairs = 20;
+constexpr int8_t kPairA[kCandidatePairs] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1,
+                                            1, 1, 2, 2, 3, 3, 4, 5, 6, 7};
+constexpr int8_t kPairB[kCandidatePairs] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1,
+                                            2, 3, 0, 1, 0, 1, 0, 0, 0, 0};
 
-// One (token, channel) row of ForwardKernel by the branch-free ranking.
+// One (token, channel) row of ForwardKernel with k = 8, without data branches:
+// the 8 best of each half, then the 8 best of the candidate sums, ranked as
+// the scalar path ranks the 64 (sum falling, a-major among equals).
 inline void Top8Row(const float* s1, const float* s2, int64_t n, int64_t* best1,
                     int64_t* best2, int64_t row, float* scores,
                     int64_t* indices, int64_t* first, int64_t* second) {
   Top8Positions(s1, n, best1);
   Top8Positions(s2, n, best2);
-  float v1[8], v2[8];
-  for (int r = 0; r < 8; ++r) {
-    v1[r] = s1[best1[r]];
-    v2[r] = s2[best2[r]];
+  float sums[kCandidatePairs];
+  for (int c = 0; c < kCandidatePairs; ++c) {
+    sums[c] = s1[best1[kPairA[c]]] + s2[best2[kPairB[c]]];
   }
-  const Best8 sums = Top8Sums(v1, v2);
+  int64_t pairs[8];
+  Top8Positions(sums, kCandidatePairs, pairs);
   for (int o = 0; o < 8; ++o) {
-    const int32_t tag = o < 4 ? sums.t0[o] : sums.t1[o - 4];
-    const int64_t i = best1[tag / 8], j = best2[tag % 8];
-    scores[row * 8 + o] = o < 4 ? sums.v0[o] : sums.v1[o - 4];
+    const int64_t i = best1[kPairA[pairs[o]]], j = best2[kPairB[pairs[o]]];
+    scores[row * 8 + o] = sums[pairs[o]];
     indices[row * 8 + o] = i * n + j;
     first[row * 8 + o] = i;
     second[row * 8 + o] = j;
