@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ops/core/block_causal_attention.h"
+#include "ops/core/largest_k.h"
 #include "ops/core/topk.h"
 
 namespace sparse_layers::layers {
@@ -96,7 +97,7 @@ std::pair<TopKCodes, torch::Tensor> LorsaImpl::SelectAndWrite(
     torch::NoGradGuard no_grad;
     const torch::Tensor score =
         (options_.relu ? kept : z.abs()) * w_o.norm(2, 1);
-    selected = std::get<1>(score.topk(k, -1));
+    selected = std::get<1>(LargestK(score, k, /*sorted=*/true));
   }
   const TopKCodes codes{kept.gather(-1, selected), selected};
   // Only the K selected output rows are read (embedding_bag), not all H.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/core/largest_k.h"
+
 namespace sparse_layers::layers {
 namespace {
 
@@ -194,8 +196,7 @@ TopKCodes SparseReplacementImpl::Encode(const torch::Tensor& x, int64_t k) {
   {
     // The selection carries no gradient; TopK(ReLU(p)) keeps p's top k.
     torch::NoGradGuard no_grad;
-    indices = std::get<1>(
-        PreCodesOf(e).topk(k, -1, /*largest=*/true, /*sorted=*/false));
+    indices = std::get<1>(LargestK(PreCodesOf(e), k, /*sorted=*/false));
   }
   return {torch::relu(SelectedPreCodes(e, indices)), indices};
 }

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/core/largest_k.h"
+
 namespace sparse_layers::layers {
 
 TopKCodes ReluTopK(const torch::Tensor& pre, int64_t k) {
@@ -17,8 +19,7 @@ TopKCodes ReluTopK(const torch::Tensor& pre, int64_t k) {
   {
     // The selection itself is not differentiated.
     torch::NoGradGuard no_grad;
-    indices = std::get<1>(activated.topk(k, -1, /*largest=*/true,
-                                         /*sorted=*/false));
+    indices = std::get<1>(LargestK(activated, k, /*sorted=*/false));
   }
   return {activated.gather(-1, indices), indices};
 }
