@@ -34,32 +34,33 @@ void TopKPositions(const T* v, int64_t n, int64_t k, int64_t* best) {
 
 // Float rows with k = 8 (every cpu-scale product-key layer) are ranked below
 // without branches on the data, in SSE registers of four lanes (the baseline
-// ISA): the scalar paths mispredict about once per entry that enters the k
-// best, which was most of a layer's top-k time.
+// ISA, through GCC vector extensions as in ops/core/topk.cc): the scalar
+// paths mispredict about once per entry that enters the k best, which was
+// most of a layer's top-k time.
 typedef float Lanes __attribute__((vector_size(16)));
-typedef int32_t Tags __attribute__((vector_size(16)));
+typedef int32_t Masks __attribute__((vector_size(16)));
 
 // [before[3], v[0], v[1], v[2]]: v moved down one rank, the rank above it
 // entering from `before`. Two byte shifts and an or (SSE2), not the unpack
 // chains a two-register __builtin_shuffle becomes.
-inline Tags DownOneRank(Tags before, Tags v) {
-  const Tags zero = {0, 0, 0, 0};
-  return __builtin_shuffle(zero, v, Tags{0, 4, 5, 6}) |
-         __builtin_shuffle(before, zero, Tags{3, 4, 4, 4});
+inline Masks DownOneRank(Masks before, Masks v) {
+  const Masks zero = {0, 0, 0, 0};
+  return __builtin_shuffle(zero, v, Masks{0, 4, 5, 6}) |
+         __builtin_shuffle(before, zero, Masks{3, 4, 4, 4});
 }
 
 inline Lanes DownOneRank(Lanes before, Lanes v) {
   return reinterpret_cast<Lanes>(
-      DownOneRank(reinterpret_cast<Tags>(before), reinterpret_cast<Tags>(v)));
+      DownOneRank(reinterpret_cast<Masks>(before), reinterpret_cast<Masks>(v)));
 }
 
 // Lane-wise m ? a : b for masks of all ones or zeros, by and / andnot / or
 // (the vector ?: would compare m with zero again first).
-inline Tags Select(Tags m, Tags a, Tags b) { return (m & a) | (~m & b); }
+inline Masks Select(Masks m, Masks a, Masks b) { return (m & a) | (~m & b); }
 
-inline Lanes Select(Tags m, Lanes a, Lanes b) {
+inline Lanes Select(Masks m, Lanes a, Lanes b) {
   return reinterpret_cast<Lanes>(
-      Select(m, reinterpret_cast<Tags>(a), reinterpret_cast<Tags>(b)));
+      Select(m, reinterpret_cast<Masks>(a), reinterpret_cast<Masks>(b)));
 }
 
 // x > y ? x : y and y < x ? y : x lane-wise: one maxps / minps each on x86
@@ -107,17 +108,17 @@ inline void Top8Values(const float* v, int64_t n, Lanes top[2]) {
   if (i < n) InsertValue(e0, e1, v[i]);
   // The larger of e[r] and o[7 - r] (a bitonic sequence holding the best 8),
   // then sorted by three compare-exchange steps.
-  const Tags reverse = {3, 2, 1, 0};
+  const Masks reverse = {3, 2, 1, 0};
   const Lanes c0 = Larger(e0, __builtin_shuffle(o1, reverse)),
               c1 = Larger(e1, __builtin_shuffle(o0, reverse));
   top[0] = Larger(c0, c1);
   top[1] = Smaller(c0, c1);
   for (int h = 0; h < 2; ++h) {
     Lanes& t = top[h];
-    const Lanes p2 = __builtin_shuffle(t, Tags{2, 3, 0, 1});
-    t = Select((t > p2) ^ Tags{0, 0, -1, -1}, t, p2);
-    const Lanes p1 = __builtin_shuffle(t, Tags{1, 0, 3, 2});
-    t = Select((t > p1) ^ Tags{0, -1, 0, -1}, t, p1);
+    const Lanes p2 = __builtin_shuffle(t, Masks{2, 3, 0, 1});
+    t = Select((t > p2) ^ Masks{0, 0, -1, -1}, t, p2);
+    const Lanes p1 = __builtin_shuffle(t, Masks{1, 0, 3, 2});
+    t = Select((t > p1) ^ Masks{0, -1, 0, -1}, t, p1);
   }
 }
 
@@ -125,40 +126,39 @@ inline void Top8Values(const float* v, int64_t n, Lanes top[2]) {
 // earlier position first among equals), as TopKPositions gives them: their
 // values first, then one pass without data branches that takes every value
 // above the 8th and the earliest of those equal to it, and ranks each by the
-// values above it plus the equal ones before it. Rows where that pass does
-// not find 8 (NaN scores, which no comparison ranks) go to TopKPositions.
-inline void Top8Positions(const float* v, int64_t n, int64_t* best) {
+// values above it plus the equal ones before it. False, with best unwritten,
+// when v holds a NaN: the scalar path's answer then depends on where it is.
+inline bool Top8Positions(const float* v, int64_t n, int64_t* best) {
   Lanes top[2];
   Top8Values(v, n, top);
   const float last = top[1][3];
   const Lanes lasts = {last, last, last, last};
-  const Tags equal_lanes = (top[0] == lasts) + (top[1] == lasts);
+  const Masks equal_lanes = (top[0] == lasts) + (top[1] == lasts);
   int equal_left =
       -(equal_lanes[0] + equal_lanes[1] + equal_lanes[2] + equal_lanes[3]);
   int64_t chosen[9];
   int found = 0;
+  bool nan = false;
   for (int64_t p = 0; p < n; ++p) {
     const float x = v[p];
     const int equal = (x == last) & (equal_left > 0);
     equal_left -= equal;
-    chosen[std::min(found, 8)] = p;  // found <= 8 unless NaN.
+    nan |= x != x;
+    chosen[found] = p;  // chosen[8] takes the writes after the 8th.
     found += (x > last) | equal;
   }
-  if (found != 8) {
-    // Only NaN scores (never among the values above) leave fewer than 8.
-    TORCH_INTERNAL_ASSERT(std::any_of(v, v + n, [](float x) { return x != x; }),
-                          "product-key top-k: the 8 best values were lost");
-    TopKPositions(v, n, 8, best);
-    return;
-  }
+  if (nan) return false;
+  TORCH_INTERNAL_ASSERT(found == 8,
+                        "product-key top-k: the 8 best values were lost");
   int seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int c = 0; c < 8; ++c) {
     const float x = v[chosen[c]];
     const Lanes xs = {x, x, x, x};
-    const Tags above = (top[0] > xs) + (top[1] > xs);  // -1 per rank above.
+    const Masks above = (top[0] > xs) + (top[1] > xs);  // -1 per rank above.
     const int rank = -(above[0] + above[1] + above[2] + above[3]);
     best[rank + seen[rank]++] = chosen[c];
   }
+  return true;
 }
 
 // The pairs (a, b) of ranks with (a + 1)(b + 1) <= 8, a-major: the only sums
@@ -172,18 +172,20 @@ constexpr int8_t kPairB[kCandidatePairs] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1,
 
 // One (token, channel) row of ForwardKernel with k = 8, without data branches:
 // the 8 best of each half, then the 8 best of the candidate sums, ranked as
-// the scalar path ranks the 64 (sum falling, a-major among equals).
-inline void Top8Row(const float* s1, const float* s2, int64_t n, int64_t* best1,
+// the scalar path ranks the 64 (sum falling, a-major among equals). False,
+// with nothing written, for a row with a NaN score or sum (+inf + -inf).
+inline bool Top8Row(const float* s1, const float* s2, int64_t n, int64_t* best1,
                     int64_t* best2, int64_t row, float* scores,
                     int64_t* indices, int64_t* first, int64_t* second) {
-  Top8Positions(s1, n, best1);
-  Top8Positions(s2, n, best2);
+  if (!Top8Positions(s1, n, best1) || !Top8Positions(s2, n, best2)) {
+    return false;
+  }
   float sums[kCandidatePairs];
   for (int c = 0; c < kCandidatePairs; ++c) {
     sums[c] = s1[best1[kPairA[c]]] + s2[best2[kPairB[c]]];
   }
   int64_t pairs[8];
-  Top8Positions(sums, kCandidatePairs, pairs);
+  if (!Top8Positions(sums, kCandidatePairs, pairs)) return false;
   for (int o = 0; o < 8; ++o) {
     const int64_t i = best1[kPairA[pairs[o]]], j = best2[kPairB[pairs[o]]];
     scores[row * 8 + o] = sums[pairs[o]];
@@ -191,6 +193,7 @@ inline void Top8Row(const float* s1, const float* s2, int64_t n, int64_t* best1,
     first[row * 8 + o] = i;
     second[row * 8 + o] = j;
   }
+  return true;
 }
 
 struct HalvesLayout {
@@ -212,9 +215,9 @@ void ForwardKernel(const T* halves, const HalvesLayout& l, T* scores,
           const T* s1 = halves + t * l.token_stride + c * l.channel_stride;
           const T* s2 = s1 + l.half_stride;
           if constexpr (std::is_same_v<T, float>) {
-            if (l.k == 8 && l.n >= 8) {
-              Top8Row(s1, s2, l.n, best1.data(), best2.data(), row, scores,
-                      indices, first, second);
+            if (l.k == 8 && l.n >= 8 &&
+                Top8Row(s1, s2, l.n, best1.data(), best2.data(), row, scores,
+                        indices, first, second)) {
               continue;
             }
           }

@@ -144,7 +144,7 @@ ProductTopK DocumentedOrder(const torch::Tensor& halves, int64_t k) {
 // Float rows with k = 8 take the branch-free path, the others the scalar one;
 // both must rank exactly as documented, ties included (scores drawn from 7
 // integers tie in almost every row), at row widths around the vector path's
-// edges, and rows with -inf scores fall back to the scalar path.
+// edges, with -inf scores in some rows.
 TEST(ProductKeyTopKTest, BothPathsRankInTheDocumentedOrder) {
   torch::manual_seed(3);
   for (const int64_t n : {8, 9, 16, 40, 80}) {
@@ -171,6 +171,30 @@ TEST(ProductKeyTopKTest, BothPathsRankInTheDocumentedOrder) {
       EXPECT_TRUE(torch::equal(fused.indices, expected.indices));
     }
   }
+}
+
+// NaN scores, and NaN sums (+inf + -inf), have no documented rank: such rows
+// take the scalar path in float too, so float (k = 8) and double (always
+// scalar) agree on integer scores, whose sums are exact in both.
+TEST(ProductKeyTopKTest, RowsWithNaNTakeTheScalarPath) {
+  torch::manual_seed(4);
+  torch::Tensor halves = torch::randint(-20, 21, {16, 2, 2, 40}, torch::kFloat);
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  halves[0][0][0][3] = nan;
+  halves[1][1][1][39] = nan;
+  halves[2][0][1][0] = inf;
+  halves[2][1][1][5] = -inf;
+  halves[3][0][0][7] = inf;
+  halves[3][1][0].fill_(-inf);
+  const ProductTopK fused = ProductKeyTopKOfHalves(halves, 8);
+  const ProductTopK scalar =
+      ProductKeyTopKOfHalves(halves.to(torch::kDouble), 8);
+  EXPECT_TRUE(torch::equal(fused.indices, scalar.indices));
+  const torch::Tensor scalar_scores = scalar.scores.to(torch::kFloat);
+  EXPECT_TRUE(torch::equal(fused.scores.isnan(), scalar_scores.isnan()));
+  EXPECT_TRUE(torch::equal(fused.scores.nan_to_num(0, inf, -inf),
+                           scalar_scores.nan_to_num(0, inf, -inf)));
 }
 
 TEST(ProductKeyTopKTest, RefusesBadShapes) {

@@ -7,7 +7,6 @@
 #include <xmmintrin.h>
 #endif
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <mutex>

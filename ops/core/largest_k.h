@@ -17,6 +17,8 @@ namespace sparse_layers::layers {
 // order ATen fixes: sorted, or a row at least 64 k long (ATen then partially
 // sorts, so its unsorted answer is sorted too). `aten_rows`, when given,
 // receives how many rows went to torch::topk (all of them when not covered).
+// The values carry no gradient (every caller selects under NoGradGuard and
+// gathers the kept values itself).
 std::tuple<torch::Tensor, torch::Tensor> LargestK(const torch::Tensor& x,
                                                   int64_t k, bool sorted,
                                                   int64_t* aten_rows = nullptr);
