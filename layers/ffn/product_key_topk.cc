@@ -4,15 +4,13 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#include "ops/core/float_lanes.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -34,72 +32,43 @@ void TopKPositions(const T* v, int64_t n, int64_t k, int64_t* best) {
 
 // Float rows with k = 8 (every cpu-scale product-key layer) are ranked below
 // without branches on the data, in SSE registers of four lanes (the baseline
-// ISA, through GCC vector extensions as in ops/core/topk.cc): the scalar
-// paths mispredict about once per entry that enters the k best, which was
-// most of a layer's top-k time.
-typedef float Lanes __attribute__((vector_size(16)));
-typedef int32_t Masks __attribute__((vector_size(16)));
+// ISA, through ops/core/float_lanes.h): the scalar paths mispredict about
+// once per entry that enters the k best, which was most of a layer's top-k
+// time.
 
 // [before[3], v[0], v[1], v[2]]: v moved down one rank, the rank above it
 // entering from `before`. Two byte shifts and an or (SSE2), not the unpack
 // chains a two-register __builtin_shuffle becomes.
-inline Masks DownOneRank(Masks before, Masks v) {
-  const Masks zero = {0, 0, 0, 0};
-  return __builtin_shuffle(zero, v, Masks{0, 4, 5, 6}) |
-         __builtin_shuffle(before, zero, Masks{3, 4, 4, 4});
+inline LaneMasks DownOneRank(LaneMasks before, LaneMasks v) {
+  const LaneMasks zero = {0, 0, 0, 0};
+  return __builtin_shuffle(zero, v, LaneMasks{0, 4, 5, 6}) |
+         __builtin_shuffle(before, zero, LaneMasks{3, 4, 4, 4});
 }
 
-inline Lanes DownOneRank(Lanes before, Lanes v) {
-  return reinterpret_cast<Lanes>(
-      DownOneRank(reinterpret_cast<Masks>(before), reinterpret_cast<Masks>(v)));
-}
-
-// Lane-wise m ? a : b for masks of all ones or zeros, by and / andnot / or
-// (the vector ?: would compare m with zero again first).
-inline Masks Select(Masks m, Masks a, Masks b) { return (m & a) | (~m & b); }
-
-inline Lanes Select(Masks m, Lanes a, Lanes b) {
-  return reinterpret_cast<Lanes>(
-      Select(m, reinterpret_cast<Masks>(a), reinterpret_cast<Masks>(b)));
-}
-
-// x > y ? x : y and y < x ? y : x lane-wise: one maxps / minps each on x86
-// (whose definitions these are, signed zeros and NaN included).
-inline Lanes Larger(Lanes x, Lanes y) {
-#if defined(__SSE__)
-  return _mm_max_ps(x, y);
-#else
-  return Select(x > y, x, y);
-#endif
-}
-
-inline Lanes Smaller(Lanes y, Lanes x) {
-#if defined(__SSE__)
-  return _mm_min_ps(y, x);
-#else
-  return Select(y < x, y, x);
-#endif
+inline FloatLanes DownOneRank(FloatLanes before, FloatLanes v) {
+  return reinterpret_cast<FloatLanes>(DownOneRank(
+      reinterpret_cast<LaneMasks>(before), reinterpret_cast<LaneMasks>(v)));
 }
 
 // The 8 largest values of a sorted (falling) buffer after x arrives: rank p
 // keeps min(max(x, v[p]), v[p - 1]), i.e. v[p - 1] where x beats it, x where
 // x beats only v[p], else v[p]. Values only (equal values are the same
 // value), so two maxps, two minps and three shifts, no positions.
-inline void InsertValue(Lanes& v0, Lanes& v1, float x) {
+inline void InsertValue(FloatLanes& v0, FloatLanes& v1, float x) {
   constexpr float kHigh = std::numeric_limits<float>::infinity();
-  const Lanes xs = {x, x, x, x}, high = {kHigh, kHigh, kHigh, kHigh};
-  const Lanes up0 = DownOneRank(high, v0), up1 = DownOneRank(v0, v1);
-  v0 = Smaller(up0, Larger(xs, v0));
-  v1 = Smaller(up1, Larger(xs, v1));
+  const FloatLanes xs = BroadcastLanes(x), high = BroadcastLanes(kHigh);
+  const FloatLanes up0 = DownOneRank(high, v0), up1 = DownOneRank(v0, v1);
+  v0 = SmallerLanes(up0, LargerLanes(xs, v0));
+  v1 = SmallerLanes(up1, LargerLanes(xs, v1));
 }
 
 // The 8 largest of v[0, n), n >= 8, falling, as two registers: inserted in
 // two interleaved chains (even and odd positions, so that one insert's latency
 // overlaps the other's), merged by a bitonic step.
-inline void Top8Values(const float* v, int64_t n, Lanes top[2]) {
+inline void Top8Values(const float* v, int64_t n, FloatLanes top[2]) {
   constexpr float kLow = -std::numeric_limits<float>::infinity();
-  const Lanes low = {kLow, kLow, kLow, kLow};
-  Lanes e0 = low, e1 = low, o0 = low, o1 = low;
+  const FloatLanes low = BroadcastLanes(kLow);
+  FloatLanes e0 = low, e1 = low, o0 = low, o1 = low;
   int64_t i = 0;
   for (; i + 1 < n; i += 2) {
     InsertValue(e0, e1, v[i]);
@@ -108,17 +77,17 @@ inline void Top8Values(const float* v, int64_t n, Lanes top[2]) {
   if (i < n) InsertValue(e0, e1, v[i]);
   // The larger of e[r] and o[7 - r] (a bitonic sequence holding the best 8),
   // then sorted by three compare-exchange steps.
-  const Masks reverse = {3, 2, 1, 0};
-  const Lanes c0 = Larger(e0, __builtin_shuffle(o1, reverse)),
-              c1 = Larger(e1, __builtin_shuffle(o0, reverse));
-  top[0] = Larger(c0, c1);
-  top[1] = Smaller(c0, c1);
+  const LaneMasks reverse = {3, 2, 1, 0};
+  const FloatLanes c0 = LargerLanes(e0, __builtin_shuffle(o1, reverse)),
+                   c1 = LargerLanes(e1, __builtin_shuffle(o0, reverse));
+  top[0] = LargerLanes(c0, c1);
+  top[1] = SmallerLanes(c0, c1);
   for (int h = 0; h < 2; ++h) {
-    Lanes& t = top[h];
-    const Lanes p2 = __builtin_shuffle(t, Masks{2, 3, 0, 1});
-    t = Select((t > p2) ^ Masks{0, 0, -1, -1}, t, p2);
-    const Lanes p1 = __builtin_shuffle(t, Masks{1, 0, 3, 2});
-    t = Select((t > p1) ^ Masks{0, -1, 0, -1}, t, p1);
+    FloatLanes& t = top[h];
+    const FloatLanes p2 = __builtin_shuffle(t, LaneMasks{2, 3, 0, 1});
+    t = SelectLanes((t > p2) ^ LaneMasks{0, 0, -1, -1}, t, p2);
+    const FloatLanes p1 = __builtin_shuffle(t, LaneMasks{1, 0, 3, 2});
+    t = SelectLanes((t > p1) ^ LaneMasks{0, -1, 0, -1}, t, p1);
   }
 }
 
@@ -129,11 +98,11 @@ inline void Top8Values(const float* v, int64_t n, Lanes top[2]) {
 // values above it plus the equal ones before it. False, with best unwritten,
 // when v holds a NaN: the scalar path's answer then depends on where it is.
 inline bool Top8Positions(const float* v, int64_t n, int64_t* best) {
-  Lanes top[2];
+  FloatLanes top[2];
   Top8Values(v, n, top);
   const float last = top[1][3];
-  const Lanes lasts = {last, last, last, last};
-  const Masks equal_lanes = (top[0] == lasts) + (top[1] == lasts);
+  const FloatLanes lasts = BroadcastLanes(last);
+  const LaneMasks equal_lanes = (top[0] == lasts) + (top[1] == lasts);
   int equal_left =
       -(equal_lanes[0] + equal_lanes[1] + equal_lanes[2] + equal_lanes[3]);
   int64_t chosen[9];
@@ -153,8 +122,9 @@ inline bool Top8Positions(const float* v, int64_t n, int64_t* best) {
   int seen[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int c = 0; c < 8; ++c) {
     const float x = v[chosen[c]];
-    const Lanes xs = {x, x, x, x};
-    const Masks above = (top[0] > xs) + (top[1] > xs);  // -1 per rank above.
+    const FloatLanes xs = BroadcastLanes(x);
+    const LaneMasks above =
+        (top[0] > xs) + (top[1] > xs);  // -1 per rank above.
     const int rank = -(above[0] + above[1] + above[2] + above[3]);
     best[rank + seen[rank]++] = chosen[c];
   }

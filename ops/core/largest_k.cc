@@ -3,36 +3,16 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
-
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 #include <vector>
+
+#include "ops/core/float_lanes.h"
 
 namespace sparse_layers::layers {
 namespace {
 
 constexpr int64_t kMaxK = 32;
-
-typedef float Lanes __attribute__((vector_size(16)));
-typedef int32_t Masks __attribute__((vector_size(16)));
-
-inline Lanes Load(const float* p) {
-  Lanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline bool Any(Masks m) {
-#if defined(__SSE__)
-  return _mm_movemask_ps(reinterpret_cast<__m128>(m)) != 0;
-#else
-  return (m[0] | m[1] | m[2] | m[3]) != 0;
-#endif
-}
 
 // One row's k largest, falling, while no two of the candidates seen are equal
 // and no NaN is met (then ATen's answer is the only one; otherwise the row is
@@ -81,9 +61,9 @@ bool LargestKOfRow(const float* v, int64_t n, int64_t k, float* values,
   // (x != x), is one compare and one branch, almost always not taken.
   for (; i + 4 <= n; i += 4) {
     const float last = best.last();
-    const Lanes lasts = {last, last, last, last};
-    const Lanes x = Load(v + i);
-    if (!Any((x >= lasts) | (x != x))) continue;
+    const FloatLanes lasts = BroadcastLanes(last);
+    const FloatLanes x = LoadLanes(v + i);
+    if (!AnyLane((x >= lasts) | (x != x))) continue;
     for (int64_t j = i; j < i + 4; ++j) {
       if (!best.Offer(v[j], j)) return false;
     }

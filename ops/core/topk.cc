@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/core/float_lanes.h"
 #include "ops/core/largest_k.h"
 
 namespace sparse_layers::layers {
@@ -33,17 +34,6 @@ torch::Tensor Densify(const TopKCodes& codes, int64_t width) {
 }
 
 namespace {
-
-// Four float lanes (one SSE register, the baseline ISA): each lane adds in a
-// fixed order, so results do not depend on the machine.
-typedef float FloatLanes __attribute__((vector_size(16)));
-constexpr int64_t kLanes = 4;
-
-inline FloatLanes LoadLanes(const float* p) {
-  FloatLanes v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 template <typename T>
 T Dot(const T* a, const T* b, int64_t n) {
