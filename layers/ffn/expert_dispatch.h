@@ -8,8 +8,27 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <vector>
 
 namespace sparse_layers::layers {
+
+// Every token's k slots (slot s = t * k + i is token t's i-th choice) sorted
+// by expert; stable, so each token's choices keep their order.
+struct ExpertSlots {
+  torch::Tensor order;   // (N k) the slots in sorted order
+  torch::Tensor tokens;  // (N k) the token of each sorted slot
+  std::vector<int64_t> rows_per_expert;
+};
+
+// experts: (N, k) chosen experts in [0, n_experts).
+ExpertSlots SortSlotsByExpert(const torch::Tensor& experts, int64_t n_experts);
+
+// output[t] = sum over t's slots of weight[t, i] * the slot's row of
+// sorted_outputs ((N k, d), in the sorted order of `slots`); (N, d) like x.
+torch::Tensor CombineExpertOutputs(const torch::Tensor& sorted_outputs,
+                                   const ExpertSlots& slots,
+                                   const torch::Tensor& weights,
+                                   const torch::Tensor& x);
 
 // Expert `expert` applied to the rows it received: (rows, d) -> (rows, d).
 using ExpertFn =

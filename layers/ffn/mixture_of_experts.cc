@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "layers/ffn/expert_dispatch.h"
+#include "ops/core/grouped_linear.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -136,16 +137,17 @@ torch::Tensor MixtureOfExpertsImpl::Forward(const torch::Tensor& input,
     return torch::matmul(hidden(WideCode(x)), WideDecoder())
         .view(input.sizes());
   }
-  // unbind once: indexing encoders[j] per expert would make backward allocate
-  // a full (M, D, d) gradient per expert.
-  const std::vector<torch::Tensor> encoder_of = encoders.unbind(0);
-  const std::vector<torch::Tensor> decoder_of = decoders.unbind(0);
-  const torch::Tensor output = DispatchToExperts(
-      x, routing.experts, routing.weights, options_.n_experts,
-      [&](int64_t j, const torch::Tensor& rows) {
-        return torch::matmul(Activate(torch::matmul(rows, encoder_of[j].t())),
-                             decoder_of[j]);
-      });
+  // The experts side by side on their own rows (GroupedLinear), no split of
+  // the rows in and no cat out.
+  const ExpertSlots slots =
+      SortSlotsByExpert(routing.experts, options_.n_experts);
+  const torch::Tensor hidden_rows = Activate(
+      GroupedLinear(x.index_select(0, slots.tokens), encoders,
+                    slots.rows_per_expert, GroupWeightLayout::kOutByIn));
+  const torch::Tensor output = CombineExpertOutputs(
+      GroupedLinear(hidden_rows, decoders, slots.rows_per_expert,
+                    GroupWeightLayout::kInByOut),
+      slots, routing.weights, x);
   return output.view(input.sizes());
 }
 

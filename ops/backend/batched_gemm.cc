@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace sparse_layers::layers {
 namespace {
@@ -73,7 +74,83 @@ void Run(const torch::Tensor& a, const torch::Tensor& b, double alpha,
   });
 }
 
+template <typename T>
+void RunTask(const GemmTask& task, double beta) {
+  const int64_t m = task.a.size(0), k = task.a.size(1), p = task.b.size(1);
+  if (m == 0 || p == 0) return;
+  if (k == 0) {
+    if (beta == 0.0) {
+      task.c.zero_();
+    } else {
+      task.c.mul_(beta);
+    }
+    return;
+  }
+  const Operand<T> left = Describe<T>(task.a.unsqueeze(0));
+  const Operand<T> right = Describe<T>(task.b.unsqueeze(0));
+  Gemm(left.transpose, right.transpose, static_cast<int>(m),
+       static_cast<int>(p), static_cast<int>(k), 1.0, left.data,
+       static_cast<int>(left.leading), right.data,
+       static_cast<int>(right.leading), beta, task.c.data_ptr<T>(),
+       static_cast<int>(task.c.stride(0)));
+}
+
 }  // namespace
+
+void IndependentGemms(const std::vector<GemmTask>& tasks, double beta) {
+  if (tasks.empty()) return;
+  const torch::ScalarType dtype = tasks[0].a.scalar_type();
+  TORCH_CHECK(dtype == torch::kFloat || dtype == torch::kDouble,
+              "IndependentGemms: float32 or float64, got ", dtype);
+  std::vector<double> flops_before(tasks.size() + 1, 0.0);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const GemmTask& t = tasks[i];
+    TORCH_CHECK(t.a.dim() == 2 && t.b.dim() == 2 && t.c.dim() == 2 &&
+                    t.b.size(0) == t.a.size(1) && t.c.size(0) == t.a.size(0) &&
+                    t.c.size(1) == t.b.size(1),
+                "IndependentGemms: task ", i, " has shapes ", t.a.sizes(),
+                " @ ", t.b.sizes(), " -> ", t.c.sizes());
+    TORCH_CHECK(t.a.scalar_type() == dtype && t.b.scalar_type() == dtype &&
+                    t.c.scalar_type() == dtype && t.a.device().is_cpu() &&
+                    t.b.device().is_cpu() && t.c.device().is_cpu(),
+                "IndependentGemms: every operand of one dtype on the CPU");
+    TORCH_CHECK(t.c.stride(1) == 1 &&
+                    t.c.stride(0) >= std::max<int64_t>(1, t.c.size(1)),
+                "IndependentGemms: c must be row-major");
+    TORCH_CHECK(FitsInt(t.a.size(0)) && FitsInt(t.a.size(1)) &&
+                    FitsInt(t.b.size(1)) && FitsInt(t.a.stride(0)) &&
+                    FitsInt(t.a.stride(1)) && FitsInt(t.b.stride(0)) &&
+                    FitsInt(t.b.stride(1)) && FitsInt(t.c.stride(0)),
+                "IndependentGemms: a dimension exceeds BLAS's int range");
+    flops_before[i + 1] =
+        flops_before[i] + double(t.a.size(0)) * t.a.size(1) * t.b.size(1);
+  }
+  // Thread r runs the tasks whose FLOP midpoint falls in its share r / threads.
+  const int64_t threads = std::max<int64_t>(
+      1, std::min<int64_t>(at::get_num_threads(), tasks.size()));
+  const double total = std::max(flops_before.back(), 1.0);
+  auto share_of = [&](size_t i) {
+    const double middle = 0.5 * (flops_before[i] + flops_before[i + 1]);
+    return std::min<int64_t>(threads - 1, int64_t(middle / total * threads));
+  };
+  std::vector<size_t> first(threads + 1, tasks.size());
+  size_t next = 0;
+  for (int64_t r = 0; r < threads; ++r) {
+    while (next < tasks.size() && share_of(next) < r) ++next;
+    first[r] = next;
+  }
+  at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      for (size_t i = first[r]; i < first[r + 1]; ++i) {
+        if (dtype == torch::kDouble) {
+          RunTask<double>(tasks[i], beta);
+        } else {
+          RunTask<float>(tasks[i], beta);
+        }
+      }
+    }
+  });
+}
 
 void BatchedGemm(const torch::Tensor& a, const torch::Tensor& b, double alpha,
                  double beta, const torch::Tensor& c) {

@@ -12,6 +12,8 @@
 
 #include <torch/torch.h>
 
+#include <vector>
+
 namespace sparse_layers::layers {
 
 // c = beta * c + alpha * a @ b, batch by batch: a (N, M, K), b (N, K, P),
@@ -23,6 +25,19 @@ namespace sparse_layers::layers {
 // beta == 0, c's old values are not read (NaN in c does not propagate).
 void BatchedGemm(const torch::Tensor& a, const torch::Tensor& b, double alpha,
                  double beta, const torch::Tensor& c);
+
+// One product c = a @ b + beta * c on 2-D views (row- or column-major, as
+// BatchedGemm's operands; c row-major).
+struct GemmTask {
+  torch::Tensor a, b, c;
+};
+
+// Independent products of different shapes (a mixture's experts on their own
+// rows): the tasks are cut into contiguous runs of about equal FLOPs, one run
+// per LibTorch thread, each product one single-threaded BLAS call. A product's
+// bits do not depend on the run it lands in. No two tasks may write the same
+// elements of c. Float32 or float64 on the CPU, all tasks of one dtype.
+void IndependentGemms(const std::vector<GemmTask>& tasks, double beta);
 
 }  // namespace sparse_layers::layers
 

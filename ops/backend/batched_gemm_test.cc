@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <limits>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -101,6 +102,61 @@ TEST(BatchedGemmTest, BadShapesAndOutputLayoutAreRejected) {
   EXPECT_THROW(
       BatchedGemm(a.to(torch::kDouble), b, 1, 0, torch::empty({2, 3, 5})),
       c10::Error);
+}
+
+// Products of different shapes and layouts, one of them an empty sum, each
+// against torch::mm in double; c's columns outside a task stay untouched.
+TEST(IndependentGemmsTest, EachTaskMatchesItsOwnProduct) {
+  torch::manual_seed(5);
+  at::set_num_threads(2);
+  const torch::Tensor whole = torch::full({40, 9}, -7.0f);
+  std::vector<GemmTask> tasks = {
+      {torch::randn({13, 6}), torch::randn({6, 9}), whole.narrow(0, 0, 13)},
+      {torch::randn({6, 20}).t(), torch::randn({9, 6}).t(),
+       whole.narrow(0, 13, 20)},
+      {torch::empty({4, 0}), torch::empty({0, 9}), whole.narrow(0, 33, 4)},
+      {torch::randn({2, 300}), torch::randn({300, 5}),
+       whole.narrow(0, 37, 2).narrow(1, 0, 5)},
+  };
+  IndependentGemms(tasks, 0.0);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const torch::Tensor expected =
+        torch::mm(tasks[i].a.to(torch::kDouble), tasks[i].b.to(torch::kDouble))
+            .to(torch::kFloat);
+    EXPECT_TRUE(torch::allclose(tasks[i].c, expected, 1e-4, 1e-5))
+        << "task " << i;
+  }
+  EXPECT_TRUE(
+      (whole.narrow(0, 37, 2).narrow(1, 5, 4) == -7.0f).all().item<bool>());
+  EXPECT_THROW(IndependentGemms({{torch::randn({2, 3}), torch::randn({4, 5}),
+                                  torch::empty({2, 5})}},
+                                0.0),
+               c10::Error);
+}
+
+// A task's bits do not depend on the thread it runs on or the thread count.
+TEST(IndependentGemmsTest, BitsDoNotDependOnTheThreadCount) {
+  torch::manual_seed(6);
+  std::vector<torch::Tensor> a, b;
+  for (int64_t rows : {300, 7, 512, 64, 1}) {
+    a.push_back(torch::randn({rows, 96}));
+    b.push_back(torch::randn({96, 160}));
+  }
+  auto run = [&](int threads) {
+    at::set_num_threads(threads);
+    std::vector<GemmTask> tasks;
+    std::vector<torch::Tensor> outputs;
+    for (size_t i = 0; i < a.size(); ++i) {
+      outputs.push_back(torch::empty({a[i].size(0), 160}));
+      tasks.push_back({a[i], b[i], outputs.back()});
+    }
+    IndependentGemms(tasks, 0.0);
+    return torch::cat(outputs);
+  };
+  const torch::Tensor one = run(1);
+  EXPECT_TRUE(torch::equal(one, run(2)));
+  EXPECT_TRUE(torch::equal(one, run(2)));
+  at::set_num_threads(2);
 }
 
 }  // namespace
