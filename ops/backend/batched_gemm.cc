@@ -74,6 +74,35 @@ void Run(const torch::Tensor& a, const torch::Tensor& b, double alpha,
   });
 }
 
+// The Fortran interface, as ATen's own mm calls it: OpenBLAS's CBLAS entry
+// sends some row-major NoTrans products below a size to a "direct" AVX-512
+// kernel without its K blocking, so through CBLAS a piece of a product could
+// round differently from the whole.
+extern "C" {
+void sgemm_(const char* transa, const char* transb, const int* m, const int* n,
+            const int* k, const float* alpha, const float* a, const int* lda,
+            const float* b, const int* ldb, const float* beta, float* c,
+            const int* ldc);
+void dgemm_(const char* transa, const char* transb, const int* m, const int* n,
+            const int* k, const double* alpha, const double* a, const int* lda,
+            const double* b, const int* ldb, const double* beta, double* c,
+            const int* ldc);
+}
+
+void FortranGemm(const char* ta, const char* tb, const int* m, const int* n,
+                 const int* k, const float* a, const int* lda, const float* b,
+                 const int* ldb, double beta, float* c, const int* ldc) {
+  const float one = 1, beta_f = static_cast<float>(beta);
+  sgemm_(ta, tb, m, n, k, &one, a, lda, b, ldb, &beta_f, c, ldc);
+}
+
+void FortranGemm(const char* ta, const char* tb, const int* m, const int* n,
+                 const int* k, const double* a, const int* lda, const double* b,
+                 const int* ldb, double beta, double* c, const int* ldc) {
+  const double one = 1;
+  dgemm_(ta, tb, m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
+}
+
 template <typename T>
 void RunTask(const GemmTask& task, double beta) {
   const int64_t m = task.a.size(0), k = task.a.size(1), p = task.b.size(1);
@@ -88,11 +117,16 @@ void RunTask(const GemmTask& task, double beta) {
   }
   const Operand<T> left = Describe<T>(task.a.unsqueeze(0));
   const Operand<T> right = Describe<T>(task.b.unsqueeze(0));
-  Gemm(left.transpose, right.transpose, static_cast<int>(m),
-       static_cast<int>(p), static_cast<int>(k), 1.0, left.data,
-       static_cast<int>(left.leading), right.data,
-       static_cast<int>(right.leading), beta, task.c.data_ptr<T>(),
-       static_cast<int>(task.c.stride(0)));
+  // Row-major c = a b is column-major c^T = b^T a^T: b first, and a
+  // row-major operand is its own transpose read column-major ('N').
+  const char tb = right.transpose == CblasNoTrans ? 'N' : 'T';
+  const char ta = left.transpose == CblasNoTrans ? 'N' : 'T';
+  const int n_cols = static_cast<int>(p), n_rows = static_cast<int>(m),
+            depth = static_cast<int>(k), ldb = static_cast<int>(right.leading),
+            lda = static_cast<int>(left.leading),
+            ldc = static_cast<int>(task.c.stride(0));
+  FortranGemm(&tb, &ta, &n_cols, &n_rows, &depth, right.data, &ldb, left.data,
+              &lda, beta, task.c.data_ptr<T>(), &ldc);
 }
 
 }  // namespace
@@ -122,12 +156,15 @@ void IndependentGemms(const std::vector<GemmTask>& tasks, double beta) {
                     FitsInt(t.a.stride(1)) && FitsInt(t.b.stride(0)) &&
                     FitsInt(t.b.stride(1)) && FitsInt(t.c.stride(0)),
                 "IndependentGemms: a dimension exceeds BLAS's int range");
+    // An empty sum still writes its c: count it as one term.
     flops_before[i + 1] =
-        flops_before[i] + double(t.a.size(0)) * t.a.size(1) * t.b.size(1);
+        flops_before[i] +
+        double(t.a.size(0)) * std::max<int64_t>(1, t.a.size(1)) * t.b.size(1);
   }
   // Thread r runs the tasks whose FLOP midpoint falls in its share r / threads.
-  const int64_t threads = std::max<int64_t>(
-      1, std::min<int64_t>(at::get_num_threads(), tasks.size()));
+  // Every thread gets a share, even an empty one, so that a region is open
+  // and OpenBLAS runs each product on one thread.
+  const int64_t threads = std::max<int64_t>(1, at::get_num_threads());
   const double total = std::max(flops_before.back(), 1.0);
   auto share_of = [&](size_t i) {
     const double middle = 0.5 * (flops_before[i] + flops_before[i + 1]);

@@ -34,9 +34,11 @@ struct GemmTask {
 
 // Independent products of different shapes (a mixture's experts on their own
 // rows): the tasks are cut into contiguous runs of about equal FLOPs, one run
-// per LibTorch thread, each product one single-threaded BLAS call. A product's
-// bits do not depend on the run it lands in. No two tasks may write the same
-// elements of c. Float32 or float64 on the CPU, all tasks of one dtype.
+// per LibTorch thread, each product one single-threaded call of the Fortran
+// sgemm_ / dgemm_ (the entry ATen's mm uses). A product's bits depend on its
+// own shape and operands only, not on the run it lands in or the thread
+// count. No two tasks may write the same elements of c. Float32 or float64 on
+// the CPU, all tasks of one dtype.
 void IndependentGemms(const std::vector<GemmTask>& tasks, double beta);
 
 }  // namespace sparse_layers::layers

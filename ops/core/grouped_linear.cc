@@ -1,6 +1,5 @@
 #include "ops/core/grouped_linear.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
 #include <algorithm>
@@ -12,14 +11,15 @@
 namespace sparse_layers::layers {
 namespace {
 
-// About this many pieces per thread, so that cutting the products into runs
-// of equal FLOPs leaves no thread idle for long (8 experts on 2 threads: 3%).
-constexpr int64_t kPiecesPerThread = 8;
+// Every call cuts its products into about this many pieces of equal FLOPs,
+// whatever the thread count, so the same sgemm calls run on 1 thread or many
+// (16 pieces leave 2 threads at most 1/32 apart).
+constexpr int64_t kPieces = 16;
 
 // Pieces start at multiples of this many rows: OpenBLAS computes the rows of
 // a block of its unroll (4 to 16 rows) together, and the last, partial block
-// with other kernels whose sums round differently, so cuts aligned to every
-// unroll give each row the bits of one single-threaded sgemm of the group.
+// with other kernels whose sums round differently, so aligned cuts give each
+// row the bits of one sgemm of the whole group.
 constexpr int64_t kRowAlignment = 64;
 
 // One product per group, to be cut along the rows of a and c.
@@ -27,15 +27,14 @@ struct GroupProduct {
   torch::Tensor a, b, c;
 };
 
-// Cuts each product into aligned row pieces of about total / (threads * 8)
-// FLOPs; an element of c keeps its whole sum.
+// Cuts each product into aligned row pieces of about total / kPieces FLOPs;
+// an element of c keeps its whole sum.
 std::vector<GemmTask> CutIntoPieces(const std::vector<GroupProduct>& products) {
   double total = 0;
   for (const GroupProduct& p : products) {
     total += double(p.a.size(0)) * p.a.size(1) * p.b.size(1);
   }
-  const double target =
-      std::max(1.0, total / (kPiecesPerThread * at::get_num_threads()));
+  const double target = std::max(1.0, total / kPieces);
   std::vector<GemmTask> tasks;
   for (const GroupProduct& p : products) {
     const int64_t rows = p.a.size(0);
@@ -47,7 +46,11 @@ std::vector<GemmTask> CutIntoPieces(const std::vector<GroupProduct>& products) {
                           std::llround(target / flops_per_row / kRowAlignment));
     int64_t begin = 0;
     do {
-      const int64_t end = std::min(rows, begin + piece_rows);
+      // A remainder under 64 rows joins the last piece: alone, a piece of 8,
+      // 16 or 32 rows would take OpenBLAS's small-matrix kernel, which does
+      // not block K as the whole group's sgemm does.
+      int64_t end = std::min(rows, begin + piece_rows);
+      if (rows - end < kRowAlignment) end = rows;
       tasks.push_back({p.a.narrow(0, begin, end - begin), p.b,
                        p.c.narrow(0, begin, end - begin)});
       begin = end;
@@ -102,6 +105,8 @@ class GroupedLinearFunction
       torch::autograd::AutogradContext* ctx,
       torch::autograd::variable_list grad_outputs) {
     RECORD_FUNCTION("GroupedLinearBackward", std::vector<c10::IValue>());
+    TORCH_CHECK(!torch::GradMode::is_enabled(),
+                "GroupedLinear is differentiable once (no create_graph)");
     const auto saved = ctx->get_saved_variables();
     const torch::Tensor &x = saved[0], &weight = saved[1];
     const std::vector<int64_t> rows_per_group =
@@ -113,8 +118,10 @@ class GroupedLinearFunction
     const bool want_x = ctx->needs_input_grad(0);
     const bool want_weight = ctx->needs_input_grad(1);
     torch::Tensor grad_x, grad_weight;
-    if (want_x) grad_x = torch::empty_like(x);
-    if (want_weight) grad_weight = torch::empty_like(weight);
+    if (want_x) grad_x = torch::empty(x.sizes(), x.options());
+    // Row-major whatever the weight's strides: IndependentGemms writes rows.
+    if (want_weight)
+      grad_weight = torch::empty(weight.sizes(), weight.options());
     std::vector<GroupProduct> products;
     for (size_t g = 0; g < rows_per_group.size(); ++g) {
       const torch::Tensor x_g = x.narrow(0, starts[g], rows_per_group[g]);

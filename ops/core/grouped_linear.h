@@ -6,10 +6,11 @@
 // product single-threaded, instead of one multi-threaded matmul per expert
 // with a split of the rows before and a cat after.
 //
-// Each group's product has the bits of one single-threaded sgemm, whatever
-// the thread count (the per-group torch::matmul of GroupedLinearReference on
-// one thread; ATen's multi-threaded sgemm cuts the rows elsewhere and rounds
-// some of them differently). Differentiable once in x and weight.
+// The pieces, and so the bits, do not depend on the thread count; with the
+// 64-row alignment each group's product has the bits of one single-threaded
+// torch::matmul of its rows (GroupedLinearReference on one thread; ATen's own
+// multi-threaded sgemm cuts the rows elsewhere and rounds some differently).
+// Differentiable once in x and weight.
 #ifndef SPARSE_LAYERS_OPS_CORE_GROUPED_LINEAR_H_
 #define SPARSE_LAYERS_OPS_CORE_GROUPED_LINEAR_H_
 

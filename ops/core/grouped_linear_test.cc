@@ -54,6 +54,66 @@ TEST(GroupedLinearTest, EqualsTheSingleThreadedPerGroupMatmulBitForBit) {
   at::set_num_threads(2);
 }
 
+// Long sums (in = 1,024, beyond OpenBLAS's K block) and groups of 64 n + 8
+// rows, whose last pieces are small enough for OpenBLAS's CBLAS entry to take
+// its unblocked AVX-512 kernel: still the bits of the whole group's matmul.
+TEST(GroupedLinearTest, LongSumsAndSmallLastPiecesKeepTheWholeGroupsBits) {
+  const std::vector<int64_t> rows = {136, 8, 200};
+  for (GroupWeightLayout layout :
+       {GroupWeightLayout::kOutByIn, GroupWeightLayout::kInByOut}) {
+    torch::manual_seed(11);
+    const int64_t groups = rows.size();
+    const torch::Tensor x = torch::randn({344, 1024}).requires_grad_();
+    const torch::Tensor weight = (layout == GroupWeightLayout::kOutByIn
+                                      ? torch::randn({groups, 96, 1024})
+                                      : torch::randn({groups, 1024, 96}))
+                                     .requires_grad_();
+    const torch::Tensor upstream = torch::randn({344, 96});
+    at::set_num_threads(1);
+    const torch::Tensor y_ref = GroupedLinearReference(x, weight, rows, layout);
+    const auto grads_ref =
+        torch::autograd::grad({(y_ref * upstream).sum()}, {x, weight});
+    at::set_num_threads(2);
+    const torch::Tensor y = GroupedLinear(x, weight, rows, layout);
+    const auto grads =
+        torch::autograd::grad({(y * upstream).sum()}, {x, weight});
+    EXPECT_TRUE(torch::equal(y, y_ref));
+    EXPECT_TRUE(torch::equal(grads[0], grads_ref[0]));
+    EXPECT_TRUE(torch::equal(grads[1], grads_ref[1]));
+  }
+}
+
+// A transposed weight view (column-major matrices) trains too: its gradient
+// comes back row-major, with the reference's values.
+TEST(GroupedLinearTest, TransposedWeightViewsGetTheirGradient) {
+  torch::manual_seed(12);
+  const torch::Tensor x = torch::randn({144, 6}).requires_grad_();
+  const torch::Tensor stored = torch::randn({5, 6, 4}).requires_grad_();
+  const torch::Tensor weight = stored.transpose(1, 2);  // (G, out, in) view
+  const torch::Tensor y =
+      GroupedLinear(x, weight, kRows, GroupWeightLayout::kOutByIn);
+  const auto grads = torch::autograd::grad({y.square().sum()}, {x, stored});
+  const torch::Tensor y_ref =
+      GroupedLinearReference(x, weight, kRows, GroupWeightLayout::kOutByIn);
+  const auto grads_ref =
+      torch::autograd::grad({y_ref.square().sum()}, {x, stored});
+  EXPECT_TRUE(torch::allclose(y, y_ref, 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(grads[0], grads_ref[0], 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(grads[1], grads_ref[1], 1e-4, 1e-5));
+}
+
+// Differentiable once: a second derivative is refused, not silently zero.
+TEST(GroupedLinearTest, DoubleBackwardIsRefused) {
+  const torch::Tensor x = torch::randn({144, 6}).requires_grad_();
+  const torch::Tensor weight = torch::randn({5, 4, 6}).requires_grad_();
+  const torch::Tensor y =
+      GroupedLinear(x, weight, kRows, GroupWeightLayout::kOutByIn);
+  EXPECT_THROW(torch::autograd::grad({y.square().sum()}, {x}, {},
+                                     /*retain_graph=*/true,
+                                     /*create_graph=*/true),
+               c10::Error);
+}
+
 TEST(GroupedLinearTest, GradientsMatchFiniteDifferencesInDouble) {
   for (GroupWeightLayout layout :
        {GroupWeightLayout::kOutByIn, GroupWeightLayout::kInByOut}) {
