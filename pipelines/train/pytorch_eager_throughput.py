@@ -25,6 +25,10 @@ class Block(torch.nn.Module):
             self.fc_in = torch.nn.Linear(d, 4 * d, bias=False)
             self.fc_out = torch.nn.Linear(4 * d, d, bias=False)
         self.register_buffer("mask", torch.full((256, 256), float("-inf")).triu(1))
+        # The scales of layers/attention/causal_attention.cc and layers/ffn/dense_mlp.cc.
+        for linear, std in [(self.qkv, 0.02), (self.out, 0.02 / math.sqrt(2 * layers))] + (
+                [(self.fc_in, 0.02), (self.fc_out, 0.02 / math.sqrt(2 * layers))] if self.ffn is None else []):
+            torch.nn.init.normal_(linear.weight, 0.0, std)
 
     def forward(self, x):
         b, t, d = x.shape
@@ -45,6 +49,10 @@ class Gpt(torch.nn.Module):
         self.wpe = torch.nn.Embedding(256, d)
         self.blocks = torch.nn.ModuleList([Block(d, d // 32, layers, ffn) for _ in range(layers)])
         self.ln_f = torch.nn.LayerNorm(d)
+        # models/gpt.cc's scales. PyTorch's default N(0, 1) gives logits of std ~sqrt(d), a softmax whose
+        # gradient is partly subnormal, and subnormal sgemm operands are slow on Intel cores.
+        torch.nn.init.normal_(self.wte.weight, 0.0, 0.02)
+        torch.nn.init.normal_(self.wpe.weight, 0.0, 0.01)
 
     def forward(self, tokens):
         x = self.wte(tokens) + self.wpe.weight[: tokens.shape[1]]
