@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "layers/ffn/expert_dispatch.h"
+#include "ops/core/grouped_linear.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -20,16 +21,21 @@ torch::Tensor Normal(std::vector<int64_t> shape, double std) {
   return torch::randn(shape) * std;
 }
 
+// h = min(a,7) sigmoid(1.702 min(a,7)) (clip(b,-7,7)+1) of ab = [a; b]:
+// (rows, 2F) -> (rows, F).
+torch::Tensor ClampedGluHidden(const torch::Tensor& ab) {
+  const int64_t f = ab.size(-1) / 2;
+  const torch::Tensor a = ab.slice(-1, 0, f).clamp_max(7.0);
+  const torch::Tensor b = ab.slice(-1, f).clamp(-7.0, 7.0);
+  return a * torch::sigmoid(1.702 * a) * (b + 1);
+}
+
 }  // namespace
 
 torch::Tensor ClampedGlu(const torch::Tensor& x, const torch::Tensor& w1,
                          const torch::Tensor& b1, const torch::Tensor& w2,
                          const torch::Tensor& b2, const HookPoint* hidden) {
-  const torch::Tensor ab = torch::addmm(b1, x, w1.t());
-  const int64_t f = w1.size(0) / 2;
-  const torch::Tensor a = ab.slice(-1, 0, f).clamp_max(7.0);
-  const torch::Tensor b = ab.slice(-1, f).clamp(-7.0, 7.0);
-  torch::Tensor h = a * torch::sigmoid(1.702 * a) * (b + 1);
+  torch::Tensor h = ClampedGluHidden(torch::addmm(b1, x, w1.t()));
   if (hidden != nullptr && hidden->active()) h = (*hidden)(h);
   return torch::addmm(b2, h, w2.t());
 }
@@ -75,14 +81,18 @@ torch::Tensor GptOssMoeImpl::Forward(const torch::Tensor& input,
     torch::NoGradGuard no_grad;
     chosen = std::get<1>(p.topk(k, -1));
   }
-  const auto w1_of = w1.unbind(0), b1_of = b1.unbind(0);
-  const auto w2_of = w2.unbind(0), b2_of = b2.unbind(0);
+  // The experts side by side on their own rows (GroupedLinear); each sorted
+  // row adds its expert's biases.
+  const ExpertSlots slots = SortSlotsByExpert(chosen, e);
+  const torch::Tensor hidden_rows = ClampedGluHidden(
+      GroupedLinear(x.index_select(0, slots.tokens), w1, slots.rows_per_expert,
+                    GroupWeightLayout::kOutByIn) +
+      b1.index_select(0, slots.experts));
   const torch::Tensor output =
-      DispatchToExperts(x, chosen, p.gather(-1, chosen), e,
-                        [&](int64_t j, const torch::Tensor& rows) {
-                          return ClampedGlu(rows, w1_of[j], b1_of[j], w2_of[j],
-                                            b2_of[j], nullptr);
-                        });
+      CombineExpertOutputs(GroupedLinear(hidden_rows, w2, slots.rows_per_expert,
+                                         GroupWeightLayout::kOutByIn) +
+                               b2.index_select(0, slots.experts),
+                           slots, p.gather(-1, chosen), x);
   (void)hidden;  // Expert hidden units are per expert; not exposed here.
   return output.view(input.sizes());
 }

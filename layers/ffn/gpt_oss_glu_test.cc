@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "ops/core/parameter_count.h"
+#include "ops/testing/gradient_check.h"
 
 namespace sparse_layers::layers {
 namespace {
@@ -49,6 +50,43 @@ TEST(GptOssMoeTest, DispatchEqualsDenseAndCountsFollowTheCode) {
   // 2 D 16 + 2 * 2 * 2 D D + 2 * 2 D D (the sgatlin authors' flops.py).
   EXPECT_EQ(moe.ForwardFlopsPerToken(),
             2 * 8 * 16 + 2 * 2 * 2 * 8 * 8 + 2 * 2 * 8 * 8);
+}
+
+TEST(GptOssMoeTest, DispatchValuesAndGradientsEqualDenseInDouble) {
+  torch::manual_seed(2);
+  FeedForwardOptions o;
+  o.d_model = 8;
+  o.d_ffn = 6;
+  o.n_experts = 4;
+  o.top_k = 2;
+  GptOssMoeImpl moe(o);
+  moe.to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    moe.b1.normal_();  // Each expert's own biases, gathered per sorted row.
+    moe.b2.normal_();
+  }
+  // 600 slots over 4 experts: groups of about 150 rows, cut into pieces.
+  const auto options = torch::TensorOptions().dtype(torch::kDouble);
+  const torch::Tensor x = torch::randn({300, 8}, options).requires_grad_();
+  const torch::Tensor upstream = torch::randn({300, 8}, options);
+  const std::vector<torch::Tensor> inputs = {x,      moe.router, moe.w1,
+                                             moe.b1, moe.w2,     moe.b2};
+  const auto values_and_gradients = [&](const torch::Tensor& y) {
+    std::vector<torch::Tensor> all =
+        torch::autograd::grad({(y * upstream).sum()}, inputs);
+    all.insert(all.begin(), y.detach());
+    return all;
+  };
+  HookPoint none;
+  const auto dispatched = values_and_gradients(moe.Forward(x, none));
+  const auto dense = values_and_gradients(moe.ForwardDense(x));
+  const char* names[] = {"output", "d x",  "d router", "d w1",
+                         "d b1",   "d w2", "d b2"};
+  for (size_t i = 0; i < dense.size(); ++i) {
+    EXPECT_LT(testing::MaxRelativeError(dispatched[i], dense[i]), 1e-12)
+        << names[i];
+  }
 }
 
 }  // namespace

@@ -103,16 +103,22 @@ void FortranGemm(const char* ta, const char* tb, const int* m, const int* n,
   dgemm_(ta, tb, m, n, k, &one, a, lda, b, ldb, &beta, c, ldc);
 }
 
+// An empty sum (k = 0): c = beta c. BLAS would do the same, but a zero leading
+// dimension is invalid; beta = 0 clears c even where it held NaN.
+void ScaleForEmptySum(const torch::Tensor& c, double beta) {
+  if (beta == 0.0) {
+    c.zero_();
+  } else {
+    c.mul_(beta);
+  }
+}
+
 template <typename T>
 void RunTask(const GemmTask& task, double beta) {
   const int64_t m = task.a.size(0), k = task.a.size(1), p = task.b.size(1);
   if (m == 0 || p == 0) return;
   if (k == 0) {
-    if (beta == 0.0) {
-      task.c.zero_();
-    } else {
-      task.c.mul_(beta);
-    }
+    ScaleForEmptySum(task.c, beta);
     return;
   }
   const Operand<T> left = Describe<T>(task.a.unsqueeze(0));
@@ -219,13 +225,7 @@ void BatchedGemm(const torch::Tensor& a, const torch::Tensor& b, double alpha,
               "BatchedGemm: c must be row-major in its last two dimensions");
   if (batch == 0 || m == 0 || p == 0) return;
   if (k == 0) {
-    // An empty sum: c = beta * c (BLAS would do the same, but a zero leading
-    // dimension is invalid).
-    if (beta == 0.0) {
-      c.zero_();
-    } else {
-      c.mul_(beta);
-    }
+    ScaleForEmptySum(c, beta);
     return;
   }
   if (a.scalar_type() == torch::kDouble) {

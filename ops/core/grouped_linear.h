@@ -9,7 +9,7 @@
 // The pieces, and so the bits, do not depend on the thread count; with the
 // 64-row alignment each group's product has the bits of one single-threaded
 // torch::matmul of its rows (GroupedLinearReference on one thread; ATen's own
-// multi-threaded sgemm cuts the rows elsewhere and rounds some differently).
+// multi-threaded sgemm may cut the rows elsewhere).
 // Differentiable once in x and weight.
 #ifndef SPARSE_LAYERS_OPS_CORE_GROUPED_LINEAR_H_
 #define SPARSE_LAYERS_OPS_CORE_GROUPED_LINEAR_H_
