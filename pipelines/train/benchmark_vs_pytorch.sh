@@ -5,6 +5,7 @@
 #   ./tools/bazel run //pipelines/train:benchmark_vs_pytorch [-- --rounds=5 --steps=10 --ffns=gelu_mlp,sgatlin]
 #     the LM step (training_throughput against pytorch_eager_throughput.py), per FFN and size tokens/s and
 #     MFU (active FLOPs for the sparse FFNs), and each sparse FFN's MFU as a share of the dense GELU MLP's;
+#     fails when the two programs' first losses differ by more than 0.05 nats (not the same initial model);
 #   ./tools/bazel run //pipelines/train:benchmark_fits_vs_pytorch [-- --rounds=5 --steps=20 --fits=transcoder,lorsa]
 #     a replacement-layer fit's step (fit_throughput against pytorch_eager_fits.py), per fit rows/s; fails
 #     when the two programs' layers differ in parameter count.
@@ -103,18 +104,21 @@ if [[ "$bench" == fit ]]; then
 fi
 echo "medians of $rounds rounds (2 threads; MFU in active FLOPs; dense share: MFU over the GELU MLP's, ours)"
 printf "%-12s %-12s %14s %14s %7s %9s %9s %11s\n" ffn model "libtorch tok/s" "eager tok/s" ratio "MFU ours" "MFU eager" "dense share"
-# Lines read "<program> d=<d> L=<l> T=.. V=.. B=..[ <ffn>]: <n> tokens/s, <g> GFLOP/s, MFU <m>% of <p> GFLOP/s".
+# Lines read "<program> d=<d> L=<l> T=.. V=.. B=..[ <ffn>]: <n> tokens/s, <g> GFLOP/s, MFU <m>% of <p> GFLOP/s,
+# initial loss <l>".
 awk "$median"'
   / tokens\/s/ {
-    program = $1; size = $2 " " $3; ffn = "gelu_mlp"
+    program = $1; size = $2 " " $3; ffn = "gelu_mlp"; l = ""
     if ($7 ~ /:$/) ffn = substr($7, 1, length($7) - 1)
     for (i = 1; i <= NF; i++) {
       if ($(i + 1) == "tokens/s,") r = $i
       if ($i == "MFU") m = substr($(i + 1), 1, length($(i + 1)) - 1)
+      if ($i == "initial" && $(i + 1) == "loss") l = $(i + 2)
     }
     key = ffn SUBSEP size
     rate[program, key] = rate[program, key] " " r
     mfu[program, key] = mfu[program, key] " " m
+    loss[program, key] = loss[program, key] " " l
     keys[key] = 1
   }
   END {
@@ -126,4 +130,16 @@ awk "$median"'
       printf "%-12s %-12s %14.0f %14.0f %6.2fx %8.1f%% %8.1f%% %11s\n", part[1], part[2], ours, eager,
              (eager > 0 ? ours / eager : 0), mine, median(mfu["pytorch-eager", key]), share
     }
+    # The same model at the same initial scales starts near ln 8192 = 9.01 in both programs (random targets);
+    # PyTorch default scales (N(0, 1) embeddings) start far above it and time another model.
+    for (key in keys) {
+      split(key, part, SUBSEP)
+      ours = median(loss["libtorch", key]); eager = median(loss["pytorch-eager", key])
+      if (ours - eager > 0.05 || eager - ours > 0.05) {
+        printf "benchmark_vs_pytorch: %s %s starts at loss %.4f here and %.4f in eager: not the same initial model\n",
+               part[1], part[2], ours, eager > "/dev/stderr"
+        differ = 1
+      }
+    }
+    if (differ) exit 1
   }' "$lines" | sort -k1,1 -k2,2V

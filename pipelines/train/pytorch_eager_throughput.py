@@ -106,8 +106,11 @@ def main():
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
+            return loss.item()
 
-        for _ in range(3):
+        # The first step's loss, before any update: checked against training_throughput's.
+        initial_loss = step()
+        for _ in range(2):
             step()
         start = time.perf_counter()
         for _ in range(steps):
@@ -116,7 +119,8 @@ def main():
         gflops = 3 * forward_flops_per_token(model, d, layers) * rate / 1e9
         name = "" if args.ffn == "gelu_mlp" else " " + args.ffn
         print(f"pytorch-eager d={d} L={layers} T=256 V=8192 B={batch}{name}: {rate:.0f} tokens/s, "
-              f"{gflops:.1f} GFLOP/s, MFU {100 * gflops / peak:.1f}% of {peak:.0f} GFLOP/s")
+              f"{gflops:.1f} GFLOP/s, MFU {100 * gflops / peak:.1f}% of {peak:.0f} GFLOP/s, "
+              f"initial loss {initial_loss:.4f}")
 
 
 if __name__ == "__main__":

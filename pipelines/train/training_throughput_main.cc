@@ -70,9 +70,13 @@ absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
       torch::randint(0, 8192, {batch, 256}, torch::kLong);
   const torch::Tensor targets =
       torch::randint(0, 8192, {batch, 256}, torch::kLong);
+  // The first step's loss, before any update: the benchmark checks it against
+  // the eager model's, which must start from the same scales.
+  double initial_loss = -1;
   auto step = [&] {
     optimizer->ZeroGrad();
     torch::Tensor loss = model->Loss(tokens, targets);
+    if (initial_loss < 0) initial_loss = loss.item<double>();
     loss.backward();
     optimizer->ClipGradNorm(1.0);
     optimizer->Step();
@@ -87,9 +91,10 @@ absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
   const std::string ffn = options.ffn == "gelu_mlp" ? "" : " " + options.ffn;
   std::printf(
       "libtorch d=%lld L=%lld T=256 V=8192 B=%d%s: %.0f tokens/s, %.1f "
-      "GFLOP/s, MFU %.1f%% of %.0f GFLOP/s\n",
+      "GFLOP/s, MFU %.1f%% of %.0f GFLOP/s, initial loss %.4f\n",
       static_cast<long long>(d_model), static_cast<long long>(n_layers), batch,
-      ffn.c_str(), tokens_per_second, gflops, 100 * gflops / peak, peak);
+      ffn.c_str(), tokens_per_second, gflops, 100 * gflops / peak, peak,
+      initial_loss);
   if (absl::GetFlag(FLAGS_profile)) {
     std::printf("%s", FormatOpProfile(ProfileOps(step), 15).c_str());
   }
