@@ -29,6 +29,11 @@ Problem MakeProblem(torch::Dtype dtype) {
   return p;
 }
 
+// Slot s = t * k + i is token t's i-th choice: the token of every slot.
+torch::Tensor TokenOfSlot(const Problem& p) {
+  return torch::arange(kTokens, p.experts.options()).repeat_interleave(kK);
+}
+
 // Expert j's GELU MLP on the rows it received.
 torch::Tensor GeluExpert(const Problem& p, int64_t j,
                          const torch::Tensor& rows) {
@@ -54,8 +59,7 @@ torch::Tensor SortedDispatch(const Problem& p) {
 torch::Tensor PerExpertReference(const Problem& p) {
   const torch::Tensor flat_experts = p.experts.reshape({-1});
   const torch::Tensor flat_weights = p.weights.reshape({-1, 1});
-  const torch::Tensor token_of =
-      torch::arange(kTokens, p.experts.options()).repeat_interleave(kK);
+  const torch::Tensor token_of = TokenOfSlot(p);
   torch::Tensor output = torch::zeros_like(p.x);
   for (int64_t j = 0; j < kExperts; ++j) {
     const torch::Tensor slots = (flat_experts == j).nonzero().view({-1});
@@ -87,11 +91,8 @@ TEST(ExpertDispatchTest, SlotsAreSortedStablyByExpert) {
   ASSERT_EQ(slots.order.numel(), kTokens * kK);
   EXPECT_TRUE(
       torch::equal(slots.experts, flat_experts.index_select(0, slots.order)));
-  // Slot s = t * k + i belongs to token t.
-  const torch::Tensor token_of =
-      torch::arange(kTokens, p.experts.options()).repeat_interleave(kK);
   EXPECT_TRUE(
-      torch::equal(slots.tokens, token_of.index_select(0, slots.order)));
+      torch::equal(slots.tokens, TokenOfSlot(p).index_select(0, slots.order)));
   EXPECT_EQ(
       slots.rows_per_expert,
       (std::vector<int64_t>{(flat_experts == 0).sum().item<int64_t>(),

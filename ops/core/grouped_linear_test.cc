@@ -55,8 +55,8 @@ TEST(GroupedLinearTest, EqualsTheSingleThreadedPerGroupMatmulBitForBit) {
 }
 
 // Long sums (in = 1,024, beyond OpenBLAS's K block) and groups of 64 n + 8
-// rows, whose last pieces are small enough for OpenBLAS's CBLAS entry to take
-// its unblocked AVX-512 kernel: still the bits of the whole group's matmul.
+// rows, whose 8-row remainders alone would take OpenBLAS's small-matrix kernel
+// (CutIntoPieces merges them): still the bits of the whole group's matmul.
 TEST(GroupedLinearTest, LongSumsAndSmallLastPiecesKeepTheWholeGroupsBits) {
   const std::vector<int64_t> rows = {136, 8, 200};
   for (GroupWeightLayout layout :

@@ -26,8 +26,11 @@ class Block(torch.nn.Module):
             self.fc_out = torch.nn.Linear(4 * d, d, bias=False)
         self.register_buffer("mask", torch.full((256, 256), float("-inf")).triu(1))
         # The scales of layers/attention/causal_attention.cc and layers/ffn/dense_mlp.cc.
-        for linear, std in [(self.qkv, 0.02), (self.out, 0.02 / math.sqrt(2 * layers))] + (
-                [(self.fc_in, 0.02), (self.fc_out, 0.02 / math.sqrt(2 * layers))] if self.ffn is None else []):
+        out_std = 0.02 / math.sqrt(2 * layers)
+        scaled = [(self.qkv, 0.02), (self.out, out_std)]
+        if self.ffn is None:
+            scaled += [(self.fc_in, 0.02), (self.fc_out, out_std)]
+        for linear, std in scaled:
             torch.nn.init.normal_(linear.weight, 0.0, std)
 
     def forward(self, x):
