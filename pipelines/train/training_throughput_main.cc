@@ -8,9 +8,12 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_format.h"
 #include "base/common/status_macros.h"
+#include "config/config_loader.h"
 #include "models/gpt.h"
 #include "ops/backend/torch_init.h"
 #include "pipelines/train/benchmark_gpt.h"
@@ -31,6 +34,12 @@ ABSL_FLAG(int64_t, d_ffn, 0, "FFN width (0: 4 d_model)");
 ABSL_FLAG(int64_t, n_experts, 0, "Experts or channels of a sparse FFN");
 ABSL_FLAG(int64_t, top_k, 0, "Active experts or units of a sparse FFN");
 ABSL_FLAG(int64_t, d_key, 0, "Product-key width of sgatlin and PEER (0: 128)");
+// The report's LMs are far smaller than the benchmark's sizes, so their steps
+// spend a larger share outside matmuls; this measures one as it trains.
+ABSL_FLAG(std::vector<std::string>, config, {},
+          "Measure this experiment config's model at its batch and sequence "
+          "length instead of the two benchmark sizes (later files refine "
+          "earlier ones; --ffn and the shape flags are then ignored)");
 
 namespace sparse_layers::train {
 namespace {
@@ -52,8 +61,8 @@ double MatmulPeakGflops() {
   return 2.0 * 1024 * 1024 * 1024 * kRepeats / Seconds(start) / 1e9;
 }
 
-absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
-  torch::manual_seed(0);
+// The benchmark's model at one size, with the FFN flags applied.
+layers::GptOptions FlagOptions(int64_t d_model, int64_t n_layers) {
   layers::GptOptions options = BenchmarkGptOptions(d_model, n_layers);
   options.ffn = absl::GetFlag(FLAGS_ffn);
   if (absl::GetFlag(FLAGS_d_ffn) > 0)
@@ -61,15 +70,23 @@ absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
   options.n_experts = absl::GetFlag(FLAGS_n_experts);
   options.top_k = absl::GetFlag(FLAGS_top_k);
   options.d_key = absl::GetFlag(FLAGS_d_key);
+  return options;
+}
+
+// Times the trainer's step on random tokens of `batch` x `sequence_length`;
+// prints one line starting with `label`.
+absl::Status Measure(const layers::GptOptions& options, int batch,
+                     int64_t sequence_length, const std::string& label,
+                     double peak) {
+  torch::manual_seed(0);
   ASSIGN_OR_RETURN(std::shared_ptr<layers::GptImpl> model,
                    layers::GptImpl::Create(options));
   // The trainer's optimizer: every parameter decayed, as pytorch_eager's.
   auto optimizer = *FlatAdamW::Create({{model->parameters(), 0.1}}, {});
-  const int batch = absl::GetFlag(FLAGS_batch_size);
-  const torch::Tensor tokens =
-      torch::randint(0, 8192, {batch, 256}, torch::kLong);
-  const torch::Tensor targets =
-      torch::randint(0, 8192, {batch, 256}, torch::kLong);
+  const torch::Tensor tokens = torch::randint(
+      0, options.vocab_size, {batch, sequence_length}, torch::kLong);
+  const torch::Tensor targets = torch::randint(
+      0, options.vocab_size, {batch, sequence_length}, torch::kLong);
   // The first step's loss, before any update: the benchmark checks it against
   // the eager model's, which must start from the same scales.
   double initial_loss = -1;
@@ -85,20 +102,48 @@ absl::Status Measure(int64_t d_model, int64_t n_layers, double peak) {
   const int steps = absl::GetFlag(FLAGS_steps);
   const auto start = Clock::now();
   for (int i = 0; i < steps; ++i) step();
-  const double tokens_per_second = double(steps) * batch * 256 / Seconds(start);
-  const double gflops =
-      3.0 * model->ForwardFlopsPerToken(256) * tokens_per_second / 1e9;
-  const std::string ffn = options.ffn == "gelu_mlp" ? "" : " " + options.ffn;
+  const double tokens_per_second =
+      double(steps) * batch * sequence_length / Seconds(start);
+  const double gflops = 3.0 * model->ForwardFlopsPerToken(sequence_length) *
+                        tokens_per_second / 1e9;
   std::printf(
-      "libtorch d=%lld L=%lld T=256 V=8192 B=%d%s: %.0f tokens/s, %.1f "
-      "GFLOP/s, MFU %.1f%% of %.0f GFLOP/s, initial loss %.4f\n",
-      static_cast<long long>(d_model), static_cast<long long>(n_layers), batch,
-      ffn.c_str(), tokens_per_second, gflops, 100 * gflops / peak, peak,
+      "%s: %.0f tokens/s, %.1f GFLOP/s, MFU %.1f%% of %.0f GFLOP/s, initial "
+      "loss %.4f\n",
+      label.c_str(), tokens_per_second, gflops, 100 * gflops / peak, peak,
       initial_loss);
   if (absl::GetFlag(FLAGS_profile)) {
     std::printf("%s", FormatOpProfile(ProfileOps(step), 15).c_str());
   }
   return absl::OkStatus();
+}
+
+// The benchmark's model at one size (the line pytorch_eager_throughput.py
+// prints for the same size).
+absl::Status MeasureBenchmarkSize(int64_t d_model, int64_t n_layers,
+                                  double peak) {
+  const layers::GptOptions options = FlagOptions(d_model, n_layers);
+  const std::string ffn = options.ffn == "gelu_mlp" ? "" : " " + options.ffn;
+  const int batch = absl::GetFlag(FLAGS_batch_size);
+  return Measure(options, batch, 256,
+                 absl::StrFormat("libtorch d=%d L=%d T=256 V=8192 B=%d%s",
+                                 d_model, n_layers, batch, ffn),
+                 peak);
+}
+
+// The model of an experiment config, at its batch and training windows.
+absl::Status MeasureConfig(const std::vector<std::string>& paths, double peak) {
+  ASSIGN_OR_RETURN(const config::ExperimentConfig config,
+                   config::LoadExperimentConfig(paths));
+  ASSIGN_OR_RETURN(const layers::GptOptions options,
+                   layers::GptOptionsFromConfig(config.model()));
+  const int64_t sequence_length = config::TrainingWindowLength(config);
+  const int batch = config.data().batch_size();
+  return Measure(
+      options, batch, sequence_length,
+      absl::StrFormat("libtorch %s d=%d L=%d T=%d V=%d B=%d %s", config.name(),
+                      options.d_model, options.n_layers, sequence_length,
+                      options.vocab_size, batch, options.ffn),
+      peak);
 }
 
 }  // namespace
@@ -112,7 +157,11 @@ int main(int argc, char** argv) {
         {sparse_layers::FlagAtLeast(FLAGS_steps, 1),
          sparse_layers::FlagAtLeast(FLAGS_batch_size, 1)}));
     const double peak = sparse_layers::train::MatmulPeakGflops();
-    RETURN_IF_ERROR(sparse_layers::train::Measure(128, 4, peak));
-    return sparse_layers::train::Measure(256, 6, peak);
+    if (!absl::GetFlag(FLAGS_config).empty()) {
+      return sparse_layers::train::MeasureConfig(absl::GetFlag(FLAGS_config),
+                                                 peak);
+    }
+    RETURN_IF_ERROR(sparse_layers::train::MeasureBenchmarkSize(128, 4, peak));
+    return sparse_layers::train::MeasureBenchmarkSize(256, 6, peak);
   });
 }
