@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "ops/core/block_causal_attention.h"
+
 namespace sparse_layers::layers {
 namespace {
 
@@ -219,7 +221,6 @@ MohdAttentionImpl::MohdAttentionImpl(const MohdOptions& options, int64_t inner,
   w_o = register_parameter(
       "w_o", torch::randn({inner, d}) * (0.02 / std::sqrt(2.0 * n_layers)));
   rotary_ = RotaryEmbedding(inner / n_heads, context_length);
-  causal_mask_ = CausalMask(context_length);
 }
 
 torch::Tensor MohdAttentionImpl::forward(const torch::Tensor& x) {
@@ -245,10 +246,10 @@ torch::Tensor MohdAttentionImpl::forward(const torch::Tensor& x) {
   const torch::Tensor q = rotary_.Apply(heads(qkv[0]));
   const torch::Tensor k = rotary_.Apply(heads(qkv[1]));
   const torch::Tensor v = heads(qkv[2]);
-  const torch::Tensor pattern = causal_mask_.Softmax(
-      torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(head_dim)));
+  // The dense model's causal kernel: one sgemm per (batch, head) on the views'
+  // strides and the masked half skipped, not ATen's per-entry bmm loop.
   const torch::Tensor mixed =
-      torch::matmul(pattern, v).transpose(1, 2).reshape({-1, inner_});
+      BlockCausalAttention(q, k, v).transpose(1, 2).reshape({-1, inner_});
   const torch::Tensor y =
       gather_sparse ? ProjectActiveColumns(options_, mixed, w_o, w, tokens_of)
                     : torch::matmul(mixed, w_o) * w;

@@ -13,7 +13,6 @@
 
 #include "layers/attention/attention.h"
 #include "layers/ffn/feed_forward.h"
-#include "ops/core/causal_mask.h"
 #include "ops/core/rotary.h"
 
 namespace sparse_layers::layers {
@@ -108,7 +107,6 @@ class MohdAttentionImpl : public AttentionImpl {
   MohdOptions options_;
   int64_t inner_, heads_;
   RotaryEmbedding rotary_;
-  CausalMask causal_mask_;
   torch::Tensor balance_;
 };
 TORCH_MODULE(MohdAttention);

@@ -25,8 +25,9 @@ class BlockCausalAttentionFunction
     RECORD_FUNCTION("BlockCausalAttention", std::vector<c10::IValue>());
     const int64_t length = q.size(1);
     const int64_t block = std::min(block_tokens, length);
-    const float scale =
-        static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(2))));
+    // In double (BatchedGemm rounds it to the operands' type): a float scale
+    // put 3e-8 relative error into double-precision checks.
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
     // -inf strictly above the diagonal of a (block, block) tile.
     const torch::Tensor tile_mask =
         torch::full({block, block}, -std::numeric_limits<float>::infinity(),
@@ -64,8 +65,7 @@ class BlockCausalAttentionFunction
     const torch::Tensor& v = saved[2];
     const int64_t block = ctx->saved_data["block"].toInt();
     const int64_t length = q.size(1);
-    const float scale =
-        static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.size(2))));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(2)));
     const torch::Tensor grad_output = grad_outputs[0].contiguous();
     torch::Tensor grad_q = torch::empty_like(q);
     torch::Tensor grad_k = torch::zeros_like(k);
