@@ -5,8 +5,9 @@ The action's inputs are the trainer binary, the merged config, the token shards 
 @build_identity//:identity.txt (LibTorch, BLAS, compiler: what Bazel cannot see outside the workspace), so
 Bazel reruns it exactly when one of them changes, and a remote cache shares the checkpoint only between
 machines whose libraries would produce the same bytes. Training uses
-`threads` cores: Bazel 4 cannot reserve them for an action, so the trainer takes a CPU slot lock
-(base/common/cpu_slots.h) and the cpu:N requirement is declared for executors that honour it. A killed
+`threads` cores: Bazel 4 cannot reserve them for an action, so the trainer takes one core lock per thread
+(base/common/cpu_slots.h) and the cpu:N requirement is declared for executors that honour it. A config's
+runtime.threads wins over `threads` and sets the locks (the cpu scale's trainings run on one thread). A killed
 training resumes: it checkpoints every RESUME_FLAGS seconds into the user's resume store (outside the sandbox;
 tools/bazel makes it writable) under a key of its inputs, and a rerun continues from there to the same bytes.
 """
